@@ -1,0 +1,35 @@
+# Two entry points for a fresh machine: `make demo` runs the main job, `make test` runs the tests.
+# Both create .venv in the checkout and build the native core with maturin through pip.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.suse-installed
+NATIVE := $(shell find core/src -name '*.rs') core/Cargo.toml pyproject.toml
+
+.PHONY: install demo test bench native clean
+
+install: $(STAMP)
+
+$(STAMP): $(NATIVE)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+# Rebuild only the Rust extension in place (after editing core/src).
+native:
+	$(PY) -m pip install --quiet -e . --no-deps
+	touch $(STAMP)
+
+demo: install
+	$(VENV)/bin/suse run examples/flights.toml
+
+test: install
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) bench/exact_abcd.py
+	$(PY) bench/summary_synthetic.py
+
+clean:
+	rm -rf $(VENV) core/target

@@ -1,0 +1,144 @@
+//! Expected-benefit coefficients (paper §6.1) and the online alphabet estimator.
+//!
+//! `h_n[q]` is the expected number (and value sum) of matches that one set, now in state `q`,
+//! forms during the next `n` elements, when each element is drawn independently from the
+//! alphabet probabilities. With `Q = Σ_c p_c · step_c` and `φ[q]` the expected matches formed by
+//! one step, `h_0 = 0` and `h_{n+1} = φ + Q·h_n`. The expected benefit of an element is then a
+//! dot product of its active local counters with `h_n`: O(|Z|) per element, the cache being
+//! grown lazily, O(|Z|) memory per step instead of the paper's O(|Z|²).
+//! Values enter through the dual numbers: a step with character `c` weighs `1 + v̄_c·ε`, so the
+//! sum part of `h_n` is the expected value of the matches formed (the SUM variant, §6.3).
+use crate::dfa::{Dfa, NONE};
+use crate::num::DualF;
+use serde::{Deserialize, Serialize};
+
+/// Largest number of future steps the cache looks ahead.
+pub const MAX_STEPS: usize = 1 << 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Policy {
+    Any,
+    Next,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Estimator {
+    /// Probabilities given by the user (normalised), or `None` to estimate them.
+    pub given: Option<Vec<f64>>,
+    pub counts: Vec<u64>,
+    pub value_sums: Vec<f64>,
+    pub total: u64,
+    pub t_first: Option<i64>,
+    pub t_last: Option<i64>,
+    next_refresh: u64,
+}
+
+impl Estimator {
+    pub fn new(k: usize, given: Option<Vec<f64>>) -> Self {
+        Estimator { given, counts: vec![0; k], value_sums: vec![0.0; k], total: 0, t_first: None, t_last: None, next_refresh: 16 }
+    }
+
+    /// Record an element; returns true when the coefficients should be recomputed.
+    pub fn observe(&mut self, sym: u8, t: i64, v: u64) -> bool {
+        self.counts[sym as usize] += 1;
+        self.value_sums[sym as usize] += v as f64;
+        self.total += 1;
+        self.t_first.get_or_insert(t);
+        self.t_last = Some(t);
+        if self.total >= self.next_refresh {
+            // Geometric refresh: estimates settle quickly, so recompute at 16, 32, 64, ...
+            // and then at least every 65,536 elements.
+            self.next_refresh = (self.total * 2).min(self.total + 65_536);
+            return true;
+        }
+        false
+    }
+
+    /// Add-one (Laplace) smoothed frequencies, so unseen characters keep a small probability.
+    pub fn probabilities(&self) -> Vec<f64> {
+        if let Some(p) = &self.given {
+            return p.clone();
+        }
+        let k = self.counts.len() as f64;
+        self.counts.iter().map(|&c| (c as f64 + 1.0) / (self.total as f64 + k)).collect()
+    }
+
+    pub fn mean_values(&self) -> Vec<f64> {
+        self.counts.iter().zip(&self.value_sums).map(|(&c, &s)| if c == 0 { 1.0 } else { s / c as f64 }).collect()
+    }
+
+    /// Elements per time unit, to turn a remaining time span into a number of future steps.
+    pub fn rate(&self) -> f64 {
+        match (self.t_first, self.t_last) {
+            (Some(a), Some(b)) if b > a && self.total > 1 => (self.total - 1) as f64 / (b - a) as f64,
+            _ => 1.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Coefficients {
+    pub probabilities: Vec<f64>,
+    pub means: Vec<f64>,
+    pub policy: Policy,
+    #[serde(skip)]
+    h: Vec<Vec<DualF>>,
+    #[serde(skip)]
+    phi: Vec<DualF>,
+}
+
+impl Coefficients {
+    pub fn new(probabilities: Vec<f64>, means: Vec<f64>, policy: Policy) -> Self {
+        Coefficients { probabilities, means, policy, h: Vec::new(), phi: Vec::new() }
+    }
+
+    fn init(&mut self, dfa: &Dfa) {
+        let mut phi = vec![DualF::ZERO; dfa.n];
+        for (c, trans) in dfa.by_sym.iter().enumerate() {
+            let w = DualF { c: self.probabilities[c], s: self.probabilities[c] * self.means[c] };
+            for &(q, to) in trans {
+                if dfa.finals[to as usize] {
+                    phi[q as usize] = phi[q as usize].add(w);
+                }
+            }
+        }
+        self.phi = phi;
+        self.h = vec![vec![DualF::ZERO; dfa.n]];
+    }
+
+    /// `h_n`, growing the cache as needed (n is capped at [`MAX_STEPS`]).
+    pub fn h(&mut self, dfa: &Dfa, n: usize) -> &[DualF] {
+        if self.h.is_empty() {
+            self.init(dfa);
+        }
+        let n = n.min(MAX_STEPS);
+        while self.h.len() <= n {
+            let prev = self.h.last().expect("h_0 exists");
+            let mut next = self.phi.clone();
+            for q in 0..dfa.n {
+                let mut acc = DualF::ZERO;
+                for c in 0..dfa.k() {
+                    let p = self.probabilities[c];
+                    if p == 0.0 {
+                        continue;
+                    }
+                    let to = dfa.step(q as u32, c as u8);
+                    let moved = if to == NONE {
+                        prev[q] // no transition: the set (or run) stays as it is
+                    } else {
+                        let w = DualF::weight(0).add(DualF { c: 0.0, s: self.means[c] });
+                        let taken = prev[to as usize].mul(w);
+                        match self.policy {
+                            Policy::Any => prev[q].add(taken), // the set is also kept without it
+                            Policy::Next => taken,             // the run moves on
+                        }
+                    };
+                    acc = acc.add(DualF { c: moved.c * p, s: moved.s * p });
+                }
+                next[q] = next[q].add(acc);
+            }
+            self.h.push(next);
+        }
+        &self.h[n]
+    }
+}

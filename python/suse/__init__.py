@@ -1,0 +1,23 @@
+"""suse: aggregate regular-expression subsequence matches over event streams with bounded summaries.
+
+>>> import suse
+>>> q = suse.Query("AB*C", window=1000)
+>>> suse.exact(q, [("A", 1), ("B", 2), ("C", 3)]).count
+2
+"""
+from suse.api import Evaluation, Exact, ExactResult, Query, Summary, SummaryResult, exact
+from suse.errors import InputError, QueryError, SuseError
+
+__all__ = [
+    "Evaluation",
+    "Exact",
+    "ExactResult",
+    "InputError",
+    "Query",
+    "QueryError",
+    "Summary",
+    "SummaryResult",
+    "SuseError",
+    "exact",
+]
+__version__ = "0.1.0"

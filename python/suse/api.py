@@ -1,0 +1,387 @@
+"""The Python surface of suse: Query, exact aggregation and the bounded Summary.
+
+Everything a user touches is validated here and turned into `suse.InputError` with a message
+that says what is wrong; the native core (`suse._core`) then runs one call per batch.
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import secrets
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from suse import _core
+from suse.errors import InputError
+from suse.query import Automaton, compile_regex
+
+AGGREGATES = ("count", "sum", "avg")
+POLICIES = ("any", "next")
+STRATEGIES = ("suse", "present", "fifo", "random")
+INT64_MAX = 2**63 - 1
+
+
+def _check_int(name: str, value: Any, minimum: int = 0, maximum: int = INT64_MAX) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise InputError(f"{name} must be at least {minimum}, got {value}")
+    if value > maximum:
+        raise InputError(f"{name} is too large: {value} (the largest allowed is {maximum})")
+    return value
+
+
+def _check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise InputError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+class Query:
+    """A regular-expression query: pattern, time window (inclusive), aggregate and policy.
+
+    `policy="any"` is skip-till-any-match (every subsequence counts); `policy="next"` is
+    skip-till-next-match (each initiator starts one run that takes every later event it can).
+    """
+
+    def __init__(self, regex: str, window: int, aggregate: str = "count", policy: str = "any"):
+        if not isinstance(regex, str):
+            raise InputError(f"the query must be a string, got {type(regex).__name__}")
+        self.regex = regex
+        self.window = _check_int("window", window)
+        self.aggregate = _check_choice("aggregate", aggregate, AGGREGATES)
+        self.policy = _check_choice("policy", policy, POLICIES)
+        self.automaton: Automaton = compile_regex(regex)
+        self._dfa = _core.Dfa(
+            self.automaton.n_states,
+            self.automaton.alphabet,
+            [s in self.automaton.finals for s in self.automaton.states],
+            self.automaton.table(),
+        )
+
+    @property
+    def alphabet(self) -> str:
+        return self.automaton.alphabet
+
+    def to_dict(self) -> dict:
+        return {"regex": self.regex, "window": self.window, "aggregate": self.aggregate, "policy": self.policy}
+
+    def __repr__(self) -> str:
+        return f"Query({self.regex!r}, window={self.window}, aggregate={self.aggregate!r}, policy={self.policy!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Query) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.to_dict().items()))
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The aggregate at an evaluation time: over all events with timestamp <= `timestamp`."""
+
+    timestamp: int
+    count: int
+    sum: int
+    partial_count: int
+    detected_count: Optional[int] = None
+    detected_sum: Optional[int] = None
+
+    @property
+    def avg(self) -> Optional[float]:
+        return _avg(self.sum, self.count)
+
+
+@dataclass(frozen=True)
+class ExactResult:
+    count: int
+    sum: int
+    partial_count: int
+    skipped: int
+    events: int
+    evaluations: list[Evaluation] = field(default_factory=list)
+
+    @property
+    def avg(self) -> Optional[float]:
+        return _avg(self.sum, self.count)
+
+
+@dataclass(frozen=True)
+class SummaryResult:
+    count: int
+    sum: int
+    partial_count: int
+    detected_count: int
+    detected_sum: int
+    skipped: int
+    events: int
+    size: int
+
+    @property
+    def avg(self) -> Optional[float]:
+        return _avg(self.sum, self.count)
+
+
+def _avg(total: int, count: int) -> Optional[float]:
+    return None if count == 0 else total / count
+
+
+# ---------------------------------------------------------------------------------------------
+# Event coercion: everything becomes (bytes, int64 timestamps, int64 values or None).
+
+
+def _to_int64(name: str, data: Any, n: int) -> np.ndarray:
+    arr = np.asarray(data)
+    if arr.ndim != 1:
+        raise InputError(f"{name} must be a one-dimensional sequence")
+    if len(arr) != n:
+        raise InputError(f"{n} characters but {len(arr)} {name}")
+    if arr.dtype == np.int64:
+        return arr
+    if arr.dtype.kind in "iu":
+        if arr.dtype.kind == "u" and len(arr) and arr.max() > INT64_MAX:
+            raise InputError(f"{name} exceed the 64-bit integer range")
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "b":
+        raise InputError(f"{name} must be integers, got booleans")
+    if arr.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.floor(arr)))
+        if len(bad):
+            i = int(bad[0])
+            raise InputError(f"event {i}: {name[:-1]} {arr[i]!r} is not an integer")
+        if len(arr) and np.abs(arr).max() > 2**53:
+            raise InputError(f"{name} given as floats lose precision above 2**53; pass integers")
+        return arr.astype(np.int64)
+    out = np.empty(n, dtype=np.int64)
+    for i, v in enumerate(arr.tolist()):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+                v = int(v)
+            else:
+                raise InputError(f"event {i}: {name[:-1]} {v!r} is not an integer")
+        if not -(2**63) <= int(v) <= INT64_MAX:
+            raise InputError(f"event {i}: {name[:-1]} {v} is outside the 64-bit integer range")
+        out[i] = int(v)
+    return out
+
+
+def _chars_to_bytes(chars: Any) -> bytes:
+    if isinstance(chars, str):
+        # One byte per character; anything outside Latin-1 becomes '?', an unknown symbol.
+        return chars.encode("latin-1", errors="replace")
+    if isinstance(chars, (bytes, bytearray)):
+        return bytes(chars)
+    out = []
+    for i, c in enumerate(chars):
+        if not isinstance(c, str) or len(c) != 1:
+            raise InputError(f"event {i}: character {c!r} is not a single character")
+        out.append(c)
+    return "".join(out).encode("latin-1", errors="replace")
+
+
+def coerce_events(
+    events: Any = None,
+    chars: Any = None,
+    timestamps: Any = None,
+    values: Any = None,
+) -> tuple[bytes, np.ndarray, Optional[np.ndarray]]:
+    """Accept `events` (pairs/triples or an object with chars/timestamps/values) or arrays."""
+    if events is not None:
+        if chars is not None or timestamps is not None:
+            raise InputError("pass either events or chars/timestamps, not both")
+        if hasattr(events, "chars") and hasattr(events, "timestamps"):
+            chars, timestamps, values = events.chars, events.timestamps, getattr(events, "values", None)
+        else:
+            chars, timestamps, vals, any_value = [], [], [], False
+            for i, ev in enumerate(events):
+                if not isinstance(ev, (tuple, list)) or len(ev) not in (2, 3):
+                    raise InputError(f"event {i}: expected (char, timestamp) or (char, timestamp, value), got {ev!r}")
+                chars.append(ev[0])
+                timestamps.append(ev[1])
+                vals.append(ev[2] if len(ev) == 3 else 1)
+                any_value |= len(ev) == 3
+            values = vals if any_value else None
+    if chars is None or timestamps is None:
+        raise InputError("no events given: pass events=[(char, timestamp[, value]), ...] or chars= and timestamps=")
+    raw = _chars_to_bytes(chars)
+    ts = _to_int64("timestamps", timestamps, len(raw))
+    vals = None
+    if values is not None:
+        vals = _to_int64("values", values, len(raw))
+        negative = np.flatnonzero(vals < 0)
+        if len(negative):
+            i = int(negative[0])
+            raise InputError(f"event {i}: value {vals[i]} is negative; values must be non-negative integers")
+    return raw, ts, vals
+
+
+def _eval_times(evaluate_at: Any) -> Optional[np.ndarray]:
+    if evaluate_at is None:
+        return None
+    if isinstance(evaluate_at, numbers.Integral):
+        evaluate_at = [evaluate_at]
+    arr = _to_int64("evaluation timestamps", list(evaluate_at), len(list(evaluate_at)))
+    return arr
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class Exact:
+    """Incremental exact aggregation (the ground truth); `exact()` is the one-shot form."""
+
+    def __init__(self, query: Query):
+        if not isinstance(query, Query):
+            raise InputError(f"expected a suse.Query, got {type(query).__name__}")
+        self.query = query
+        self._engine = _core.ExactEngine(query._dfa, query.window, query.policy)
+
+    def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
+               evaluate_at: Any = None) -> list[Evaluation]:
+        raw, ts, vals = coerce_events(events, chars, timestamps, values)
+        rows = self._engine.extend(raw, ts, vals, _eval_times(evaluate_at))
+        return [Evaluation(t, c, s, p) for t, c, s, p in rows]
+
+    def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
+        count, total, partial = self._engine.totals_py()
+        return ExactResult(count, total, partial, self._engine.skipped, self._engine.events, evaluations or [])
+
+
+def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
+          evaluate_at: Any = None) -> ExactResult:
+    """Aggregate every match of `query` over a whole stream, exactly.
+
+    `evaluate_at` lists timestamps T at which the aggregate over all events with timestamp <= T
+    is also reported (in `result.evaluations`), computed while processing.
+    """
+    engine = Exact(query)
+    raw, ts, vals = coerce_events(events, chars, timestamps, values)
+    if len(raw) == 0:
+        raise InputError("the stream is empty")
+    rows = engine._engine.extend(raw, ts, vals, _eval_times(evaluate_at))
+    return engine.result([Evaluation(t, c, s, p) for t, c, s, p in rows])
+
+
+_MAGIC = b"SUSE"
+
+
+class Summary:
+    """A bounded summary of one stream (one partition) for one query.
+
+    It retains at most `size` elements, chosen by `strategy`, and keeps exact counters over the
+    matches those elements form. See docs/ENGINE.md for the algorithms.
+    """
+
+    def __init__(
+        self,
+        query: Query,
+        size: int,
+        strategy: str = "suse",
+        probabilities: Optional[Mapping[str, float]] = None,
+        seed: Optional[int] = None,
+        time_to_live: Optional[int] = None,
+    ):
+        if not isinstance(query, Query):
+            raise InputError(f"expected a suse.Query, got {type(query).__name__}")
+        self.query = query
+        self.size = _check_int("size", size, minimum=1, maximum=10_000_000)
+        self.strategy = _check_choice("strategy", strategy, STRATEGIES)
+        self.time_to_live = None if time_to_live is None else _check_int("time_to_live", time_to_live)
+        self.probabilities = _check_probabilities(probabilities, query.alphabet)
+        self.seed = secrets.randbits(63) if seed is None else _check_int("seed", seed, maximum=2**64 - 1)
+        p = None if self.probabilities is None else [self.probabilities.get(c, 0.0) for c in query.alphabet]
+        self._engine = _core.SummaryEngine(
+            query._dfa, query.window, self.size, self.strategy, query.aggregate, query.policy, p, self.seed,
+            self.time_to_live,
+        )
+
+    def insert(self, char: str, timestamp: int, value: int = 1) -> None:
+        self.extend([char], [timestamp], [value])
+
+    def extend(self, chars: Any = None, timestamps: Any = None, values: Any = None, evaluate_at: Any = None,
+               *, events: Any = None) -> list[Evaluation]:
+        raw, ts, vals = coerce_events(events, chars, timestamps, values)
+        rows = self._engine.extend(raw, ts, vals, _eval_times(evaluate_at))
+        return [Evaluation(*row) for row in rows]
+
+    def result(self) -> SummaryResult:
+        _, count, total, partial, det_c, det_s = self._engine.result()
+        return SummaryResult(count, total, partial, det_c, det_s, self._engine.skipped, self._engine.events, len(self))
+
+    def elements(self) -> list[tuple[str, int, int]]:
+        return self._engine.elements()
+
+    def __len__(self) -> int:
+        return len(self._engine)
+
+    def __repr__(self) -> str:
+        return f"Summary({self.query!r}, size={self.size}, strategy={self.strategy!r}, retained={len(self)})"
+
+    # -- serialisation (Spark state, pickling) --
+
+    def _header(self) -> dict:
+        return {
+            "query": self.query.to_dict(),
+            "size": self.size,
+            "strategy": self.strategy,
+            "probabilities": self.probabilities,
+            "seed": self.seed,
+            "time_to_live": self.time_to_live,
+        }
+
+    def to_bytes(self) -> bytes:
+        header = json.dumps(self._header()).encode()
+        return _MAGIC + struct.pack("<I", len(header)) + header + self._engine.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Summary":
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise InputError(f"expected bytes, got {type(data).__name__}")
+        data = bytes(data)
+        if len(data) < 8 or data[:4] != _MAGIC:
+            raise InputError("these bytes are not a serialised suse Summary")
+        (n,) = struct.unpack("<I", data[4:8])
+        try:
+            header = json.loads(data[8 : 8 + n])
+        except ValueError as exc:
+            raise InputError(f"corrupt summary header: {exc}") from None
+        summary = cls.__new__(cls)
+        summary.query = Query(**header["query"])
+        summary.size = header["size"]
+        summary.strategy = header["strategy"]
+        summary.probabilities = header["probabilities"]
+        summary.seed = header["seed"]
+        summary.time_to_live = header["time_to_live"]
+        summary._engine = _core.SummaryEngine.from_bytes(data[8 + n :])
+        return summary
+
+    def __reduce__(self):
+        return (Summary.from_bytes, (self.to_bytes(),))
+
+
+def _check_probabilities(probabilities: Optional[Mapping[str, float]], alphabet: str) -> Optional[dict]:
+    if probabilities is None:
+        return None
+    if not isinstance(probabilities, Mapping):
+        raise InputError("probabilities must be a mapping from character to probability")
+    clean = {}
+    for c, p in probabilities.items():
+        if c not in alphabet:
+            raise InputError(f"probability given for {c!r}, which is not a character of the query ({alphabet})")
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not math.isfinite(p) or p < 0:
+            raise InputError(f"probability of {c!r} must be a finite non-negative number, got {p!r}")
+        clean[c] = float(p)
+    total = sum(clean.values())
+    if not math.isclose(total, 1.0, abs_tol=1e-6):
+        raise InputError(f"probabilities must sum to 1, they sum to {total:.6g}")
+    return {c: p / total for c, p in clean.items()}
+
+
+def events_from_iterable(items: Iterable) -> tuple[bytes, np.ndarray, Optional[np.ndarray]]:
+    """Helper for callers holding (char, timestamp[, value]) tuples."""
+    return coerce_events(items)

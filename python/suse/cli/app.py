@@ -1,0 +1,47 @@
+"""The `suse` command line: one typer app; each command lives in its own module."""
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Callable, TypeVar
+
+import typer
+from rich.console import Console
+
+from suse.errors import QueryError, SuseError
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Aggregate regular-expression subsequence matches over event streams.",
+)
+err_console = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def friendly_errors(func: F) -> F:
+    """Turn suse errors into a clear message and exit code 2 instead of a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except QueryError as exc:
+            err_console.print(f"[bold red]query error:[/] {exc.message} (position {exc.position})")
+            err_console.print(exc.caret(), markup=False, highlight=False)
+            raise typer.Exit(2) from None
+        except SuseError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+            raise typer.Exit(2) from None
+        except FileNotFoundError as exc:
+            err_console.print(f"[bold red]error:[/] no such file: {exc.filename}")
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def main(argv: list[str] | None = None) -> None:
+    from suse.cli import commands  # noqa: F401  (registers the commands on `app`)
+
+    app(args=argv if argv is not None else sys.argv[1:], prog_name="suse")

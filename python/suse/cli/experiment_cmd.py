@@ -1,0 +1,25 @@
+"""`suse experiment NAME`: reproduce one of the paper's figures (CSV + PNG)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from suse.cli.app import app, err_console, friendly_errors
+
+
+@app.command("experiment")
+@friendly_errors
+def experiment(
+    name: str = typer.Argument(..., help="fig7a ... fig11, flights, stocks, or 'all'."),
+    quick: bool = typer.Option(False, "--quick", help="Reduced sizes: minutes per experiment on 2 cores."),
+    out: Path = typer.Option(Path("out/experiments"), "--out", help="Directory for NAME.csv, NAME.png, NAME.json."),
+) -> None:
+    """Run a paper experiment and write its CSV, PNG plot and parameters (docs/RESULTS.md)."""
+    from suse.eval.experiments import EXPERIMENTS, run_experiment
+
+    names = list(EXPERIMENTS) if name == "all" else [name]
+    for n in names:
+        err_console.print(f"[bold]{n}[/]: {EXPERIMENTS[n].title if n in EXPERIMENTS else ''}")
+        csv, png = run_experiment(n, quick=quick, out=out)
+        typer.echo(f"{n}: wrote {csv} and {png}")

@@ -1,0 +1,1 @@
+"""Reproduce the paper's evaluation: metrics (`metrics`) and experiment runners (`experiments`)."""

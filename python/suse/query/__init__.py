@@ -1,0 +1,40 @@
+"""Query compiler: query text -> syntax tree -> minimal trimmed DFA.
+
+>>> a = compile_regex("A(B*C)*D")
+>>> a.alphabet, a.n_states, a.accepts("ABCD")
+('ABCD', 4, True)
+"""
+from suse.query.automaton import MAX_DFA_STATES, NFA, Automaton, compile_regex
+from suse.query.parser import (
+    MAX_DEPTH,
+    MAX_EXPANDED_SIZE,
+    MAX_REPEAT,
+    Alternation,
+    AnyChar,
+    Char,
+    Concat,
+    Node,
+    Repeat,
+    alphabet_of,
+    format_query,
+    parse,
+)
+
+__all__ = [
+    "Alternation",
+    "AnyChar",
+    "Automaton",
+    "Char",
+    "Concat",
+    "MAX_DEPTH",
+    "MAX_DFA_STATES",
+    "MAX_EXPANDED_SIZE",
+    "MAX_REPEAT",
+    "NFA",
+    "Node",
+    "Repeat",
+    "alphabet_of",
+    "compile_regex",
+    "format_query",
+    "parse",
+]

@@ -1,0 +1,113 @@
+"""``aggregate``: a query over every partition of a DataFrame, as a DataFrame of results."""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Mapping, Sequence
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+import suse
+from suse.errors import InputError
+from suse.spark.characters import RANK, TIE, TS, VALUE, Events, quoted, to_events
+from suse.spark.runner import EXACT_DDL, RESULT_DDL, Plan, run_sorted
+from suse.spark.triggers import parse_trigger
+
+
+def aggregate(
+    df: DataFrame,
+    query: str,
+    window: str | int | dt.timedelta,
+    characters: Mapping[str, str] | str,
+    timestamp: str,
+    partition_by: Sequence[str] | str = (),
+    value: str | None = None,
+    summary_size: int = 500,
+    strategy: str = "suse",
+    evaluate: Any = "end",
+    exact: bool = False,
+    replicate: Sequence[str] | None = None,
+    probabilities: Mapping[str, float] | str | None = None,
+    seed: int = 0,
+    aggregate: str = "count",
+    policy: str = "any",
+    timestamp_format: str | None = None,
+) -> DataFrame:
+    """Aggregate the subsequence matches of ``query`` within ``window`` per partition.
+
+    Returns one row per partition and evaluation time: the partition columns,
+    ``evaluated_at``, ``count``/``sum`` (exact decimal strings), ``avg``, ``count_double``,
+    ``sum_double``, ``detected_count``, ``events`` and the retained ``elements``; plus
+    ``exact_count``/``exact_sum`` when ``exact``. See docs/SPARK.md.
+
+    ``probabilities``: None (estimated online by each summary), a mapping char -> p, or
+    "estimate" (character frequencies over the whole input, one extra Spark job).
+    """
+    events, plan = prepare(
+        df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
+        evaluate, exact, replicate, probabilities, seed, aggregate, policy, timestamp_format,
+    )
+    return run(events, plan)
+
+
+def prepare(
+    df: DataFrame, query: str, window: Any, characters: Mapping[str, str] | str, timestamp: str,
+    partition_by: Sequence[str] | str = (), value: str | None = None, summary_size: int = 500,
+    strategy: str = "suse", evaluate: Any = "end", exact: bool = False,
+    replicate: Sequence[str] | None = None, probabilities: Any = None, seed: int = 0,
+    aggregate: str = "count", policy: str = "any", timestamp_format: str | None = None,
+    streaming: bool = False,
+) -> tuple[Events, Plan]:
+    """Validate everything on the driver and build the event frame and executor plan."""
+    if isinstance(partition_by, str):
+        partition_by = [partition_by]
+    alphabet = suse.Query(query, 0).alphabet  # QueryError with a position if malformed
+    events = to_events(
+        df, characters, alphabet, timestamp, partition_by, value, timestamp_format,
+        list(replicate or ()), streaming,
+    )
+    window_units = events.axis.span(window, "window")
+    trigger = parse_trigger(evaluate, events.axis, window_units)
+    if probabilities == "estimate":
+        probabilities = estimate_probabilities(events)
+    elif isinstance(probabilities, str):
+        raise InputError(f"probabilities must be a mapping, 'estimate' or None, got {probabilities!r}")
+    plan = Plan(
+        query, window_units, aggregate, policy, summary_size, strategy,
+        None if probabilities is None else tuple(sorted(probabilities.items())),
+        seed, trigger, bool(exact), events.order,
+    )
+    plan.new_summary()  # fail now on a bad size, strategy, probabilities or seed
+    return events, plan
+
+
+def estimate_probabilities(events: Events) -> dict[str, float]:
+    counts = {r[0]: r[1] for r in events.frame.groupBy(RANK).count().collect()}
+    total = sum(counts.values())
+    if total == 0:
+        raise InputError("probabilities = 'estimate' needs events, but no row got a character of the query")
+    return {events.order[rank]: n / total for rank, n in counts.items()}
+
+
+def output_schema(events: Events, exact: bool) -> T.StructType:
+    keys = [events.frame.schema[k] for k in events.keys]
+    results = T._parse_datatype_string(RESULT_DDL + (", " + EXACT_DDL if exact else ""))
+    return T.StructType(keys + list(results.fields))
+
+
+def run(events: Events, plan: Plan) -> DataFrame:
+    keys = [quoted(k) for k in events.keys]
+    frame = events.frame.repartition(*keys) if keys else events.frame.repartition(1)
+    # Spark sorts; Python then sees each partition's events contiguous and in order.
+    frame = frame.sortWithinPartitions(*keys, TS, RANK, TIE)
+    value_col = VALUE if events.has_value else None
+    key_names = list(events.keys)
+
+    def body(batches):
+        return run_sorted(plan, key_names, batches, TS, RANK, value_col)
+
+    out = frame.mapInArrow(body, output_schema(events, plan.exact))
+    if events.axis.is_datetime:
+        out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
+    return out

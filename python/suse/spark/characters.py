@@ -1,0 +1,205 @@
+"""Raw rows -> events: partition key, integer timestamp, character, value, tie-breakers.
+
+Characters come from an ordered mapping ``{char: Spark SQL predicate}``: one CASE WHEN
+chain, so the first true predicate wins (a NULL predicate counts as false) and a row that
+matches none is dropped. Any boolean Spark SQL expression works, including aggregate
+window functions such as ``percentile_approx(volume, 0.9) OVER (PARTITION BY ticker)``
+(batch only: Spark cannot run such windows on a stream). Alternatively ``characters`` names
+a column that already holds one character per row.
+
+Rows whose character is not in the query's alphabet can never be part of a match and are
+dropped too (a predicate for such a character still claims its rows first).
+
+Ties: within a partition events are ordered by (timestamp, rank, tie) where ``rank`` is the
+character's position in the predicate list (or in the query alphabet when characters come
+from a column) and ``tie`` is ``xxhash64`` of the whole input row. The order therefore
+depends only on the data, never on file layout, partitioning or arrival order, so batch,
+streaming and re-runs agree. Rows that are identical in every column are interchangeable.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from pyspark.errors import PySparkException
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from suse.errors import InputError
+from suse.spark.timing import TimeAxis
+
+# Internal column names; user data never sees them.
+TS, RANK, VALUE, TIE = "_suse_ts", "_suse_rank", "_suse_value", "_suse_tie"
+
+_WINDOW = re.compile(r"\bover\s*\(", re.IGNORECASE)
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+
+def spark_message(exc: Exception) -> str:
+    """The first line of a Spark error, without the plan dump that follows it."""
+    text = getattr(exc, "getMessage", lambda: str(exc))() if isinstance(exc, PySparkException) else str(exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def field(df: DataFrame, name: str, role: str) -> T.StructField:
+    """The schema field of column ``name`` (matched like Spark: case-insensitively)."""
+    for f in df.schema.fields:
+        if f.name == name or f.name.lower() == name.lower():
+            return f
+    cols = ", ".join(df.columns)
+    raise InputError(f"{role} column '{name}' not found; the data has columns: {cols}")
+
+
+def quoted(name: str) -> Column:
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def time_axis(df: DataFrame, column: str, fmt: str | None = None) -> tuple[TimeAxis, Column]:
+    """How the timestamp column maps to engine integers, and the expression doing it."""
+    f = field(df, column, "timestamp")
+    col = quoted(f.name)
+    t = f.dataType
+    if isinstance(t, _INTEGRAL):
+        if fmt:
+            raise InputError(f"timestamp_format is given but timestamp column '{column}' holds integers")
+        return TimeAxis(f.name, "integer"), col.cast("long")
+    if isinstance(t, (T.TimestampType, T.TimestampNTZType)):
+        return TimeAxis(f.name, "timestamp"), F.unix_seconds(col.cast("timestamp"))
+    if isinstance(t, T.DateType):
+        return TimeAxis(f.name, "date"), F.unix_date(col).cast("long") * 86400
+    if isinstance(t, T.StringType):
+        parsed = F.to_timestamp(col, fmt) if fmt else F.to_timestamp(col)
+        return TimeAxis(f.name, "string", fmt), F.unix_seconds(parsed)
+    raise InputError(
+        f"timestamp column '{column}' has type {t.simpleString()}; expected a timestamp, date, "
+        f"date-time string or integer column"
+    )
+
+
+def check_char(name: object, where: str) -> str:
+    if not (isinstance(name, str) and len(name) == 1 and name.isascii() and name.isalnum()):
+        raise InputError(f"{where}: character {name!r} must be one ASCII letter or digit, as in the query")
+    return name
+
+
+def classify(
+    df: DataFrame, characters: Mapping[str, str] | str, alphabet: str, streaming: bool = False
+) -> tuple[Column, str]:
+    """An integer column ``rank`` (NULL when no character applies) and the characters in rank
+    order, so that ``order[rank]`` is the row's character. Every predicate is checked here,
+    so a bad one fails now with its name rather than deep inside a job."""
+    if isinstance(characters, str):
+        f = field(df, characters, "character")
+        if not isinstance(f.dataType, T.StringType):
+            raise InputError(f"character column '{characters}' must hold strings, it is {f.dataType.simpleString()}")
+        order = alphabet
+        rank = F.array_position(F.array(*[F.lit(c) for c in order]), quoted(f.name)) - 1
+        return F.when(rank >= 0, rank), order
+    if not isinstance(characters, Mapping) or not characters:
+        raise InputError("characters must map each character to a Spark SQL predicate, e.g. {'A': 'close > open'}")
+    chain = None
+    for i, (char, predicate) in enumerate(characters.items()):
+        check_char(char, "characters")
+        cond = _predicate(df, char, predicate, streaming)
+        chain = F.when(cond, F.lit(i)) if chain is None else chain.when(cond, F.lit(i))
+    return chain, "".join(characters)
+
+
+def _predicate(df: DataFrame, char: str, predicate: object, streaming: bool) -> Column:
+    if not isinstance(predicate, str) or not predicate.strip():
+        raise InputError(f"character {char}: the predicate must be a non-empty Spark SQL expression")
+    if streaming and _WINDOW.search(predicate):
+        raise InputError(
+            f"character {char}: predicate {predicate!r} uses a window function (OVER ...), which "
+            f"Spark cannot evaluate on a stream; compute it in a batch job or precompute the column"
+        )
+    try:
+        cond = F.expr(predicate)
+        dtype = df.select(cond.alias("p")).schema[0].dataType
+    except PySparkException as exc:
+        raise InputError(f"character {char}: invalid predicate {predicate!r}: {spark_message(exc)}") from None
+    if not isinstance(dtype, T.BooleanType):
+        raise InputError(
+            f"character {char}: predicate {predicate!r} gives {dtype.simpleString()}, not a boolean"
+        )
+    return cond
+
+
+@dataclass(frozen=True)
+class Events:
+    """A DataFrame with columns ``keys + [TS, RANK, TIE] (+ [VALUE])`` and how to read it."""
+
+    frame: DataFrame
+    keys: tuple[str, ...]
+    axis: TimeAxis
+    order: str  # order[rank] is the character
+    has_value: bool
+
+
+def to_events(
+    df: DataFrame,
+    characters: Mapping[str, str] | str,
+    alphabet: str,
+    timestamp: str,
+    partition_by: Sequence[str] = (),
+    value: str | None = None,
+    timestamp_format: str | None = None,
+    replicate: Sequence[str] = (),
+    streaming: bool = False,
+) -> Events:
+    keys = tuple(field(df, k, "partition").name for k in partition_by)
+    if len(set(keys)) != len(keys):
+        raise InputError(f"partition_by names a column twice: {list(partition_by)}")
+    axis, ts = time_axis(df, timestamp, timestamp_format)
+    rank, order = classify(df, characters, alphabet, streaming)
+    cols = [quoted(k) for k in keys] + [ts.alias(TS), rank.alias(RANK), _tie(df).alias(TIE)]
+    if value is not None:
+        f = field(df, value, "value")
+        if not isinstance(f.dataType, _INTEGRAL):
+            raise InputError(
+                f"value column '{value}' has type {f.dataType.simpleString()}; values must be "
+                f"non-negative integers (derive one, e.g. CAST(round(x) AS BIGINT))"
+            )
+        cols.append(quoted(f.name).cast("long").alias(VALUE))
+    in_query = [i for i, c in enumerate(order) if c in alphabet]
+    events = df.select(*cols).where(F.col(RANK).isin(in_query) & F.col(TS).isNotNull())
+    if replicate:
+        events = _replicate(events, keys, order, alphabet, replicate)
+    return Events(events, keys, axis, order, value is not None)
+
+
+def _tie(df: DataFrame) -> Column:
+    hashable = [quoted(f.name) for f in df.schema.fields if not _has_map(f.dataType)]
+    return F.xxhash64(*hashable) if hashable else F.lit(0).cast("long")
+
+
+def _has_map(t: T.DataType) -> bool:  # Spark refuses to hash maps
+    if isinstance(t, T.MapType):
+        return True
+    if isinstance(t, T.ArrayType):
+        return _has_map(t.elementType)
+    if isinstance(t, T.StructType):
+        return any(_has_map(f.dataType) for f in t.fields)
+    return False
+
+
+def _replicate(
+    events: DataFrame, keys: tuple[str, ...], order: str, alphabet: str, replicate: Sequence[str]
+) -> DataFrame:
+    """Paper §5.3: characters outside a partitioning predicate are copied into every
+    partition. The partitions are those that have at least one event of their own."""
+    if not keys:
+        raise InputError("replicate needs partition_by: without partitions there is nothing to copy into")
+    for c in replicate:
+        check_char(c, "replicate")
+        if c not in order:
+            raise InputError(f"replicate: character {c!r} has no predicate")
+        if c not in alphabet:
+            raise InputError(f"replicate: character {c!r} is not in the query ({alphabet})")
+    ranks = [order.index(c) for c in replicate]
+    shared = F.col(RANK).isin(ranks)
+    own = events.where(~shared)
+    copies = events.where(shared).drop(*keys).crossJoin(own.select(*[quoted(k) for k in keys]).distinct())
+    return own.unionByName(copies)

@@ -1,0 +1,190 @@
+"""Job files: TOML read with tomllib, validated by pydantic, every error as ``key.path: message``.
+
+A full, commented example is in docs/SPARK.md ("Job files"); examples/*.toml run as they are.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from suse.errors import InputError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+Format = Literal["parquet", "csv", "json"]
+DATASETS = ("flights", "stocks", "synthetic")
+
+
+class ConfigError(InputError):
+    """A job file that cannot be read or does not validate."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class SyntheticInput(_Strict):
+    """The paper's synthetic workload: i.i.d. characters, timestamp = index."""
+
+    n: int = Field(10_000, ge=1, description="events per stream")
+    streams: int = Field(1, ge=1, description="independent streams (partitions), seeds seed, seed+1, ...")
+    distribution: Literal["zipf", "uniform", "normal"] = "zipf"
+    zipf_s: float = Field(2.0, ge=0)
+    seed: int = Field(0, ge=0)
+    alphabet: Optional[str] = Field(None, description="default: the letters of the first query")
+    values: Optional[Literal["uniform"]] = None
+
+
+class InputConfig(_Strict):
+    dataset: Optional[Literal["flights", "stocks", "synthetic"]] = None
+    path: Optional[str] = None
+    format: Optional[Format] = None
+    options: dict[str, Union[str, int, float, bool]] = {}
+    schema_: Optional[str] = Field(None, alias="schema", description="DDL, e.g. 'k string, t timestamp'")
+    synthetic: SyntheticInput = SyntheticInput()
+    columns: dict[str, str] = Field({}, description="derived columns: name = Spark SQL expression")
+    filter: Optional[str] = None
+    timestamp: str
+    timestamp_format: Optional[str] = None
+    partition_by: list[str] = []
+    value: Optional[str] = None
+
+    @field_validator("partition_by", mode="before")
+    @classmethod
+    def _one_name(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "InputConfig":
+        if (self.dataset is None) == (self.path is None):
+            raise ValueError("give exactly one of 'dataset' (flights, stocks, synthetic) or 'path'")
+        return self
+
+
+class QueryConfig(_Strict):
+    name: Optional[str] = None
+    regex: str
+    window: Union[int, str]
+    aggregate: Literal["count", "sum", "avg"] = "count"
+    policy: Literal["any", "next"] = "any"
+    replicate: list[str] = []
+
+    @property
+    def label(self) -> str:
+        return self.name or self.regex
+
+
+class SummaryConfig(_Strict):
+    size: int = Field(500, ge=1)
+    strategy: Literal["suse", "present", "fifo", "random"] = "suse"
+    probabilities: Union[Literal["online", "estimate"], dict[str, float]] = "online"
+    seed: int = Field(0, ge=0)
+
+
+class EvaluateConfig(_Strict):
+    at: Any = Field("end", description="'end', 'every N events', [timestamps] or {poisson, per, seed}")
+    exact: bool = False
+
+
+class OutputConfig(_Strict):
+    path: str
+    format: Format = "parquet"
+    mode: Literal["overwrite", "append", "error", "ignore"] = "overwrite"
+    show: int = Field(10, ge=0, description="rows in the closing table")
+
+
+class SparkConfig(_Strict):
+    master: str = "local[2]"
+    app_name: str = "suse"
+    options: dict[str, Union[str, int, float, bool]] = {}
+
+
+class StreamingConfig(_Strict):
+    checkpoint: str
+    lateness: Union[int, str] = 0
+    trigger: str = Field("available_now", description="'available_now' or an interval such as '10 seconds'")
+    max_files_per_trigger: Optional[int] = Field(None, ge=1)
+    timeout: Optional[float] = Field(None, gt=0, description="seconds to run an interval trigger for")
+
+
+class JobConfig(_Strict):
+    name: str = "suse job"
+    mode: Literal["batch", "streaming"] = "batch"
+    input: InputConfig
+    characters: Union[dict[str, str], str]
+    query: Union[QueryConfig, list[QueryConfig]]
+    summary: SummaryConfig = SummaryConfig()
+    evaluate: EvaluateConfig = EvaluateConfig()
+    output: OutputConfig
+    spark: SparkConfig = SparkConfig()
+    streaming: Optional[StreamingConfig] = None
+
+    @property
+    def queries(self) -> list[QueryConfig]:
+        return self.query if isinstance(self.query, list) else [self.query]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "JobConfig":
+        labels = [q.label for q in self.queries]
+        if not labels:
+            raise ValueError("query: give at least one query")
+        if len(set(labels)) != len(labels):
+            raise ValueError("query: two queries have the same name; give each a distinct 'name'")
+        if self.mode == "streaming":
+            if self.streaming is None:
+                raise ValueError("mode = 'streaming' needs a [streaming] table with at least 'checkpoint'")
+            if self.input.path is None:
+                raise ValueError("input: a streaming job watches a directory: give 'path', not 'dataset'")
+            if len(labels) != 1:
+                raise ValueError("query: a streaming job runs one query; write one job file per query")
+        return self
+
+
+def load_config(path: str | Path) -> JobConfig:
+    """Read and validate a job file; problems raise ConfigError naming the key."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"no such job file: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    return parse_config(data, str(path))
+
+
+def parse_config(data: dict, source: str = "job") -> JobConfig:
+    try:
+        return JobConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = format_errors(exc, data)
+        raise ConfigError(f"{source} is not a valid job:\n  " + "\n  ".join(lines)) from None
+
+
+def format_errors(exc: ValidationError, data: dict) -> list[str]:
+    """``key.path: message`` per problem. Pydantic adds the union member it tried to the
+    location (``query.window.int``); we keep only the parts that are keys of the input."""
+    seen: dict[str, list[str]] = {}
+    for err in exc.errors():
+        path, node = [], data
+        for part in err["loc"]:
+            if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int):
+                path.append(f"[{part}]" if isinstance(part, int) else str(part))
+                node = node[part]
+            elif isinstance(part, str) and err["type"] == "missing" and part == err["loc"][-1]:
+                path.append(part)
+            elif isinstance(part, str) and err["type"] == "extra_forbidden":
+                path.append(part)
+            else:
+                break
+        key = ".".join(path).replace(".[", "[") or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; see docs/SPARK.md for the keys)"
+        if msg not in seen.setdefault(key, []):
+            seen[key].append(msg)
+    return [f"{key}: {' or '.join(msgs)}" for key, msgs in seen.items()]

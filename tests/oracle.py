@@ -1,0 +1,352 @@
+"""Brute-force oracles for tiny streams, independent of the engine they check.
+
+Nothing here imports suse. Matching is decided by Python's ``re.fullmatch``; the only
+extra machinery is a small epsilon-NFA built from ``re``'s own parse tree, used to decide
+whether a word is a *live prefix* (can still be extended to a word of the language).
+That NFA is itself checked against ``re.fullmatch`` and against bounded extension search
+in ``test_oracle.py``.
+
+Events are tuples ``(char, timestamp, value)``; ``(char, timestamp)`` is allowed and its
+value counts as 0 in sums. Cost is exponential: keep streams to roughly 16 events.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Callable, Iterable
+
+try:  # Python >= 3.11
+    import re._parser as _sre_parse
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+__all__ = [
+    "query_to_python_regex",
+    "Language",
+    "stam_matches",
+    "stam_aggregate",
+    "stam_aggregate_at",
+    "stnm_matches",
+    "stnm_aggregate",
+]
+
+_QUERY_META = set("()|*+?.")
+
+
+# --------------------------------------------------------------------------- queries
+def query_to_python_regex(query: str) -> str:
+    """Translate a suse query into an equivalent Python ``re`` pattern.
+
+    Whitespace is dropped, ``.`` becomes a class of the query's explicit characters,
+    groups become non-capturing, and quantifiers (``* + ? {m} {m,} {m,n}``) and ``|``
+    carry over unchanged. Every other character must be an ASCII letter or digit.
+    """
+    # A well-formed count {m}, {m,} or {m,n} is one token; its digits are not characters.
+    tokens = re.findall(r"\{\d+(?:,\d*)?\}|.", "".join(query.split()))
+    literals = sorted({t for t in tokens if t not in _QUERY_META and len(t) == 1})
+    bad = [c for c in literals if not (c.isascii() and c.isalnum())]
+    if bad:
+        raise ValueError(f"query {query!r}: {bad[0]!r} is not a character or operator")
+    if "." in tokens and not literals:
+        raise ValueError(f"query {query!r} uses '.' but names no character")
+    dot = "[" + "".join(re.escape(c) for c in literals) + "]"
+    out = []
+    for t in tokens:
+        if t == "(":
+            out.append("(?:")
+        elif t == ".":
+            out.append(dot)
+        elif t in _QUERY_META or len(t) > 1:
+            out.append(t)
+        else:
+            out.append(re.escape(t))
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- language
+class Language:
+    """Membership and live-prefix tests for a Python ``re`` pattern.
+
+    ``accepts`` uses ``re.fullmatch``. ``is_live_prefix(w)`` is true when some ``w + u``
+    (``u`` possibly empty) is accepted; it runs an epsilon-NFA built by Thompson's
+    construction over ``re``'s parse tree, which supports literals, character classes
+    (literals, ranges, negation), ``.``, groups, alternation and greedy/lazy repetition.
+    Anything else (anchors, lookaround, backreferences, possessive repeats, IGNORECASE)
+    raises ``ValueError`` rather than risk a wrong answer.
+    """
+
+    def __init__(self, regex_py: str):
+        self.pattern = regex_py
+        self._re = re.compile(regex_py)
+        if self._re.flags & re.IGNORECASE:
+            raise ValueError("oracle does not support IGNORECASE")
+        self._eps: list[list[int]] = []
+        self._edges: list[list[tuple[Callable[[str], bool], int]]] = []
+        start = self._new()
+        self._accept = self._build(_sre_parse.parse(regex_py), start)
+        self._coreach = self._coreachable()
+        self._start_set = self._closure({start})
+        self._member: dict[str, bool] = {}
+        self._live: dict[str, bool] = {}
+
+    def accepts(self, word: str) -> bool:
+        hit = self._member.get(word)
+        if hit is None:
+            hit = self._member[word] = self._re.fullmatch(word) is not None
+        return hit
+
+    def nfa_accepts(self, word: str) -> bool:
+        """NFA membership; exists only so tests can check the NFA against ``re``."""
+        return self._accept in self._run(word)
+
+    def is_live_prefix(self, word: str) -> bool:
+        hit = self._live.get(word)
+        if hit is None:
+            hit = self._live[word] = bool(self._run(word) & self._coreach)
+        return hit
+
+    # -- NFA construction: every construct enters from `s` and ends in a fresh state,
+    # so existing edges of `s` never leak into it (the classic Thompson pitfall).
+    def _new(self) -> int:
+        self._eps.append([])
+        self._edges.append([])
+        return len(self._eps) - 1
+
+    def _build(self, items, s: int) -> int:
+        for op, arg in items:
+            s = self._atom(op.name, arg, s)
+        return s
+
+    def _atom(self, op: str, arg, s: int) -> int:
+        if op in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+            t = self._new()
+            self._edges[s].append((_char_predicate(op, arg), t))
+            return t
+        if op == "SUBPATTERN":  # (group, add_flags, del_flags, body)
+            if arg[1] & re.IGNORECASE:
+                raise ValueError("oracle does not support IGNORECASE")
+            return self._build(arg[-1], s)
+        if op == "BRANCH":
+            end = self._new()
+            for alt in arg[1]:
+                a = self._new()
+                self._eps[s].append(a)
+                self._eps[self._build(alt, a)].append(end)
+            return end
+        if op in ("MAX_REPEAT", "MIN_REPEAT"):  # greediness does not change the language
+            lo, hi, body = arg
+            for _ in range(lo):
+                s = self._build(body, s)
+            if hi == _sre_parse.MAXREPEAT:
+                loop = self._new()
+                self._eps[s].append(loop)
+                self._eps[self._build(body, loop)].append(loop)
+                return loop
+            end = self._new()
+            self._eps[s].append(end)
+            for _ in range(hi - lo):
+                s = self._build(body, s)
+                self._eps[s].append(end)
+            return end
+        raise ValueError(f"oracle does not support regex construct {op}")
+
+    def _closure(self, states: Iterable[int]) -> frozenset[int]:
+        seen = set(states)
+        stack = list(seen)
+        while stack:
+            for t in self._eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    def _run(self, word: str) -> frozenset[int]:
+        cur = self._start_set
+        for c in word:
+            cur = self._closure(t for s in cur for pred, t in self._edges[s] if pred(c))
+            if not cur:
+                break
+        return cur
+
+    def _coreachable(self) -> frozenset[int]:
+        # Ignores edge labels: every supported class matches at least one character.
+        back: dict[int, list[int]] = {}
+        for s in range(len(self._eps)):
+            for t in self._eps[s] + [t for _, t in self._edges[s]]:
+                back.setdefault(t, []).append(s)
+        seen = {self._accept}
+        stack = [self._accept]
+        while stack:
+            for s in back.get(stack.pop(), ()):
+                if s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        return frozenset(seen)
+
+
+def _char_predicate(op: str, arg) -> Callable[[str], bool]:
+    if op == "LITERAL":
+        return lambda c, code=arg: ord(c) == code
+    if op == "NOT_LITERAL":
+        return lambda c, code=arg: ord(c) != code
+    if op == "ANY":
+        return lambda c: c != "\n"
+    negate = False
+    codes: set[int] = set()
+    ranges: list[tuple[int, int]] = []
+    for item_op, item in arg:
+        kind = item_op.name
+        if kind == "NEGATE":
+            negate = True
+        elif kind == "LITERAL":
+            codes.add(item)
+        elif kind == "RANGE":
+            ranges.append(item)
+        else:
+            raise ValueError(f"oracle does not support class item {kind}")
+
+    def pred(c: str) -> bool:
+        o = ord(c)
+        return (o in codes or any(lo <= o <= hi for lo, hi in ranges)) != negate
+
+    return pred
+
+
+def _language(regex_py: str | Language) -> Language:
+    return regex_py if isinstance(regex_py, Language) else Language(regex_py)
+
+
+# --------------------------------------------------------------------------- STAM
+def _value(event) -> int:
+    return event[2] if len(event) > 2 and event[2] is not None else 0
+
+
+def _windowed_subsets(events, window: int):
+    """Every index set i1 < ... < ik (k >= 1) with t[ik] - t[i1] <= window.
+
+    Fix the first and last index; the indices between them are unconstrained, so every
+    subset of them is enumerated. Timestamps need not be sorted.
+    """
+    ts = [e[1] for e in events]
+    for first in range(len(events)):
+        for last in range(first, len(events)):
+            if ts[last] - ts[first] > window:
+                continue
+            if first == last:
+                yield (first,)
+                continue
+            middle = range(first + 1, last)
+            for r in range(len(middle) + 1):
+                for mid in itertools.combinations(middle, r):
+                    yield (first, *mid, last)
+
+
+def stam_matches(regex_py: str | Language, events, window: int) -> list[tuple[int, ...]]:
+    """All skip-till-any-match matches: windowed index sets whose word fullmatches."""
+    lang = _language(regex_py)
+    events = list(events)
+    return [
+        idx
+        for idx in _windowed_subsets(events, window)
+        if lang.accepts("".join(events[i][0] for i in idx))
+    ]
+
+
+def stam_aggregate(
+    regex_py: str | Language,
+    events,
+    window: int,
+    is_live_prefix: Callable[[str], bool] | None = None,
+) -> dict:
+    """COUNT, SUM and partial_count over every windowed index set, by enumeration.
+
+    partial_count counts windowed non-empty index sets whose word is a live prefix of the
+    language but not in it. ``is_live_prefix`` overrides the NFA-based test.
+    """
+    lang = _language(regex_py)
+    live = is_live_prefix or lang.is_live_prefix
+    events = list(events)
+    count = total = partial = 0
+    for idx in _windowed_subsets(events, window):
+        word = "".join(events[i][0] for i in idx)
+        if lang.accepts(word):
+            count += 1
+            total += sum(_value(events[i]) for i in idx)
+        elif live(word):
+            partial += 1
+    return {"count": count, "sum": total, "partial_count": partial}
+
+
+def stam_aggregate_at(
+    regex_py: str | Language,
+    events,
+    window: int,
+    t: int,
+    is_live_prefix: Callable[[str], bool] | None = None,
+) -> dict:
+    """``stam_aggregate`` over the events with timestamp <= t (an evaluation at time t)."""
+    return stam_aggregate(regex_py, [e for e in events if e[1] <= t], window, is_live_prefix)
+
+
+# --------------------------------------------------------------------------- STNM
+def _stepper(automaton):
+    """(start, step, is_final) for a regex/Language or a deterministic automaton.
+
+    An automaton is any object with ``start``, ``finals`` and ``transitions`` (a mapping
+    ``(state, char) -> state``), or a tuple ``(start, finals, transitions)``. It must be
+    trimmed (no dead state), as STNM's "has a transition" presumes. For a regex the run
+    state is the word taken so far, and a transition exists iff the extended word is
+    still a live prefix: the language view of any trimmed DFA.
+    """
+    if isinstance(automaton, (str, Language)):
+        lang = _language(automaton)
+
+        def step(word, c):
+            return word + c if lang.is_live_prefix(word + c) else None
+
+        return "", step, lang.accepts
+    if isinstance(automaton, tuple):
+        start, finals, transitions = automaton
+    else:
+        start, finals, transitions = automaton.start, automaton.finals, automaton.transitions
+    return start, (lambda s, c: transitions.get((s, c))), (lambda s: s in finals)
+
+
+def stnm_matches(automaton, events, window: int) -> list[tuple[int, ...]]:
+    """Skip-till-next-match matches, one index tuple per yield, by the run definition.
+
+    Each event with a transition from the start state starts one run. The run takes every
+    later event within ``window`` of its initiator that has a transition from its current
+    state, and yields the events taken so far each time it enters a final state.
+    """
+    start, step, is_final = _stepper(automaton)
+    events = list(events)
+    out: list[tuple[int, ...]] = []
+    for i, (c, t0, *_) in enumerate(events):
+        state = step(start, c)
+        if state is None:
+            continue
+        taken = [i]
+        if is_final(state):
+            out.append(tuple(taken))
+        for j in range(i + 1, len(events)):
+            if events[j][1] - t0 > window:
+                continue  # not `break`: timestamps need not be sorted
+            nxt = step(state, events[j][0])
+            if nxt is None:
+                continue
+            state = nxt
+            taken.append(j)
+            if is_final(state):
+                out.append(tuple(taken))
+    return out
+
+
+def stnm_aggregate(automaton, events, window: int) -> dict:
+    """COUNT and SUM over ``stnm_matches``."""
+    events = list(events)
+    matches = stnm_matches(automaton, events, window)
+    return {
+        "count": len(matches),
+        "sum": sum(_value(events[i]) for m in matches for i in m),
+    }

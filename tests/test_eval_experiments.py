@@ -1,0 +1,60 @@
+"""Experiment runners end to end on reduced sizes (each well under 30 s)."""
+import math
+
+import pandas as pd
+import pytest
+
+import suse
+from suse.eval import experiments as ex
+
+
+def test_query_families_are_seeded_and_parse():
+    families = [ex.length_family(ex._LENGTHS), ex.kleene_count_family(ex._STARS),
+                ex.kleene_position_family(), ex.disjunction_family(ex._DISJ),
+                ex.overlap_family(ex._OVERLAP)]
+    assert families[0] == ex.length_family(ex._LENGTHS)
+    assert ex.kleene_count_family([0, 3, 12])[0][1] == "abcdefghijkl"
+    assert ex.kleene_count_family([0, 3, 12])[2][1].count("*") == 12
+    assert [r.count("|") for _, r in ex.disjunction_family(range(8))] == list(range(8))
+    for family in families:
+        for _, regex in family:
+            suse.Query(regex, window=10)  # every generated query is valid
+
+
+def test_summary_holding_the_whole_stream_is_exact():
+    # |S| >= stream length: nothing is ever evicted, so every strategy keeps every match
+    # and the recall against the exact engine is 1 at every timestamp.
+    task = ex._synthetic(events=300, size=300, window=20, run=0, strategies=["suse", "fifo"],
+                         exact=True, evaluations=[10], processes=["uniform", "poisson"])
+    rows = ex.effectiveness(task)
+    assert len(rows) == 2
+    for row in rows:
+        assert row["log10_improvement"] == 0
+        assert row["strategy_recall"] == row["baseline_recall"] == 1
+        assert row["strategy_detected_recall"] == 1
+        assert row["log10_max_exact"] > 0
+
+
+def test_fig7a_quick_reduced_writes_csv_and_png(tmp_path):
+    csv, png = ex.run_experiment("fig7a", quick=True, out=tmp_path, overrides={
+        "events": 400, "size": [20, 40], "window": [10, 40], "runs": 1, "workers": 1})
+    df = pd.read_csv(csv)
+    assert len(df) == 2 * 2 * 2  # sizes x windows x baselines
+    assert set(df["baseline"]) == {"random", "fifo"}
+    assert df["log10_improvement"].map(math.isfinite).all()
+    assert png.stat().st_size > 5000 and (tmp_path / "fig7a.json").exists()
+
+
+def test_fig11_counts_agree_with_pyrematch(tmp_path):
+    pytest.importorskip("pyrematch")
+    csv, png = ex.run_experiment("fig11", quick=True, out=tmp_path, overrides={
+        "blocks": [1, 2, 4, 8], "pyrematch_limit": 8, "summary_limit": 32, "repeats": 1})
+    df = pd.read_csv(csv)
+    assert df["correct"].all()
+    assert set(df["engine"]) == {"suse exact", "suse summary", "pyrematch"}
+    assert png.exists()
+
+
+def test_unknown_experiment_is_a_clear_error(tmp_path):
+    with pytest.raises(suse.InputError, match="unknown experiment"):
+        ex.run_experiment("fig99", out=tmp_path)
