@@ -137,7 +137,8 @@ def check_no_equivalent_states(a) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(TREES, st.lists(st.text(LETTERS, min_size=6, max_size=12), max_size=10))
+# Long words stay short: Python re backtracks exponentially on nested quantifiers.
+@given(TREES, st.lists(st.text(LETTERS, min_size=6, max_size=8), max_size=5))
 def test_language_matches_python_re(tree, long_words):
     query = format_query(tree)
     alphabet = alphabet_of(tree)

@@ -20,6 +20,25 @@ pub struct Dfa {
     pub init: Vec<u32>,
     /// Byte -> symbol, `UNKNOWN` for bytes outside the alphabet.
     pub lookup: Vec<u8>,
+    /// Per symbol, an order of its transitions under which the in-place update
+    /// `row q += w · row δ(q,c)` never reads a row it already changed (`None`: a cycle
+    /// of length ≥ 2 makes a working copy necessary).
+    pub row_order: Vec<Option<Vec<(u32, u32)>>>,
+    /// The same for `col δ(q,c) += w · col q`.
+    pub col_order: Vec<Option<Vec<(u32, u32)>>>,
+}
+
+/// Order `trans` so that for every state, the transition that reads it comes before every
+/// transition that writes it. `reads(t)` and `writes(t)` name those states.
+fn in_place_order(trans: &[(u32, u32)], reads: impl Fn(&(u32, u32)) -> u32, writes: impl Fn(&(u32, u32)) -> u32) -> Option<Vec<(u32, u32)>> {
+    let mut left: Vec<(u32, u32)> = trans.to_vec();
+    let mut order = Vec::with_capacity(trans.len());
+    while !left.is_empty() {
+        // Ready: no other pending transition still needs to read the state it writes.
+        let pos = left.iter().position(|t| !left.iter().any(|o| o != t && reads(o) == writes(t)))?;
+        order.push(left.remove(pos));
+    }
+    Some(order)
 }
 
 impl Dfa {
@@ -50,7 +69,9 @@ impl Dfa {
         for (i, &b) in alphabet.iter().enumerate() {
             lookup[b as usize] = i as u8;
         }
-        Ok(Dfa { n, alphabet, finals, next, by_sym, init, lookup })
+        let row_order = by_sym.iter().map(|t| in_place_order(t, |&(_, to)| to, |&(from, _)| from)).collect();
+        let col_order = by_sym.iter().map(|t| in_place_order(t, |&(from, _)| from, |&(_, to)| to)).collect();
+        Ok(Dfa { n, alphabet, finals, next, by_sym, init, lookup, row_order, col_order })
     }
 
     #[inline]

@@ -207,14 +207,14 @@ impl<N: Num> ExactPart<N> {
     }
 
     /// STAM removal of element `p`: subtract the sets containing it.
-    fn remove_any(&mut self, dfa: &Arc<Dfa>, tau: i64, elems: &[Ev], p: usize, active_start: usize) -> R<()> {
+    fn remove_any(&mut self, dfa: &Arc<Dfa>, tau: i64, elems: &[Ev], p: usize, active_start: usize, touches_active: bool) -> R<()> {
         let z = dfa.n;
         let local = local_sets::<N>(dfa, tau, elems, p)?;
         for (g, l) in self.g.iter_mut().zip(&local) {
             g.sub_assign(l)?;
         }
         self.v.drain(p * z..(p + 1) * z);
-        if p >= active_start {
+        if touches_active {
             let mut rest = elems.to_vec();
             rest.remove(p);
             self.rebuild_active(dfa, &rest, active_start)?;
@@ -298,28 +298,47 @@ fn next_active<N: Num>(dfa: &Arc<Dfa>, cfg: &Config, elems: &[Ev], active_start:
 }
 
 thread_local! {
-    /// Working copy for the in-place float updates below (they read old values).
+    /// Working copy for in-place float updates whose transitions form a cycle.
     static OLD: std::cell::RefCell<Vec<DualF>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Run `f(m, old)` with `old` a copy of `m`, without allocating.
-fn with_old(m: &mut [DualF], f: impl FnOnce(&mut [DualF], &[DualF])) {
-    OLD.with(|cell| {
-        let mut old = cell.borrow_mut();
-        old.clear();
-        old.extend_from_slice(m);
-        f(m, &old);
-    });
+/// Apply `m[dst(q,q2)] += w · m[src(q,q2)]` for every transition of `ev`'s symbol, reading old
+/// values: in a dependency-safe order when the automaton allows it, else from a copy.
+fn update_f(
+    m: &mut [DualF],
+    ordered: &Option<Vec<(u32, u32)>>,
+    all: &[(u32, u32)],
+    w: DualF,
+    width: usize,
+    cells: impl Fn(u32, u32, usize) -> (usize, usize),
+) {
+    match ordered {
+        Some(order) => {
+            for &(q, q2) in order {
+                for k in 0..width {
+                    let (dst, src) = cells(q, q2, k);
+                    m[dst] = m[dst].add(m[src].mul(w));
+                }
+            }
+        }
+        None => OLD.with(|cell| {
+            let mut old = cell.borrow_mut();
+            old.clear();
+            old.extend_from_slice(m);
+            for &(q, q2) in all {
+                for k in 0..width {
+                    let (dst, src) = cells(q, q2, k);
+                    m[dst] = m[dst].add(old[src].mul(w));
+                }
+            }
+        }),
+    }
 }
 
 /// `row ← row · (I + w·T_c)`.
 fn step_row(dfa: &Dfa, row: &mut [DualF], ev: &Ev) {
-    let w = DualF::weight(ev.v);
-    with_old(row, |row, old| {
-        for &(q, q2) in &dfa.by_sym[ev.sym as usize] {
-            row[q2 as usize] = row[q2 as usize].add(old[q as usize].mul(w));
-        }
-    });
+    let c = ev.sym as usize;
+    update_f(row, &dfa.col_order[c], &dfa.by_sym[c], DualF::weight(ev.v), 1, |q, q2, _| (q2 as usize, q as usize));
 }
 
 /// Float matrix helpers (row-major |Z|×|Z|).
@@ -331,31 +350,28 @@ fn identity_f(z: usize) -> Vec<DualF> {
     m
 }
 
-/// `m ← (I + w·T_c) · m` (row operations).
+/// `m ← (I + w·T_c) · m`: row q gains `w ·` row δ(q,c).
 fn prepend_f(dfa: &Dfa, ev: &Ev, m: &mut [DualF]) {
-    let z = dfa.n;
-    let w = DualF::weight(ev.v);
-    with_old(m, |m, old| {
-        for &(q, q2) in &dfa.by_sym[ev.sym as usize] {
-            let (dst, src) = (q as usize * z, q2 as usize * z);
-            for col in 0..z {
-                m[dst + col] = m[dst + col].add(old[src + col].mul(w));
-            }
-        }
-    });
+    let (z, c) = (dfa.n, ev.sym as usize);
+    update_f(m, &dfa.row_order[c], &dfa.by_sym[c], DualF::weight(ev.v), z, |q, q2, k| (q as usize * z + k, q2 as usize * z + k));
 }
 
-/// `m ← m · (I + w·T_c)` (column operations).
+/// `m ← m · (I + w·T_c)`: column δ(q,c) gains `w ·` column q.
 fn append_f(dfa: &Dfa, m: &mut [DualF], ev: &Ev) {
-    let z = dfa.n;
-    let w = DualF::weight(ev.v);
-    with_old(m, |m, old| {
-        for &(q, q2) in &dfa.by_sym[ev.sym as usize] {
-            for r in 0..z {
-                m[r * z + q2 as usize] = m[r * z + q2 as usize].add(old[r * z + q as usize].mul(w));
-            }
-        }
-    });
+    let (z, c) = (dfa.n, ev.sym as usize);
+    update_f(m, &dfa.col_order[c], &dfa.by_sym[c], DualF::weight(ev.v), z, |q, q2, k| (k * z + q2 as usize, k * z + q as usize));
+}
+
+/// `Γ ← Γ · Mᵀ` with `M = I + w·T_c`: column q gains `w ·` column δ(q,c).
+fn append_f_transposed(dfa: &Dfa, m: &mut [DualF], ev: &Ev) {
+    let (z, c) = (dfa.n, ev.sym as usize);
+    update_f(m, &dfa.row_order[c], &dfa.by_sym[c], DualF::weight(ev.v), z, |q, q2, k| (k * z + q as usize, k * z + q2 as usize));
+}
+
+/// `Φ ← Mᵀ · Φ` with `M = I + w·T_c`: row δ(q,c) gains `w ·` row q.
+fn prepend_f_transposed(dfa: &Dfa, ev: &Ev, m: &mut [DualF]) {
+    let (z, c) = (dfa.n, ev.sym as usize);
+    update_f(m, &dfa.col_order[c], &dfa.by_sym[c], DualF::weight(ev.v), z, |q, q2, k| (q2 as usize * z + k, q as usize * z + k));
 }
 
 fn final_sum(dfa: &Dfa, v: &[DualF]) -> DualF {
@@ -571,13 +587,23 @@ impl Summary {
             return;
         }
         let start = self.active_start;
+        let z = self.dfa.n;
+        // An active element that no active set contains leaves the active counters as they are
+        // (the float counters only ever add non-negative terms, so zero is exact zero).
+        if self.al_dirty {
+            self.recompute_al();
+        }
+        let touches_active = p >= start && self.al[p * z..(p + 1) * z].iter().any(|d| d.c != 0.0);
         let (tau, dfa) = (self.cfg.tau, self.dfa.clone());
         self.exact_op(
-            |part, s| part.remove_any(&dfa, tau, &s.elems, p, start),
-            |part, s| part.remove_any(&s.dfa, tau, &s.elems, p, start),
+            |part, s| part.remove_any(&dfa, tau, &s.elems, p, start, touches_active),
+            |part, s| part.remove_any(&s.dfa, tau, &s.elems, p, start, touches_active),
         );
-        self.remove_joint_estimates(p);
-        let was_active = p >= self.active_start;
+        // Joint matches are a subset of x's own: none to subtract when x completes none.
+        if self.pres[p].c >= 0.5 {
+            self.remove_joint_estimates(p);
+        }
+        let was_active = touches_active;
         self.elems.remove(p);
         self.pres.remove(p);
         self.al.drain(p * self.dfa.n..(p + 1) * self.dfa.n);
@@ -973,30 +999,4 @@ fn detected_fits(d: &Dual<BigUint>) -> bool {
 fn to_u128(b: &BigUint) -> u128 {
     use num_traits::ToPrimitive;
     b.to_u128().unwrap_or(0)
-}
-
-/// `Γ ← Γ · Mᵀ` with `M = I + w·T_c`: column b gains `w ·` column δ(b,c).
-fn append_f_transposed(dfa: &Dfa, m: &mut [DualF], ev: &Ev) {
-    let z = dfa.n;
-    let w = DualF::weight(ev.v);
-    with_old(m, |m, old| {
-        for &(q, q2) in &dfa.by_sym[ev.sym as usize] {
-            for r in 0..z {
-                m[r * z + q as usize] = m[r * z + q as usize].add(old[r * z + q2 as usize].mul(w));
-            }
-        }
-    });
-}
-
-/// `Φ ← Mᵀ · Φ` with `M = I + w·T_c`: row δ(a,c) gains `w ·` row a.
-fn prepend_f_transposed(dfa: &Dfa, ev: &Ev, m: &mut [DualF]) {
-    let z = dfa.n;
-    let w = DualF::weight(ev.v);
-    with_old(m, |m, old| {
-        for &(q, q2) in &dfa.by_sym[ev.sym as usize] {
-            for col in 0..z {
-                m[q2 as usize * z + col] = m[q2 as usize * z + col].add(old[q as usize * z + col].mul(w));
-            }
-        }
-    });
 }

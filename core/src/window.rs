@@ -74,9 +74,17 @@ impl<N: Num> Algebra<N> for AnyMatch {
 
     fn append(dfa: &Dfa, agg: &mut Self::Agg, ev: &Ev, old: &mut Self::Agg) -> R<()> {
         let z = dfa.n;
-        let trans = &dfa.by_sym[ev.sym as usize];
+        if let Some(order) = &dfa.col_order[ev.sym as usize] {
+            for &(q, q2) in order {
+                for r in 0..z {
+                    let add = agg[r * z + q as usize].take(ev.v)?;
+                    agg[r * z + q2 as usize].add_assign(&add)?;
+                }
+            }
+            return Ok(());
+        }
         old.clone_from_slice(agg);
-        for &(q, q2) in trans {
+        for &(q, q2) in &dfa.by_sym[ev.sym as usize] {
             for r in 0..z {
                 let add = old[r * z + q as usize].take(ev.v)?;
                 agg[r * z + q2 as usize].add_assign(&add)?;
@@ -87,9 +95,17 @@ impl<N: Num> Algebra<N> for AnyMatch {
 
     fn prepend(dfa: &Dfa, ev: &Ev, agg: &mut Self::Agg, old: &mut Self::Agg) -> R<()> {
         let z = dfa.n;
-        let trans = &dfa.by_sym[ev.sym as usize];
+        if let Some(order) = &dfa.row_order[ev.sym as usize] {
+            for &(q, q2) in order {
+                for col in 0..z {
+                    let add = agg[q2 as usize * z + col].take(ev.v)?;
+                    agg[q as usize * z + col].add_assign(&add)?;
+                }
+            }
+            return Ok(());
+        }
         old.clone_from_slice(agg);
-        for &(q, q2) in trans {
+        for &(q, q2) in &dfa.by_sym[ev.sym as usize] {
             for col in 0..z {
                 let add = old[q2 as usize * z + col].take(ev.v)?;
                 agg[q as usize * z + col].add_assign(&add)?;

@@ -136,6 +136,10 @@ def _avg(total: int, count: int) -> Optional[float]:
 
 
 def _to_int64(name: str, data: Any, n: int) -> np.ndarray:
+    if isinstance(data, (list, tuple)):
+        for i, v in enumerate(data):
+            if isinstance(v, bool):  # numpy would silently read True as 1
+                raise InputError(f"event {i}: {name[:-1]} {v!r} is not an integer")
     arr = np.asarray(data)
     if arr.ndim != 1:
         raise InputError(f"{name} must be a one-dimensional sequence")

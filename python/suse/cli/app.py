@@ -14,8 +14,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     help="Aggregate regular-expression subsequence matches over event streams.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
 )
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., object])
 

@@ -4,7 +4,9 @@
 >>> a.alphabet, a.n_states, a.accepts("ABCD")
 ('ABCD', 4, True)
 """
-from suse.query.automaton import MAX_DFA_STATES, NFA, Automaton, compile_regex
+from suse.query.automaton import Automaton, compile_regex
+from suse.query.construction import MAX_DFA_STATES, MAX_NFA_TRANSITIONS
+from suse.query.nfa import NFA
 from suse.query.parser import (
     MAX_DEPTH,
     MAX_EXPANDED_SIZE,
@@ -29,6 +31,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_DFA_STATES",
     "MAX_EXPANDED_SIZE",
+    "MAX_NFA_TRANSITIONS",
     "MAX_REPEAT",
     "NFA",
     "Node",

@@ -166,25 +166,31 @@ def parse_config(data: dict, source: str = "job") -> JobConfig:
 
 
 def format_errors(exc: ValidationError, data: dict) -> list[str]:
-    """``key.path: message`` per problem. Pydantic adds the union member it tried to the
-    location (``query.window.int``); we keep only the parts that are keys of the input."""
-    seen: dict[str, list[str]] = {}
+    """``key.path: message`` per problem. Pydantic puts the union member it tried into the
+    location (``query.window.int``); only the parts that are keys of the input are kept, and
+    a union member's "wrong type" error is dropped when another member got further."""
+    found: list[tuple[str, str, str]] = []
     for err in exc.errors():
-        path, node = [], data
-        for part in err["loc"]:
-            if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int):
+        path, node, loc = [], data, err["loc"]
+        for i, part in enumerate(loc):
+            if isinstance(node, dict) and part in node or (
+                isinstance(node, list) and isinstance(part, int) and part < len(node)
+            ):
                 path.append(f"[{part}]" if isinstance(part, int) else str(part))
                 node = node[part]
-            elif isinstance(part, str) and err["type"] == "missing" and part == err["loc"][-1]:
-                path.append(part)
-            elif isinstance(part, str) and err["type"] == "extra_forbidden":
-                path.append(part)
-            else:
-                break
-        key = ".".join(path).replace(".[", "[") or "(top level)"
+            elif i == len(loc) - 1 and err["type"] in ("missing", "extra_forbidden"):
+                path.append(str(part))
+        key = ".".join(path).replace(".[", "[")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling; see docs/SPARK.md for the keys)"
-        if msg not in seen.setdefault(key, []):
-            seen[key].append(msg)
-    return [f"{key}: {' or '.join(msgs)}" for key, msgs in seen.items()]
+            msg = "unknown key (check the spelling; docs/SPARK.md lists the keys)"
+        found.append((key, msg, err["type"]))
+    keys = {k for k, _, _ in found}
+    lines: dict[str, list[str]] = {}
+    for key, msg, kind in found:
+        deeper = any(k != key and (k.startswith(key + ".") or k.startswith(key + "[") or not key) for k in keys)
+        if deeper and (kind.endswith("_type") or kind in ("model_attributes_type", "literal_error")):
+            continue
+        if msg not in lines.setdefault(key, []):
+            lines[key].append(msg)
+    return [f"{key}: {' or '.join(m)}" if key else " or ".join(m) for key, m in lines.items() if m]

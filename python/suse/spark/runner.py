@@ -154,7 +154,7 @@ def run_sorted(
     def emit() -> pa.RecordBatch:
         cols = [pa.array([k[i] for k in out_keys], type=key_types[i]) for i in range(len(keys))]
         data = result_columns(out_rows, plan.exact)
-        cols += [pa.array(v, type=ELEMENT_LIST if name == "elements" else None) for name, v in data.items()]
+        cols += [pa.array(v, type=ARROW_TYPES[name]) for name, v in data.items()]
         out_keys.clear()
         out_rows.clear()
         return pa.RecordBatch.from_arrays(cols, names=[*keys, *data])
@@ -176,6 +176,11 @@ def run_sorted(
 
 
 ELEMENT_LIST = pa.list_(ELEMENT)
+ARROW_TYPES = {  # explicit: a column of only NULLs (avg with no matches) must not become type null
+    "evaluated_at": pa.int64(), "count": pa.string(), "sum": pa.string(), "avg": pa.float64(),
+    "count_double": pa.float64(), "sum_double": pa.float64(), "detected_count": pa.string(),
+    "events": pa.int64(), "elements": ELEMENT_LIST, "exact_count": pa.string(), "exact_sum": pa.string(),
+}
 
 
 def _runs(batch: pa.RecordBatch, keys: Sequence[str]) -> list[tuple[int, int]]:

@@ -141,12 +141,14 @@ def _feed(plan: Plan, summary: suse.Summary, events: np.ndarray, evaluate_at: in
     )
 
 
-def latest(results: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """The newest row per partition of a streaming job's output (read back as a batch)."""
+def latest(results: DataFrame, keys: Sequence[str], by: str = "events") -> DataFrame:
+    """The newest row per partition of a job's output: the one with the most events (a
+    streaming job's output), or with the latest ``evaluated_at`` (``by="evaluated_at"``)."""
     from pyspark.sql.window import Window
 
-    order = [F.col("events").desc()]
+    order = [F.col(by).desc()]
     if "late_events" in results.columns:
         order.append(F.col("late_events").desc())
-    w = Window.partitionBy(*[quoted(k) for k in keys]).orderBy(*order, F.col("evaluated_at").desc())
+    order.append(F.col("evaluated_at").desc())
+    w = Window.partitionBy(*[quoted(k) for k in keys] or [F.lit(0)]).orderBy(*order)
     return results.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")

@@ -1,0 +1,90 @@
+"""Spark job vs the same engine run directly, on the flights job (examples/flights.toml).
+
+Both sides run the same plan (query, window, summary, evaluation triggers, exact counts)
+over the same per-aircraft event streams. The characters are computed once by Spark and
+collected for the direct run, which then loops over the partitions in one Python process.
+The Spark side is the full `aggregate` job (classification, shuffle, sort, engine) on the
+cached input, written to Spark's no-op sink. JVM start-up is timed separately and not
+counted. Bar (issue 4): Spark costs at most 2x the direct run.
+
+    python bench/spark_flights.py [--job examples/flights.toml] [--master local[2]] [--repeat 3]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from suse.spark.batch import prepare, run
+from suse.spark.characters import RANK, TIE, TS, VALUE
+from suse.spark.config import load_config
+from suse.spark.jobs import load_input
+from suse.spark.runner import evaluate_partition
+from suse.spark.session import get_session
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--job", default=str(ROOT / "examples" / "flights.toml"))
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per side; the best is reported")
+    args = ap.parse_args()
+    cfg = load_config(args.job)
+    (q,) = cfg.queries
+    inp, summ, ev = cfg.input, cfg.summary, cfg.evaluate
+
+    t0 = time.perf_counter()
+    spark = get_session(args.master, "suse-bench", cfg.spark.options)
+    session_s = time.perf_counter() - t0
+
+    df = load_input(spark, cfg).cache()
+    rows = df.count()
+    events, plan = prepare(
+        df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value, summ.size,
+        summ.strategy, ev.at, ev.exact, q.replicate, None, summ.seed, q.aggregate, q.policy,
+    )
+
+    # The same events for the direct run: characters computed once, sorted like the job sorts.
+    keys = list(events.keys)
+    pdf = events.frame.toPandas().sort_values([*keys, TS, RANK, TIE], kind="stable")
+    n = len(pdf)
+    groups = [
+        (key, plan.chars(g[RANK].to_numpy()), g[TS].to_numpy(), g[VALUE].to_numpy() if events.has_value else None)
+        for key, g in pdf.groupby(keys, sort=False)
+    ]
+
+    def direct() -> int:
+        return sum(len(evaluate_partition(plan, key, c, t, v)) for key, c, t, v in groups)
+
+    def spark_job() -> None:
+        run(events, plan).write.format("noop").mode("overwrite").save()
+
+    spark_job()  # warm-up: Python workers start, code is generated
+    direct_rows = direct()
+    spark_s = min(_timed(spark_job) for _ in range(args.repeat))
+    direct_s = min(_timed(direct) for _ in range(args.repeat))
+
+    print(f"job: {args.job}")
+    print(f"query {q.regex!r}, window {q.window!r}, summary size {summ.size}, strategy {summ.strategy}, "
+          f"evaluate {ev.at!r}, exact {ev.exact}")
+    print(f"input rows {rows:,}; events with a query character {n:,}; partitions {len(groups):,}; "
+          f"result rows {direct_rows:,}")
+    print(f"master {args.master}; Spark session start {session_s:.1f} s (not counted); best of {args.repeat}")
+    print(f"spark  job    {spark_s:7.2f} s  {n / spark_s:12,.0f} events/s")
+    print(f"direct engine {direct_s:7.2f} s  {n / direct_s:12,.0f} events/s")
+    ratio = spark_s / direct_s
+    print(f"ratio spark/direct {ratio:.2f} (bar: <= 2.00) {'OK' if ratio <= 2 else 'OVER'}")
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+if __name__ == "__main__":
+    main()

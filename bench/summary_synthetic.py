@@ -1,0 +1,74 @@
+"""The state summary with selection on the paper's synthetic workload (issue 3 bar).
+
+Query `a(b*c)*d(e|f)g*`, Zipf(s=2) characters over its sorted letters, timestamp = index,
+10,000 events fed through one `extend` call, strategy `suse`. Each (|S|, tau) runs in its
+own process so that max RSS is per configuration.
+Bars (10x the paper's C++ on this machine class): 240,000 / 20,000 / 440 events/s at
+(|S|, tau) = (100,100) / (500,100) / (500,500), with exact counts.
+Usage: python bench/summary_synthetic.py [--configs 100:100,500:100,500:500] [--strategy suse]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+BARS = {(100, 100): 240_000, (500, 100): 20_000, (500, 500): 440}
+
+
+def run_one(size: int, tau: int, strategy: str, events: int, seed: int, repeat: int) -> dict:
+    import suse
+    from suse.io.synthetic import synthetic_stream
+
+    stream = synthetic_stream("abcdefg", events, "zipf", 2.0, seed=seed)
+    query = suse.Query("a(b*c)*d(e|f)g*", window=tau)
+    best, summary = float("inf"), None
+    for _ in range(repeat):
+        s = suse.Summary(query, size=size, strategy=strategy, seed=seed)
+        t0 = time.perf_counter()
+        s.extend(stream.chars, stream.timestamps)
+        best = min(best, time.perf_counter() - t0)
+        summary = s
+    r = summary.result()
+    return {
+        "size": size, "tau": tau, "strategy": strategy, "events": events, "seconds": best,
+        "events_per_second": events / best, "evictions": summary._engine.evictions,
+        "count": str(r.count), "count_bits": r.count.bit_length(), "big_integers": summary._engine.is_big,
+        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", default="100:100,500:100,500:500")
+    ap.add_argument("--strategy", default="suse")
+    ap.add_argument("--events", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        size, tau = map(int, args.one.split(":"))
+        print(json.dumps(run_one(size, tau, args.strategy, args.events, args.seed, args.repeat)))
+        return
+    print(f"summary a(b*c)*d(e|f)g*, Zipf(2), {args.events:,} events, strategy {args.strategy}, seed {args.seed}, best of {args.repeat}")
+    print(f"{'|S|':>5} {'tau':>5} {'events/s':>12} {'bar':>9} {'x bar':>6} {'evictions':>9} {'count':>12} {'bits':>5} {'big':>5} {'RSS MB':>7}")
+    for cfg in args.configs.split(","):
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", cfg, "--strategy", args.strategy, "--events", str(args.events),
+             "--seed", str(args.seed), "--repeat", str(args.repeat)],
+            check=True, capture_output=True, text=True,
+        )
+        r = json.loads(out.stdout)
+        bar = BARS.get((r["size"], r["tau"]))
+        ratio = f"{r['events_per_second'] / bar:.1f}" if bar and args.strategy == "suse" else ""
+        count = r["count"] if len(r["count"]) <= 12 else f"{int(r['count']):.3e}"
+        print(f"{r['size']:>5} {r['tau']:>5} {r['events_per_second']:>12,.0f} {bar or '':>9} {ratio:>6} {r['evictions']:>9} "
+              f"{count:>12} {r['count_bits']:>5} {str(r['big_integers']):>5} {r['max_rss_mb']:>7.1f}")
+
+
+if __name__ == "__main__":
+    main()

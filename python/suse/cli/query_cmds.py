@@ -1,0 +1,265 @@
+"""`suse compile`, `suse exact` and `suse eval`: inspect a query, count its matches exactly,
+or run a bounded summary over a stream read from a file or standard input."""
+from __future__ import annotations
+
+import json
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import suse
+from suse.cli.app import app, friendly_errors
+from suse.errors import InputError
+from suse.io.formats import read_probabilities, read_stream
+from suse.query import compile_regex
+
+out = Console(highlight=False, soft_wrap=True)  # soft_wrap: long lines stay whole when piped
+
+
+class Stage(str, Enum):
+    thompson = "thompson"
+    epsilon_free = "epsilon_free"
+    pruned = "pruned"
+    dfa = "dfa"
+    minimal = "minimal"
+    trimmed = "trimmed"  # the automaton the counters run over
+
+
+class Aggregate(str, Enum):
+    count = "count"
+    sum = "sum"
+    avg = "avg"
+
+
+class Policy(str, Enum):
+    any = "any"
+    next = "next"
+
+
+class Strategy(str, Enum):
+    suse = "suse"
+    present = "present"
+    fifo = "fifo"
+    random = "random"
+
+
+class StreamFormat(str, Enum):
+    auto = "auto"
+    text = "text"
+    csv = "csv"
+
+
+class Times(list):
+    """Evaluation timestamps; a list subclass so typer takes `--evaluate-at` once, not repeated."""
+
+
+def _parse_times(text: str) -> Times:
+    """`--evaluate-at 10,20,30` -> [10, 20, 30]."""
+    times = Times()
+    for part in text.split(","):
+        try:
+            times.append(int(part.strip()))
+        except ValueError:
+            raise typer.BadParameter(f"{part.strip()!r} is not an integer (expected e.g. 10,20,30)") from None
+    return times
+
+
+# Parameters shared by the commands; typer builds each command's signature from these defaults.
+QUERY = typer.Argument(..., help="The query, e.g. 'A(B*C)*D'.", show_default=False)
+# A plain string, not a typer Path: typer's Path checks do not accept the "-" default.
+# read_stream reports a missing or unreadable file itself.
+STREAM = typer.Argument(
+    "-", metavar="FILE", help="Stream file (text 'A 0 B 1 ...' or CSV char,timestamp[,value]); '-' reads stdin.",
+)
+WINDOW = typer.Option(..., "--window", "-w", min=0, help="Time window: first and last event of a match are at most this far apart.")
+AGGREGATE = typer.Option(Aggregate.count, "--aggregate", help="Aggregate the summary optimises for.")
+POLICY = typer.Option(Policy.any, "--policy", help="any = skip-till-any-match, next = skip-till-next-match.")
+EVALUATE_AT = typer.Option(
+    None, "--evaluate-at", metavar="T1,T2,...", parser=_parse_times,
+    help="Also report the aggregate over all events with timestamp <= each T.",
+)
+JSON = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
+FORMAT = typer.Option(StreamFormat.auto, "--format", help="Stream format; auto = CSV if the first line has a comma.")
+
+
+def _avg_text(avg: Optional[float]) -> str:
+    return "-" if avg is None else f"{avg:.6g}"
+
+
+def _table(*columns: str) -> Table:
+    table = Table(*columns, show_edge=False, header_style="bold")
+    for col in table.columns[1:]:
+        col.justify = "right"
+    return table
+
+
+def _print_json(data: dict) -> None:
+    # Plain print: rich would wrap long lines; json keeps big counts as exact integers.
+    print(json.dumps(data, indent=2))
+
+
+# --------------------------------------------------------------------------------------- compile
+@app.command("compile")
+@friendly_errors
+def compile_cmd(
+    query: str = QUERY,
+    dot: bool = typer.Option(False, "--dot", help="Print Graphviz DOT instead of a table."),
+    stage: Stage = typer.Option(Stage.trimmed, "--stage", help="Pipeline stage to show; 'trimmed' is the minimal DFA used for counting."),
+) -> None:
+    """Compile QUERY and print its automaton (or one intermediate stage)."""
+    automaton = compile_regex(query)
+    shown = automaton if stage is Stage.trimmed else automaton.stages[stage.value]
+    if dot:
+        print(shown.to_dot(f"{query} ({stage.value})"), end="")
+        return
+    moves: dict[tuple[int, str], list[int]] = {}
+    for source, ch, target in shown.edges():
+        moves.setdefault((source, ch), []).append(target)
+    symbols = list(shown.alphabet) + (["ε"] if any(ch == "ε" for _, ch in moves) else [])
+    out.print(
+        f"query {query!r} ({stage.value}): {shown.n_states} states, start {shown.start}, "
+        f"finals {', '.join(map(str, sorted(shown.finals))) or 'none'}, alphabet {shown.alphabet}"
+    )
+    table = _table("state", *symbols)
+    for state in shown.states:
+        marks = ("→" if state == shown.start else "") + ("*" if state in shown.finals else "")
+        cells = [",".join(map(str, sorted(moves.get((state, ch), [])))) or "·" for ch in symbols]
+        table.add_row(f"{marks}{state}", *cells)
+    out.print(table)
+    out.print("→ start, * final, · no transition (dead)")
+
+
+# ----------------------------------------------------------------------------------------- exact
+def _evaluation_dict(ev: suse.Evaluation) -> dict[str, Any]:
+    return {"timestamp": ev.timestamp, "count": ev.count, "sum": ev.sum, "avg": ev.avg, "partial_count": ev.partial_count}
+
+
+@app.command("exact")
+@friendly_errors
+def exact_cmd(
+    query: str = QUERY,
+    stream: str = STREAM,
+    window: int = WINDOW,
+    aggregate: Aggregate = AGGREGATE,
+    policy: Policy = POLICY,
+    evaluate_at: Optional[Times] = EVALUATE_AT,
+    as_json: bool = JSON,
+    fmt: StreamFormat = FORMAT,
+) -> None:
+    """Count (and sum) every match of QUERY over the whole stream, exactly."""
+    q = suse.Query(query, window, aggregate.value, policy.value)
+    events = read_stream(stream, fmt.value)
+    r = suse.exact(q, events, evaluate_at=evaluate_at)
+    data = {
+        "count": r.count, "sum": r.sum, "avg": r.avg, "partial_count": r.partial_count,
+        "skipped": r.skipped, "events": r.events,
+        "evaluations": [_evaluation_dict(ev) for ev in r.evaluations],
+    }
+    if as_json:
+        _print_json(data)
+        return
+    out.print(f"[bold]{query}[/] window {window}, policy {policy.value}: {r.events} events, {r.skipped} skipped")
+    table = _table("", "count", "sum", "avg", "partial_count")
+    for ev in r.evaluations:
+        table.add_row(f"t ≤ {ev.timestamp}", str(ev.count), str(ev.sum), _avg_text(ev.avg), str(ev.partial_count))
+    table.add_row("[bold]stream[/]", str(r.count), str(r.sum), _avg_text(r.avg), str(r.partial_count))
+    out.print(table)
+
+
+# ------------------------------------------------------------------------------------------ eval
+def _load_probabilities(path: Optional[Path]) -> Optional[dict[str, float]]:
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read probabilities {str(path)!r}: {exc}") from None
+    try:
+        return read_probabilities(text)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+
+
+def _paper_text(elements: list[tuple[str, int, int]], limit: int = 40) -> str:
+    """Retained elements in the paper's notation, eliding the middle of long summaries."""
+    def fmt(e: tuple[str, int, int]) -> str:
+        return f"{e[0]} {e[1]}" if e[2] == 1 else f"{e[0]} {e[1]} (={e[2]})"
+    if len(elements) <= limit:
+        return "  ".join(map(fmt, elements)) or "(empty)"
+    half = limit // 2
+    return "  ".join([*map(fmt, elements[:half]), f"… {len(elements) - limit} more …", *map(fmt, elements[-half:])])
+
+
+@app.command("eval")
+@friendly_errors
+def eval_cmd(
+    query: str = QUERY,
+    stream: str = STREAM,
+    window: int = WINDOW,
+    size: int = typer.Option(..., "--size", "-n", min=1, help="Most elements the summary retains."),
+    strategy: Strategy = typer.Option(..., "--strategy", help="Which elements to keep when the summary is full."),
+    aggregate: Aggregate = AGGREGATE,
+    policy: Policy = POLICY,
+    probabilities: Optional[Path] = typer.Option(
+        None, "--probabilities", exists=True, dir_okay=False,
+        help="File of 'CHAR P' pairs (e.g. 'A 0.25 B 0.75'); default: estimated from the stream.",
+    ),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Random seed (default: a fresh one, reported)."),
+    time_to_live: Optional[int] = typer.Option(None, "--time-to-live", min=0, help="Evict elements older than this."),
+    evaluate_at: Optional[Times] = EVALUATE_AT,
+    compare_exact: bool = typer.Option(False, "--compare-exact", help="Also run the exact engine and report its count and sum."),
+    as_json: bool = JSON,
+    fmt: StreamFormat = FORMAT,
+) -> None:
+    """Run a bounded summary of SIZE elements over the stream and report what it counts."""
+    q = suse.Query(query, window, aggregate.value, policy.value)
+    summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities), seed, time_to_live)
+    events = read_stream(stream, fmt.value)
+    started = time.perf_counter()
+    evaluations = summary.extend(events=events, evaluate_at=evaluate_at)
+    elapsed = time.perf_counter() - started
+    r = summary.result()
+    exact = suse.exact(q, events, evaluate_at=evaluate_at) if compare_exact else None
+
+    rows = []
+    for i, ev in enumerate(evaluations):
+        row = _evaluation_dict(ev) | {"detected_count": ev.detected_count, "detected_sum": ev.detected_sum}
+        if exact is not None:
+            # Both engines sort and answer the same evaluation times, so rows line up.
+            row |= {"exact_count": exact.evaluations[i].count, "exact_sum": exact.evaluations[i].sum}
+        rows.append(row)
+    data: dict[str, Any] = {
+        "count": r.count, "sum": r.sum, "avg": r.avg, "partial_count": r.partial_count,
+        "detected_count": r.detected_count, "detected_sum": r.detected_sum,
+        "elements": [{"char": c, "timestamp": t, "value": v} for c, t, v in summary.elements()],
+        "evaluations": rows,
+        "events": r.events, "skipped": r.skipped, "evictions": summary._engine.evictions,
+        "events_per_second": r.events / elapsed if elapsed > 0 else None,
+        "seed": summary.seed,
+    }
+    if exact is not None:
+        data |= {"exact_count": exact.count, "exact_sum": exact.sum}
+    if as_json:
+        _print_json(data)
+        return
+
+    out.print(
+        f"[bold]{query}[/] window {window}, {strategy.value} summary of size {size}: {r.events} events "
+        f"({r.skipped} skipped)"
+    )
+    out.print(f"{data['evictions']} evictions, {data['events_per_second'] or 0:,.0f} events/s")
+    columns = ["", "count", "sum", "avg", "detected_count"] + (["exact_count", "exact_sum"] if exact else [])
+    table = _table(*columns)
+    for row in rows:
+        extra = [str(row["exact_count"]), str(row["exact_sum"])] if exact else []
+        table.add_row(f"t ≤ {row['timestamp']}", str(row["count"]), str(row["sum"]), _avg_text(row["avg"]),
+                      str(row["detected_count"]), *extra)
+    extra = [str(exact.count), str(exact.sum)] if exact else []
+    table.add_row("[bold]summary[/]", str(r.count), str(r.sum), _avg_text(r.avg), str(r.detected_count), *extra)
+    out.print(table)
+    out.print(f"retained ({len(summary)}): {_paper_text(summary.elements())}", markup=False)

@@ -1,0 +1,61 @@
+"""`suse run JOB.toml`: a batch or streaming Spark job described by a job file."""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from suse.cli.app import app, err_console, friendly_errors
+from suse.errors import InputError
+
+
+@app.command("run")
+@friendly_errors
+def run(
+    job: Path = typer.Argument(..., help="Job file (TOML); see docs/SPARK.md and examples/."),
+    master: Optional[str] = typer.Option(None, help="Spark master, overriding spark.master (e.g. local[4])."),
+    output: Optional[str] = typer.Option(None, help="Output path, overriding output.path."),
+) -> None:
+    """Run a batch or streaming Spark job described by JOB (a TOML file)."""
+    try:
+        from suse.spark.config import load_config
+        from suse.spark.jobs import run_job
+    except ModuleNotFoundError as exc:
+        raise InputError(f"`suse run` needs {exc.name}: pip install 'suse[spark]'") from None
+    cfg = load_config(job)
+    if master:
+        cfg.spark.master = master
+    if output:
+        cfg.output.path = output
+    report = run_job(cfg, err_console)
+    out = Console()
+    if report.top:
+        table = Table(title=f"{cfg.name}: largest partitions", title_justify="left")
+        columns = [c for c in report.top[0] if c in _SHOWN or c in report.keys or c == "query"]
+        if len(cfg.queries) == 1 and "query" in columns:
+            columns.remove("query")
+        for c in columns:
+            table.add_column(c, justify="right" if c in _NUMERIC else "left", no_wrap=True)
+        for row in report.top:
+            table.add_row(*[_cell(row[c]) for c in columns])
+        out.print(table)
+    extra = f", {report.batches} micro-batches" if report.batches is not None else ""
+    out.print(f"output: {report.output} ({cfg.output.format}{extra}, {report.seconds:.1f} s)")
+
+
+_SHOWN = ("evaluated_at", "count", "exact_count", "detected_count", "events", "late_events")
+_NUMERIC = ("count", "exact_count", "detected_count", "avg", "events", "late_events")
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

@@ -1,0 +1,283 @@
+"""The compilation steps, each a function from one stage's automaton to the next:
+Thompson construction, epsilon removal, pruning, subset construction, Hopcroft
+minimisation. Sets of states are often bitmasks (bit s = state s): closures and subsets
+can hold thousands of states, and OR-ing Python ints keeps that fast."""
+from __future__ import annotations
+
+from collections import deque
+from typing import Iterable, Mapping, Optional
+
+from suse.errors import QueryError
+from suse.query.nfa import NFA, freeze, renumber
+from suse.query.parser import Alternation, AnyChar, Char, Concat, Node, Repeat
+
+MAX_DFA_STATES = 10_000  # subset construction can blow up exponentially; refuse beyond this
+MAX_NFA_TRANSITIONS = 100_000  # epsilon removal can square the size, e.g. (a*){1000}
+
+# --- Thompson construction ---------------------------------------------------------------
+
+
+class _ThompsonBuilder:
+    """Builds fragments with one entry and one exit state, glued by epsilon moves."""
+
+    def __init__(self, alphabet: str):
+        self.alphabet = alphabet
+        self.n_states = 0
+        self.moves: dict[tuple[int, str], set[int]] = {}
+        self.epsilon: dict[int, set[int]] = {}
+
+    def new_state(self) -> int:
+        self.n_states += 1
+        return self.n_states - 1
+
+    def link(self, source: int, target: int, ch: Optional[str] = None) -> None:
+        if ch is None:
+            self.epsilon.setdefault(source, set()).add(target)
+        else:
+            self.moves.setdefault((source, ch), set()).add(target)
+
+    def build(self, node: Node) -> tuple[int, int]:
+        entry, exit_ = self.new_state(), self.new_state()
+        if isinstance(node, Char):
+            self.link(entry, exit_, node.char)
+        elif isinstance(node, AnyChar):
+            for ch in self.alphabet:
+                self.link(entry, exit_, ch)
+        elif isinstance(node, Concat):
+            self.chain(entry, exit_, [self.build(part) for part in node.parts])
+        elif isinstance(node, Alternation):
+            for option in node.options:
+                inner_entry, inner_exit = self.build(option)
+                self.link(entry, inner_entry)
+                self.link(inner_exit, exit_)
+        else:
+            self.repeat(entry, exit_, node)
+        return entry, exit_
+
+    def chain(self, entry: int, exit_: int, fragments: list[tuple[int, int]]) -> None:
+        """Connect fragments in sequence between ``entry`` and ``exit_``."""
+        current = entry
+        for inner_entry, inner_exit in fragments:
+            self.link(current, inner_entry)
+            current = inner_exit
+        self.link(current, exit_)
+
+    def repeat(self, entry: int, exit_: int, node: Repeat) -> None:
+        """``x{m,n}``: m copies of x, then ``x*`` if unbounded, else up to n-m more copies."""
+        fragments = [self.build(node.node) for _ in range(node.min)]
+        if node.max is None:
+            fragments.append(self.star(node.node))
+        elif node.max > node.min:
+            fragments.append(self.up_to(node.node, node.max - node.min))
+        self.chain(entry, exit_, fragments)
+
+    def star(self, node: Node) -> tuple[int, int]:
+        """Thompson's loop: skip x entirely, or run it and go round again."""
+        entry, exit_ = self.new_state(), self.new_state()
+        inner_entry, inner_exit = self.build(node)
+        self.link(entry, inner_entry)
+        self.link(inner_exit, inner_entry)
+        self.link(inner_exit, exit_)
+        self.link(entry, exit_)
+        return entry, exit_
+
+    def up_to(self, node: Node, count: int) -> tuple[int, int]:
+        """At most ``count`` copies of x: before each copy an edge may skip to the common
+        exit. Unlike ``x?x?x?`` this keeps every epsilon closure small, so epsilon removal
+        stays linear for large bounds such as ``a{0,1000}``."""
+        exit_ = self.new_state()
+        after = exit_  # where the copy built in this iteration continues
+        entries = []
+        for _ in range(count):
+            entry = self.new_state()
+            inner_entry, inner_exit = self.build(node)
+            self.link(entry, inner_entry)
+            self.link(entry, exit_)
+            self.link(inner_exit, after)
+            entries.append(entry)
+            after = entry
+        return entries[-1], exit_
+
+
+def thompson(tree: Node, alphabet: str) -> NFA:
+    builder = _ThompsonBuilder(alphabet)
+    entry, exit_ = builder.build(tree)
+    epsilon = {state: frozenset(targets) for state, targets in builder.epsilon.items()}
+    nfa = NFA(
+        alphabet, builder.n_states, entry, frozenset([exit_]), freeze(builder.moves), epsilon
+    )
+    return renumber(nfa, nfa.states)
+
+
+# --- epsilon removal and pruning ---------------------------------------------------------
+
+
+def remove_epsilon(nfa: NFA, query: str = "") -> NFA:
+    """Reading c from q = epsilon moves from q, then one c move; q is final if its closure is.
+
+    Only the start and states entered by a character get moves: a run of the result can
+    be in no other state, and pruning then drops those states as unreachable. Sets of
+    states are bitmasks (bit s = state s) so large closures stay cheap."""
+    closures = _closure_masks(nfa)
+    targets = {key: _mask(states) for key, states in nfa.transitions.items()}
+    has_move = {ch: _mask(s for (s, c) in nfa.transitions if c == ch) for ch in nfa.alphabet}
+    entered = {nfa.start} | {t for states in nfa.transitions.values() for t in states}
+    moves: dict[tuple[int, str], frozenset[int]] = {}
+    size = 0
+    for state in sorted(entered):
+        for ch in nfa.alphabet:
+            reached = 0
+            for via in _members(closures[state] & has_move[ch]):
+                reached |= targets[(via, ch)]
+            if reached:
+                moves[(state, ch)] = frozenset(_members(reached))
+                size += len(moves[(state, ch)])
+        if size > MAX_NFA_TRANSITIONS:
+            raise QueryError(
+                f"query too complex: without epsilon moves its automaton exceeds "
+                f"{MAX_NFA_TRANSITIONS} transitions",
+                0,
+                query,
+            )
+    finals = _mask(nfa.finals)
+    final_states = frozenset(s for s in nfa.states if closures[s] & finals)
+    result = NFA(nfa.alphabet, nfa.n_states, nfa.start, final_states, moves)
+    return renumber(result, nfa.states)
+
+
+def _closure_masks(nfa: NFA) -> list[int]:
+    """Epsilon closure of every state, iterated to a fixpoint (loops need extra rounds)."""
+    masks = [1 << s for s in nfa.states]
+    changed = True
+    while changed:
+        changed = False
+        for state in reversed(nfa.states):  # edges mostly point forward: few rounds
+            mask = masks[state]
+            for target in nfa.epsilon.get(state, ()):
+                mask |= masks[target]
+            if mask != masks[state]:
+                masks[state] = mask
+                changed = True
+    return masks
+
+
+def _mask(states: Iterable[int]) -> int:
+    mask = 0
+    for state in states:
+        mask |= 1 << state
+    return mask
+
+
+def _members(mask: int) -> list[int]:
+    """The states in a bitmask, ascending (str.find scans the binary digits in C)."""
+    digits = bin(mask)[:1:-1]  # least significant first, without the "0b" prefix
+    states = []
+    state = digits.find("1")
+    while state >= 0:
+        states.append(state)
+        state = digits.find("1", state + 1)
+    return states
+
+
+def prune(nfa: NFA) -> NFA:
+    """Keep only states reachable from the start that can still reach a final state
+    (and the start itself, so that the result is still an automaton)."""
+    reachable = _reachable([nfa.start], nfa.transitions)
+    reverse: dict[tuple[int, str], set[int]] = {}
+    for source, ch, target in nfa.edges():
+        reverse.setdefault((target, ch), set()).add(source)
+    alive = _reachable(nfa.finals, reverse)
+    return renumber(nfa, (reachable & alive) | {nfa.start})
+
+
+def _reachable(starts: Iterable[int], moves: Mapping[tuple[int, str], Iterable[int]]) -> set[int]:
+    successors: dict[int, list[int]] = {}
+    for (source, _), targets in moves.items():
+        successors.setdefault(source, []).extend(targets)
+    seen = set(starts)
+    stack = list(seen)
+    while stack:
+        for target in successors.get(stack.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+    return seen
+
+
+# --- determinisation and minimisation ----------------------------------------------------
+
+
+def determinise(nfa: NFA, query: str = "") -> NFA:
+    """Subset construction; the result is complete (the empty subset is the sink).
+    Subsets are bitmasks, like in ``remove_epsilon``."""
+    targets = {key: _mask(states) for key, states in nfa.transitions.items()}
+    start = 1 << nfa.start
+    index = {start: 0}
+    queue = deque([start])
+    moves: dict[tuple[int, str], frozenset[int]] = {}
+    while queue:
+        subset = queue.popleft()
+        members = _members(subset)
+        for ch in nfa.alphabet:
+            target = 0
+            for state in members:
+                target |= targets.get((state, ch), 0)
+            if target not in index:
+                if len(index) >= MAX_DFA_STATES:
+                    raise QueryError(
+                        f"query too complex: its deterministic automaton exceeds "
+                        f"{MAX_DFA_STATES} states",
+                        0,
+                        query,
+                    )
+                index[target] = len(index)
+                queue.append(target)
+            moves[(index[subset], ch)] = frozenset([index[target]])
+    finals = _mask(nfa.finals)
+    dfa_finals = frozenset(i for subset, i in index.items() if subset & finals)
+    return NFA(nfa.alphabet, len(index), 0, dfa_finals, moves)
+
+
+def minimise(dfa: NFA) -> NFA:
+    """Hopcroft's partition refinement on a complete DFA; each block becomes one state."""
+    blocks = _hopcroft_blocks(dfa)
+    block_of = {state: b for b, block in enumerate(blocks) for state in block}
+    moves = {
+        (block_of[source], ch): {block_of[next(iter(targets))]}
+        for (source, ch), targets in dfa.transitions.items()
+    }
+    finals = frozenset(block_of[s] for s in dfa.finals)
+    quotient = NFA(dfa.alphabet, len(blocks), block_of[dfa.start], finals, freeze(moves))
+    return renumber(quotient, quotient.states)
+
+
+def _hopcroft_blocks(dfa: NFA) -> list[set[int]]:
+    """Coarsest partition of the states compatible with finality and transitions."""
+    predecessors: dict[tuple[int, str], list[int]] = {}
+    for (source, ch), targets in dfa.transitions.items():
+        predecessors.setdefault((next(iter(targets)), ch), []).append(source)
+    finals, others = set(dfa.finals), set(dfa.states) - set(dfa.finals)
+    blocks = [b for b in (finals, others) if b]
+    block_of = {s: b for b, block in enumerate(blocks) for s in block}
+    pending = set(range(len(blocks)))  # splitters still to process
+    while pending:
+        splitter = list(blocks[pending.pop()])
+        for ch in dfa.alphabet:
+            into = {p for s in splitter for p in predecessors.get((s, ch), ())}
+            touched: dict[int, set[int]] = {}
+            for state in into:
+                touched.setdefault(block_of[state], set()).add(state)
+            for b, inside in touched.items():
+                if len(inside) == len(blocks[b]):
+                    continue
+                blocks[b] -= inside
+                blocks.append(inside)
+                new = len(blocks) - 1
+                for state in inside:
+                    block_of[state] = new
+                # Processing the smaller half suffices unless b itself is still pending.
+                if b in pending or len(inside) <= len(blocks[b]):
+                    pending.add(new)
+                else:
+                    pending.add(b)
+    return blocks

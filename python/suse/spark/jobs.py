@@ -1,0 +1,253 @@
+"""Run a job described by a job file (``suse run JOB.toml``): load, aggregate, write, report."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+import suse
+from suse.errors import InputError, SuseError
+from suse.spark import datasets
+from suse.spark.batch import aggregate
+from suse.spark.characters import quoted, spark_message
+from suse.spark.config import JobConfig
+from suse.spark.session import get_session
+from suse.spark.streaming import aggregate_stream, latest
+
+
+@dataclass
+class JobReport:
+    output: str
+    keys: list[str]
+    top: list[dict] = field(default_factory=list)  # the largest partitions, newest row each
+    seconds: float = 0.0
+    batches: int | None = None  # micro-batches run (streaming)
+
+
+def run_job(cfg: JobConfig, console: Console | None = None) -> JobReport:
+    console = console or Console(stderr=True)
+    started = time.perf_counter()
+    with spark_errors():
+        with console.status(f"starting Spark ({cfg.spark.master})"):
+            spark = get_session(cfg.spark.master, cfg.spark.app_name, cfg.spark.options)
+        run = _stream if cfg.mode == "streaming" else _batch
+        report = run(spark, cfg, console)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+# --- input -------------------------------------------------------------------------------------
+
+
+def load_input(spark: SparkSession, cfg: JobConfig, streaming: bool = False) -> DataFrame:
+    inp = cfg.input
+    if inp.dataset is not None:
+        args = {}
+        if inp.dataset == "synthetic":
+            args = inp.synthetic.model_dump()
+            args["alphabet"] = args["alphabet"] or suse.Query(cfg.queries[0].regex, 0).alphabet
+        df = datasets.load(spark, inp.dataset, **args)
+    else:
+        fmt = inp.format or _guess_format(inp.path)
+        options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in inp.options.items()}
+        if fmt == "csv":
+            options = {"header": "true", "inferSchema": "true", **options}
+        reader = spark.read.format(fmt).options(**options)
+        if inp.schema_:
+            reader = reader.schema(inp.schema_)
+        if streaming:
+            # A file stream needs its schema up front: take the one given, or the files'.
+            schema = inp.schema_ or _catch("input.path", lambda: reader.load(inp.path).schema)
+            if cfg.streaming and cfg.streaming.max_files_per_trigger:
+                options["maxFilesPerTrigger"] = str(cfg.streaming.max_files_per_trigger)
+            df = spark.readStream.format(fmt).options(**options).schema(schema).load(inp.path)
+        else:
+            df = _catch("input.path", lambda: reader.load(inp.path))
+    for name, expression in inp.columns.items():
+        df = _catch(f"input.columns.{name}", lambda: _checked(df.withColumn(name, F.expr(expression))))
+    if inp.filter:
+        df = _catch("input.filter", lambda: _checked(df.where(F.expr(inp.filter))))
+    return df
+
+
+def _guess_format(path: str) -> str:
+    for fmt in ("parquet", "csv", "json"):
+        if path.rstrip("/").endswith("." + fmt):
+            return fmt
+    return "parquet"
+
+
+def _checked(df: DataFrame) -> DataFrame:
+    df.schema  # analysis happens here: bad SQL fails now, with the key that holds it
+    return df
+
+
+def _catch(key: str, make):
+    try:
+        return make()
+    except PySparkException as exc:
+        raise InputError(f"{key}: {spark_message(exc)}") from None
+
+
+# --- batch -------------------------------------------------------------------------------------
+
+
+def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
+    df = load_input(spark, cfg)
+    inp, summ, ev = cfg.input, cfg.summary, cfg.evaluate
+    probabilities = None if summ.probabilities == "online" else summ.probabilities
+    results = []
+    for q in cfg.queries:
+        out = aggregate(
+            df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
+            summ.size, summ.strategy, ev.at, ev.exact, q.replicate, probabilities, summ.seed,
+            q.aggregate, q.policy, inp.timestamp_format,
+        )
+        results.append(out.select(F.lit(q.label).alias("query"), "*"))
+    result = functools.reduce(DataFrame.unionByName, results).persist()
+    try:
+        writer = _for_format(result, cfg.output.format).write.mode(cfg.output.mode).format(cfg.output.format)
+        with spark_progress(spark, console, f"{cfg.name}: running"):
+            writer.save(cfg.output.path)
+        keys = [f.name for f in result.schema.fields[1 : 1 + len(inp.partition_by)]]
+        newest = latest(result, ["query", *keys], by="evaluated_at")
+        top = _top(newest, cfg.output.show)
+    finally:
+        result.unpersist()
+    return JobReport(cfg.output.path, keys, top)
+
+
+def _for_format(df: DataFrame, fmt: str) -> DataFrame:
+    # CSV has no arrays: the retained elements become a JSON string.
+    return df.withColumn("elements", F.to_json("elements")) if fmt == "csv" else df
+
+
+def _top(df: DataFrame, n: int) -> list[dict]:
+    if n == 0:
+        return []
+    return [r.asDict() for r in df.drop("elements").orderBy(F.col("count_double").desc()).limit(n).collect()]
+
+
+# --- streaming ---------------------------------------------------------------------------------
+
+
+def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
+    st, inp, summ, (q,) = cfg.streaming, cfg.input, cfg.summary, cfg.queries
+    assert st is not None  # the config validator guarantees it
+    if cfg.evaluate.at != "end" or cfg.evaluate.exact:
+        raise InputError("evaluate: a streaming job reports every changed partition once per micro-batch; "
+                         "leave evaluate.at = 'end' and evaluate.exact = false")
+    if q.replicate:
+        raise InputError("query.replicate is only supported by batch jobs")
+    if summ.probabilities == "estimate":
+        raise InputError("summary.probabilities = 'estimate' needs the whole input: use a batch job, "
+                         "or give the probabilities, or 'online'")
+    src = load_input(spark, cfg, streaming=True)
+    out = aggregate_stream(
+        src, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
+        summ.size, summ.strategy, st.lateness,
+        None if summ.probabilities == "online" else summ.probabilities,
+        summ.seed, q.aggregate, q.policy, inp.timestamp_format,
+    )
+    writer = (
+        _for_format(out, cfg.output.format).writeStream.format(cfg.output.format)
+        .option("path", cfg.output.path).option("checkpointLocation", st.checkpoint).outputMode("append")
+    )
+    if st.trigger == "available_now":
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=st.trigger)
+    query = writer.start()
+    batches = _watch(query, console, cfg.name, st.timeout)
+    keys = list(inp.partition_by)
+    if not _has_output(spark, cfg):
+        return JobReport(cfg.output.path, keys, [], batches=batches)
+    written = spark.read.format(cfg.output.format).option("header", "true").load(cfg.output.path)
+    written = written.withColumn("events", F.col("events").cast("long"))  # CSV reads strings
+    written = written.withColumn("count_double", F.col("count_double").cast("double"))
+    top = _top(latest(written, keys), cfg.output.show)
+    return JobReport(cfg.output.path, keys, top, batches=batches)
+
+
+def _watch(query, console: Console, name: str, timeout: float | None) -> int:
+    """Wait for a streaming query, showing micro-batches as they finish; Ctrl-C stops it."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    batches, rows = 0, 0
+    try:
+        with console.status(f"{name}: streaming") as status:
+            while not query.awaitTermination(0.5):
+                for progress in query.recentProgress[batches:]:
+                    batches, rows = batches + 1, rows + progress["numInputRows"]
+                status.update(f"{name}: {batches} micro-batches, {rows:,} rows read")
+                if deadline is not None and time.monotonic() > deadline:
+                    query.stop()
+    except KeyboardInterrupt:
+        query.stop()
+    if query.exception() is not None:
+        raise query.exception()
+    return max(batches, len(query.recentProgress))
+
+
+def _has_output(spark: SparkSession, cfg: JobConfig) -> bool:
+    try:
+        spark.read.format(cfg.output.format).load(cfg.output.path).schema
+        return True
+    except PySparkException:  # nothing written yet (no input files)
+        return False
+
+
+# --- plumbing ----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def spark_errors() -> Iterator[None]:
+    """Spark failures as InputError with the useful line, not a JVM stack trace. An error
+    raised by suse inside a Python worker comes back wrapped; its message is unwrapped."""
+    try:
+        yield
+    except SuseError:
+        raise
+    except PySparkException as exc:
+        text = str(exc)
+        inner = re.search(r"suse\.errors\.(?:InputError|QueryError|SuseError): (.+)", text)
+        raise InputError(inner.group(1).strip() if inner else f"Spark: {spark_message(exc)}") from None
+
+
+@contextlib.contextmanager
+def spark_progress(spark: SparkSession, console: Console, description: str) -> Iterator[None]:
+    """A progress bar fed by Spark's status tracker (tasks of the running stages)."""
+    tracker = spark.sparkContext.statusTracker()
+    stop = threading.Event()
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+               TextColumn("{task.completed}/{task.total} tasks"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(description, total=None)
+
+        def poll() -> None:
+            while not stop.wait(0.25):
+                stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+                stages = [s for s in stages if s is not None]
+                if stages:
+                    progress.update(
+                        task, total=sum(s.numTasks for s in stages),
+                        completed=sum(s.numCompletedTasks for s in stages),
+                        description=f"{description} (stage {', '.join(str(s.stageId) for s in stages)})",
+                    )
+
+        thread = threading.Thread(target=poll, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()

@@ -1,0 +1,67 @@
+"""Hypothesis strategies shared by the engine tests: random queries and small streams."""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+ALPHABET = "abc"
+
+
+def _render(tree) -> str:
+    kind = tree[0]
+    if kind == "char":
+        return tree[1]
+    if kind == "any":
+        return "."
+    if kind == "cat":
+        return "".join(_group(t, "cat") for t in tree[1])
+    if kind == "alt":
+        return "|".join(_render(t) for t in tree[1])
+    inner = _group(tree[1], "post")
+    return inner + tree[2]
+
+
+def _group(tree, context: str) -> str:
+    text = _render(tree)
+    needs = tree[0] == "alt" or (context == "post" and tree[0] in ("cat", "post"))
+    return f"({text})" if needs else text
+
+
+_leaf = st.one_of(st.sampled_from(ALPHABET).map(lambda c: ("char", c)), st.just(("any",)))
+_trees = st.recursive(
+    _leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=2, max_size=3).map(lambda xs: ("cat", xs)),
+        st.lists(inner, min_size=2, max_size=3).map(lambda xs: ("alt", xs)),
+        st.tuples(st.just("post"), inner, st.sampled_from(["*", "+", "?", "{2}", "{1,2}", "{0,2}", "{2,}"])),
+    ),
+    max_leaves=6,
+)
+
+
+def _valid(query: str) -> bool:
+    from suse.errors import QueryError
+    from suse.query import compile_regex
+
+    try:
+        compile_regex(query)
+    except QueryError:
+        return False
+    return True
+
+
+#: Random suse queries over "abc" that compile (some explicit character, not only the empty word).
+queries = _trees.map(_render).filter(lambda q: any(c in q for c in ALPHABET)).filter(_valid)
+
+
+@st.composite
+def streams(draw, max_size: int = 11, alphabet: str = ALPHABET + "z"):
+    """(char, timestamp, value) triples with non-decreasing timestamps; 'z' is outside the queries."""
+    n = draw(st.integers(1, max_size))
+    chars = draw(st.lists(st.sampled_from(alphabet), min_size=n, max_size=n))
+    gaps = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    values = draw(st.lists(st.integers(0, 9), min_size=n, max_size=n))
+    t, out = 0, []
+    for c, g, v in zip(chars, gaps, values):
+        t += g
+        out.append((c, t, v))
+    return out

@@ -1,0 +1,216 @@
+"""The state summary: invariants against recomputation, selection, serialisation, bad input."""
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import suse
+from oracle import stnm_aggregate
+from strategies import queries, streams
+from suse.io.synthetic import synthetic_stream
+
+STRATEGIES = ["suse", "present", "fifo", "random"]
+
+
+def _check_counters(s: suse.Summary) -> None:
+    """Everything the summary maintains equals a fresh recomputation from what it retains."""
+    r = s.result()
+    if len(s):
+        fresh = suse.exact(s.query, s.elements())
+        assert (r.count, r.sum, r.partial_count) == (fresh.count, fresh.sum, fresh.partial_count)
+    else:
+        assert (r.count, r.sum, r.partial_count) == (0, 0, 0)
+    maintained, rebuilt = s._engine._active_counters()
+    assert maintained == rebuilt
+    # The float estimates that drive selection track the exact local counters.
+    estimates, _ = s._engine._estimates()
+    for (est_c, est_s), (c, sm) in zip(estimates, s._engine._exact_locals()):
+        assert math.isclose(est_c, c, rel_tol=1e-9, abs_tol=1e-6)
+        assert math.isclose(est_s, sm, rel_tol=1e-9, abs_tol=1e-6)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    query=queries,
+    events=streams(max_size=14),
+    window=st.integers(0, 6),
+    size=st.integers(1, 6),
+    strategy=st.sampled_from(STRATEGIES),
+    policy=st.sampled_from(["any", "next"]),
+    ttl=st.one_of(st.none(), st.integers(0, 8)),
+    aggregate=st.sampled_from(["count", "sum"]),
+)
+def test_counters_equal_recomputation_after_every_step(query, events, window, size, strategy, policy, ttl, aggregate):
+    q = suse.Query(query, window=window, policy=policy, aggregate=aggregate)
+    s = suse.Summary(q, size=size, strategy=strategy, seed=7, time_to_live=ttl)
+    for ev in events:
+        s.insert(*ev)
+        assert len(s) <= size
+        _check_counters(s)
+    known = [t for c, t, _ in events if c in q.alphabet]
+    if ttl is not None and known:  # the summary's clock only sees characters of the query
+        last = known[-1]
+        assert all(last - t <= ttl for _, t, _ in s.elements())
+
+
+@settings(max_examples=60, deadline=None)
+@given(query=queries, events=streams(max_size=12), window=st.integers(0, 6), strategy=st.sampled_from(STRATEGIES))
+def test_summary_as_large_as_the_stream_is_exact_at_every_step(query, events, window, strategy):
+    q = suse.Query(query, window=window)
+    s = suse.Summary(q, size=len(events), strategy=strategy, seed=1)
+    times = sorted({t for _, t, _ in events})
+    got = s.extend(events=events, evaluate_at=times)
+    want = suse.exact(q, events, evaluate_at=times).evaluations
+    assert [(e.count, e.sum, e.partial_count) for e in got] == [(e.count, e.sum, e.partial_count) for e in want]
+    # Nothing was evicted, so everything formed is still retained.
+    assert s.result().detected_count == s.result().count
+
+
+@settings(max_examples=60, deadline=None)
+@given(query=queries, events=streams(max_size=12), window=st.integers(0, 6), size=st.integers(1, 6))
+def test_skip_till_next_match_summary_matches_its_definition(query, events, window, size):
+    q = suse.Query(query, window=window, policy="next")
+    s = suse.Summary(q, size=size, strategy="suse", seed=3)
+    s.extend(events=events)
+    expected = stnm_aggregate(q.automaton, s.elements(), window)
+    assert (s.result().count, s.result().sum) == (expected["count"], expected["sum"])
+
+
+def test_detected_count_is_monotone_and_bounds_the_retained_count():
+    q = suse.Query("a(b*c)*d(e|f)g*", window=30)
+    ev = synthetic_stream("abcdefg", 600, "uniform", seed=2)
+    s = suse.Summary(q, size=25, strategy="suse", seed=1)
+    previous = 0
+    for chunk in range(0, 600, 50):
+        s.extend(ev.chars[chunk : chunk + 50], ev.timestamps[chunk : chunk + 50])
+        r = s.result()
+        assert r.detected_count >= previous and r.detected_count >= r.count
+        previous = r.detected_count
+    assert previous > 0
+
+
+FIGURE_2 = [("A", 1), ("A", 2), ("B", 3), ("D", 4), ("B", 5), ("C", 6), ("A", 7), ("B", 8), ("C", 9), ("A", 10)]
+
+
+def test_figure_2_fifo_retains_two_matches():
+    q = suse.Query("AB*C", window=1000)
+    s = suse.Summary(q, size=5, strategy="fifo")
+    s.extend(events=FIGURE_2)
+    assert s.result().count == 2
+    assert [c for c, _, _ in s.elements()] == ["C", "A", "B", "C", "A"]  # D4 is not in the alphabet
+
+
+def test_figure_2_best_possible_is_eight():
+    """Brute force over every 5-element subsequence: 8 matches at most (the paper's SuSe answer)."""
+    import itertools
+
+    q = suse.Query("AB*C", window=1000)
+    known = [e for e in FIGURE_2 if e[0] in q.alphabet]
+    best = max(suse.exact(q, list(sub)).count for sub in itertools.combinations(known, 5))
+    assert best == 8
+
+
+def test_serialisation_round_trip_continues_identically():
+    q = suse.Query("a(b*c)*d(e|f)g*", window=40, aggregate="sum")
+    ev = synthetic_stream("abcdefg", 800, "zipf", seed=4, values="uniform")
+    one = suse.Summary(q, size=30, strategy="suse", seed=9)
+    two = suse.Summary(q, size=30, strategy="suse", seed=9)
+    one.extend(ev.chars[:400], ev.timestamps[:400], ev.values[:400])
+    two.extend(ev.chars[:400], ev.timestamps[:400], ev.values[:400])
+    restored = suse.Summary.from_bytes(two.to_bytes())
+    unpickled = pickle.loads(pickle.dumps(restored))
+    for s in (one, unpickled):
+        s.extend(ev.chars[400:], ev.timestamps[400:], ev.values[400:])
+    assert one.elements() == unpickled.elements()
+    assert one.result() == unpickled.result()
+    assert unpickled.query == q and unpickled.size == 30
+
+
+def test_random_strategy_is_reproducible_with_a_seed():
+    q = suse.Query("a(b|c)*a", window=20)
+    ev = synthetic_stream("abc", 300, "uniform", seed=5)
+    runs = []
+    for _ in range(2):
+        s = suse.Summary(q, size=10, strategy="random", seed=42)
+        s.extend(events=ev)
+        runs.append(s.elements())
+    assert runs[0] == runs[1]
+
+
+def test_summary_counts_never_wrap():
+    q = suse.Query("a+", window=10**6)
+    s = suse.Summary(q, size=200, strategy="suse", seed=1)
+    s.extend("a" * 200, list(range(200)))
+    assert s.result().count == 2**200 - 1
+    s.extend("a" * 50, list(range(200, 250)))  # now full: selection on big integers
+    assert s.result().count == 2**200 - 1 and len(s) == 200
+    assert s.result().count == suse.exact(q, s.elements()).count
+
+
+def test_given_probabilities_are_used_and_validated():
+    q = suse.Query("AB*C", window=100)
+    s = suse.Summary(q, size=3, probabilities={"A": 0.5, "B": 0.25, "C": 0.25})
+    s.extend(events=FIGURE_2)
+    assert len(s) == 3
+    with pytest.raises(suse.InputError, match="sum to 1"):
+        suse.Summary(q, size=3, probabilities={"A": 0.5, "B": 0.25})
+    with pytest.raises(suse.InputError, match="not a character of the query"):
+        suse.Summary(q, size=3, probabilities={"A": 0.5, "Z": 0.5})
+    with pytest.raises(suse.InputError, match="non-negative"):
+        suse.Summary(q, size=3, probabilities={"A": 1.5, "B": -0.5})
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(size=0), "at least 1"),
+        (dict(size=5, strategy="lru"), "strategy must be one of"),
+        (dict(size=5, time_to_live=-1), "at least 0"),
+        (dict(size=5, seed=-3), "at least 0"),
+        (dict(size="5"), "must be an integer"),
+    ],
+)
+def test_bad_summary_parameters(kwargs, message):
+    with pytest.raises(suse.InputError, match=message):
+        suse.Summary(suse.Query("ab", window=3), **kwargs)
+
+
+def test_bad_batch_changes_nothing():
+    q = suse.Query("ab", window=5)
+    s = suse.Summary(q, size=4)
+    s.extend("ab", [1, 2])
+    before = (s.result(), s.elements())
+    with pytest.raises(suse.InputError, match="earlier"):
+        s.extend("ab", [5, 4])
+    with pytest.raises(suse.InputError, match="negative"):
+        s.extend("ab", [5, 6], [1, -2])
+    assert (s.result(), s.elements()) == before
+    with pytest.raises(suse.InputError, match="not a serialised"):
+        suse.Summary.from_bytes(b"nonsense")
+
+
+def _recall_ratio(strategy_counts, baseline_counts):
+    """Mean log10 of (suse + 1) / (baseline + 1) over evaluation timestamps."""
+    return float(np.mean([math.log10((a + 1) / (b + 1)) for a, b in zip(strategy_counts, baseline_counts)]))
+
+
+def test_suse_retains_at_least_as_many_matches_as_the_baselines():
+    """The paper's relative recall improvement on its synthetic workload (small and averaged)."""
+    q = suse.Query("a(b*c)*d(e|f)g*", window=100)
+    improvements = {b: [] for b in ("fifo", "random", "present")}
+    for seed in range(3):
+        ev = synthetic_stream("abcdefg", 3000, "zipf", seed=seed)
+        times = np.sort(np.random.default_rng(seed).integers(500, 3000, size=25))
+        counts = {}
+        for strategy in STRATEGIES:
+            s = suse.Summary(q, size=100, strategy=strategy, seed=seed)
+            counts[strategy] = [e.count for e in s.extend(events=ev, evaluate_at=times)]
+        for b in improvements:
+            improvements[b].append(_recall_ratio(counts["suse"], counts[b]))
+    for baseline, values in improvements.items():
+        assert np.mean(values) >= 0, (baseline, values)
