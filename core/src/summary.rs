@@ -843,9 +843,13 @@ impl Summary {
         let agg = self.cfg.aggregate;
         let use_expected = self.cfg.strategy == Strategy::Suse;
         let rate = self.estimator.rate();
+        // Look ahead at most |S| elements: a set can only grow by elements the summary also
+        // keeps, and beyond that the expectation (which ignores the capacity) overrates
+        // partial matches against realised ones (see docs/ENGINE.md).
+        let horizon = self.cfg.size.min(crate::benefit::MAX_STEPS) as f64;
         let steps = |t_init: i64| -> usize {
             let remaining = (tau as f64) - ((t - t_init) as f64);
-            (remaining.max(0.0) * rate).round().min(crate::benefit::MAX_STEPS as f64) as usize
+            (remaining.max(0.0) * rate).round().min(horizon) as usize
         };
         let is_init = |e: &Ev| dfa.init[e.sym as usize] != NONE;
         let oldest_init = self.elems[self.active_start..].iter().find(|e| is_init(e)).map(|e| e.t);

