@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::Arc;
 use summary::{Aggregate, Config, Strategy, Summary};
-use window::{split_totals, AnyMatch, Ev, NextMatch, Promoting};
+use window::{per_initiator_totals, split_totals, AnyMatch, Ev, NextMatch, Promoting};
 
 const FORMAT_VERSION: u8 = 1;
 
@@ -386,8 +386,26 @@ impl SummaryEngine {
     }
 }
 
+/// Benchmark baseline: exact totals with per-initiator counters (u128 only; None on overflow).
+#[pyfunction]
+fn per_initiator_exact(dfa: &PyDfa, window: i64, chars: &[u8], timestamps: PyReadonlyArray1<'_, i64>) -> Option<Totals> {
+    let ts = timestamps.as_array();
+    let events: Vec<Ev> = chars
+        .iter()
+        .zip(ts.iter())
+        .filter_map(|(&c, &t)| {
+            let sym = dfa.inner.lookup[c as usize];
+            (sym != UNKNOWN).then_some(Ev { sym, t, v: 1 })
+        })
+        .collect();
+    let totals = per_initiator_totals(&dfa.inner, window, &events)?;
+    let big: Vec<_> = totals.iter().map(|d| d.to_big()).collect();
+    Some(split_totals(&dfa.inner, &big))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(per_initiator_exact, m)?)?;
     m.add_class::<PyDfa>()?;
     m.add_class::<ExactEngine>()?;
     m.add_class::<SummaryEngine>()?;

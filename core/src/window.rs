@@ -402,3 +402,40 @@ pub fn split_totals(dfa: &Dfa, totals: &[Dual<BigUint>]) -> (BigUint, BigUint, B
     }
     (c, s, p)
 }
+
+/// Baseline for the benchmark: the same aggregation with one counter vector per active
+/// initiator (O(window) work per element), on `u128` only. `None` if a counter overflows.
+pub fn per_initiator_totals(dfa: &Dfa, tau: i64, events: &[Ev]) -> Option<Vec<Dual<u128>>> {
+    let z = dfa.n;
+    let mut runs: VecDeque<(i64, Vec<Dual<u128>>)> = VecDeque::new();
+    let mut a = vec![Dual::<u128>::zero(); z];
+    let mut totals = a.clone();
+    let mut formed = a.clone();
+    let mut old = a.clone();
+    for ev in events {
+        while runs.front().is_some_and(|(t, _)| expired(*t, ev.t, tau)) {
+            let (_, v) = runs.pop_front()?;
+            for (x, y) in a.iter_mut().zip(&v) {
+                x.sub_assign(y).ok()?;
+            }
+        }
+        <AnyMatch as Algebra<u128>>::formed(dfa, &a, ev, &mut formed).ok()?;
+        for (t, f) in totals.iter_mut().zip(&formed) {
+            t.add_assign(f).ok()?;
+        }
+        for (_, v) in runs.iter_mut() {
+            old.clone_from_slice(v);
+            for &(q, q2) in &dfa.by_sym[ev.sym as usize] {
+                v[q2 as usize].add_assign(&old[q as usize].take(ev.v).ok()?).ok()?;
+            }
+        }
+        <AnyMatch as Algebra<u128>>::advance(dfa, &mut a, ev, &formed).ok()?;
+        let q = dfa.init[ev.sym as usize];
+        if q != NONE {
+            let mut v = vec![Dual::zero(); z];
+            v[q as usize] = Dual::weight(ev.v);
+            runs.push_back((ev.t, v));
+        }
+    }
+    Some(totals)
+}

@@ -98,7 +98,10 @@ def output_schema(events: Events, exact: bool) -> T.StructType:
 
 def run(events: Events, plan: Plan) -> DataFrame:
     keys = [quoted(k) for k in events.keys]
-    frame = events.frame.repartition(*keys) if keys else events.frame.repartition(1)
+    # An explicit count: adaptive execution would merge the (small) shuffle output into one
+    # partition and leave all the Python work to a single worker.
+    n = int(events.frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    frame = events.frame.repartition(n, *keys) if keys else events.frame.repartition(1)
     # Spark sorts; Python then sees each partition's events contiguous and in order.
     frame = frame.sortWithinPartitions(*keys, TS, RANK, TIE)
     value_col = VALUE if events.has_value else None

@@ -65,4 +65,6 @@ def load(spark: SparkSession, name: str, **synthetic_args) -> DataFrame:
         frame = synthetic(**synthetic_args)
     else:
         raise InputError(f"unknown dataset {name!r}: expected flights, stocks or synthetic")
-    return spark.createDataFrame(frame)
+    # Arrow slices a pandas frame into many small partitions (one per 10,000 rows); a task per
+    # core is cheaper to schedule.
+    return spark.createDataFrame(frame).coalesce(spark.sparkContext.defaultParallelism)
