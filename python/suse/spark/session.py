@@ -37,7 +37,7 @@ def get_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     for key, value in (options or {}).items():  # runtime SQL options reach a reused session too
-        if key.startswith("spark.sql."):
+        if spark.conf.isModifiable(key):
             spark.conf.set(key, str(value))
     return spark
 
