@@ -1,6 +1,10 @@
 """Experiment runners end to end on reduced sizes (each well under 30 s)."""
 import math
+import os
+import subprocess
+import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -58,3 +62,29 @@ def test_fig11_counts_agree_with_pyrematch(tmp_path):
 def test_unknown_experiment_is_a_clear_error(tmp_path):
     with pytest.raises(suse.InputError, match="unknown experiment"):
         ex.run_experiment("fig99", out=tmp_path)
+
+
+def test_case_study_task_on_hand_made_partitions():
+    from suse.eval import case_studies
+    from suse.io.synthetic import synthetic_stream
+
+    ev = synthetic_stream("ABG", 300, "uniform", seed=1)
+    streams = {"big": (ev.chars, ev.timestamps), "small": ("AGA", np.array([0, 1, 2]))}
+    rows = case_studies.case_study({
+        "label": "Q0", "regex": "A(B|G)*A", "streams": streams, "size": 50, "window": 20, "run": 0,
+        "unit_name": "days", "evaluations": 10, "strategies": ["suse", "random", "fifo"],
+        "latency_sample": 20})
+    assert [r["baseline"] for r in rows] == ["random", "fifo"]
+    for r in rows:
+        assert r["partitions"] == 2 and r["overflowing_partitions"] == 1 and r["events"] == 303
+        assert r["timestamps"] == 10 and math.isfinite(r["log10_improvement"])
+        assert r["throughput"] > 0 and 0 < r["latency_min"] <= r["latency_max"]
+
+
+def test_cli_names_the_experiments_on_a_bad_name(tmp_path):
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+    proc = subprocess.run([sys.executable, "-m", "suse", "experiment", "fig99", "--out", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 2
+    assert "unknown experiment 'fig99'" in proc.stderr and "fig7a" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -221,7 +221,8 @@ impl ExactEngine {
     }
 }
 
-type SummaryRow = (i64, BigUint, BigUint, BigUint, BigUint, BigUint);
+type Elements = Vec<(char, i64, u64)>;
+type SummaryRow = (i64, BigUint, BigUint, BigUint, BigUint, BigUint, Option<Elements>);
 
 /// The bounded state summary with summary selection.
 #[pyclass(name = "SummaryEngine", module = "suse._core")]
@@ -231,10 +232,10 @@ struct SummaryEngine {
 }
 
 impl SummaryEngine {
-    fn row(&self, t: i64) -> SummaryRow {
+    fn row(&self, t: i64, with_elements: bool) -> SummaryRow {
         let r = self.inner.readout();
         let (c, s, p) = split_totals(&self.inner.dfa, &r.g);
-        (t, c, s, p, r.detected.c, r.detected.s)
+        (t, c, s, p, r.detected.c, r.detected.s, with_elements.then(|| self.elements()))
     }
 }
 
@@ -271,8 +272,9 @@ impl SummaryEngine {
         Ok(SummaryEngine { inner: Summary::new(dfa.inner.clone(), cfg, probabilities, seed), last_t: None })
     }
 
-    /// Process a batch; returns `(T, count, sum, partial, detected_count, detected_sum)` rows.
-    #[pyo3(signature = (chars, timestamps, values=None, evaluate_at=None))]
+    /// Process a batch; returns `(T, count, sum, partial, detected_count, detected_sum,
+    /// elements or None)` rows, the retained elements at T when `with_elements`.
+    #[pyo3(signature = (chars, timestamps, values=None, evaluate_at=None, with_elements=false))]
     fn extend(
         &mut self,
         py: Python<'_>,
@@ -280,6 +282,7 @@ impl SummaryEngine {
         timestamps: PyReadonlyArray1<'_, i64>,
         values: Option<PyReadonlyArray1<'_, i64>>,
         evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
+        with_elements: bool,
     ) -> PyResult<Vec<SummaryRow>> {
         let batch = Batch::new(py, chars, timestamps, values, evaluate_at, self.last_t)?;
         let lookup = self.inner.dfa.lookup.clone();
@@ -296,7 +299,7 @@ impl SummaryEngine {
                         Some(ev) => me.inner.observe(ev),
                     }
                 },
-                |me, t| me.row(t),
+                |me, t| me.row(t, with_elements),
             )
         });
         if let Some(&t) = batch.ts.last() {
@@ -306,10 +309,10 @@ impl SummaryEngine {
     }
 
     fn result(&self) -> SummaryRow {
-        self.row(self.inner.now.unwrap_or(0))
+        self.row(self.inner.now.unwrap_or(0), false)
     }
 
-    fn elements(&self) -> Vec<(char, i64, u64)> {
+    fn elements(&self) -> Elements {
         self.inner.elems.iter().map(|e| (self.inner.dfa.alphabet[e.sym as usize] as char, e.t, e.v)).collect()
     }
 

@@ -91,6 +91,8 @@ class Evaluation:
     partial_count: int
     detected_count: Optional[int] = None
     detected_sum: Optional[int] = None
+    #: The retained elements at `timestamp` (summaries, when asked for with `elements=True`).
+    elements: Optional[list[tuple[str, int, int]]] = None
 
     @property
     def avg(self) -> Optional[float]:
@@ -136,6 +138,8 @@ def _avg(total: int, count: int) -> Optional[float]:
 
 
 def _to_int64(name: str, data: Any, n: int) -> np.ndarray:
+    if isinstance(data, np.ndarray) and data.dtype == np.int64 and data.ndim == 1 and len(data) == n:
+        return np.ascontiguousarray(data)  # the fast path: one check, no copy when contiguous
     if isinstance(data, (list, tuple)):
         for i, v in enumerate(data):
             if isinstance(v, bool):  # numpy would silently read True as 1
@@ -146,7 +150,7 @@ def _to_int64(name: str, data: Any, n: int) -> np.ndarray:
     if len(arr) != n:
         raise InputError(f"{n} characters but {len(arr)} {name}")
     if arr.dtype == np.int64:
-        return arr
+        return np.ascontiguousarray(arr)
     if arr.dtype.kind in "iu":
         if arr.dtype.kind == "u" and len(arr) and arr.max() > INT64_MAX:
             raise InputError(f"{name} exceed the 64-bit integer range")
@@ -308,9 +312,15 @@ class Summary:
         self.extend([char], [timestamp], [value])
 
     def extend(self, chars: Any = None, timestamps: Any = None, values: Any = None, evaluate_at: Any = None,
-               *, events: Any = None) -> list[Evaluation]:
+               *, events: Any = None, elements: bool = False) -> list[Evaluation]:
+        """Process a batch in one native call.
+
+        Returns one `Evaluation` per timestamp T in `evaluate_at`, taken before the first
+        event later than T (times after the batch reflect its end). With `elements=True`
+        each evaluation also carries the retained elements at that moment.
+        """
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        rows = self._engine.extend(raw, ts, vals, _eval_times(evaluate_at))
+        rows = self._engine.extend(raw, ts, vals, _eval_times(evaluate_at), bool(elements))
         return [Evaluation(*row) for row in rows]
 
     def result(self) -> SummaryResult:

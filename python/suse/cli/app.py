@@ -19,6 +19,21 @@ app = typer.Typer(
 )
 err_console = Console(stderr=True, soft_wrap=True)
 
+
+def _show_version(value: bool) -> None:
+    if value:
+        from suse import __version__
+
+        typer.echo(f"suse {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True, help="Show the version and exit."),
+) -> None:
+    """Aggregate regular-expression subsequence matches over event streams."""
+
 F = TypeVar("F", bound=Callable[..., object])
 
 

@@ -325,13 +325,14 @@ def _improvement_axes(ax, title: str):
     ax.legend(fontsize=7)
 
 
-def _plot_improvement(x: str, hue: str | None) -> Callable[[pd.DataFrame, Path, str], None]:
+def _plot_improvement(x: str, hue: str | None, xlabel: str | None = None) -> Callable[[pd.DataFrame, Path, str], None]:
     def plot(df: pd.DataFrame, path: Path, title: str) -> None:
         baselines = list(df["baseline"].unique())
         fig, axes = _figure(len(baselines), title)
         for ax, b in zip(axes, baselines):
             _lines(ax, df[df["baseline"] == b], x, hue, "log10_improvement")
             _improvement_axes(ax, f"{df['strategy'].iloc[0]} / {b}")
+            ax.set_xlabel(xlabel or x)
         fig.savefig(path, dpi=100)
     return plot
 
@@ -390,7 +391,8 @@ def _plot_performance(df: pd.DataFrame, path: Path, title: str) -> None:
     axes[3].set(ylabel="peak RSS (MiB)", title="(d) memory")
     axes[3].set_ylim(bottom=0)
     for ax in axes:
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.savefig(path, dpi=100)
 
 
@@ -399,9 +401,10 @@ def _plot_exact(df: pd.DataFrame, path: Path, title: str) -> None:
     _lines(axes[0], df, "elements", "engine", "seconds")
     axes[0].set(xscale="log", yscale="log", ylabel="seconds", title="(a) execution time")
     piv = df.pivot(index="elements", columns="engine", values="seconds")
-    for k, other in enumerate(c for c in piv.columns if c != "suse exact"):
+    colors = {engine: f"C{k}" for k, engine in enumerate(df["engine"].unique())}  # as in (a)
+    for other in (c for c in colors if c != "suse exact"):
         gain = (piv[other] / piv["suse exact"]).dropna()
-        axes[1].plot(gain.index, gain.values, "-o", ms=4, color=f"C{k + 1}", label=f"{other} / suse exact")
+        axes[1].plot(gain.index, gain.values, "-o", ms=4, color=colors[other], label=f"{other} / suse exact")
     axes[1].axhline(1, color="black", ls="--", lw=1)
     axes[1].set(xscale="log", yscale="log", xlabel="elements", ylabel="time ratio",
                 title="(b) throughput gain of the exact engine")
@@ -465,7 +468,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                full=_synthetic(events=10000, size=500, window=100, runs=50,
                                evaluations=[25, 30, 35, 40, 45, 50], processes=["uniform", "poisson"])),
     Experiment("fig7d", "Fig. 7d: query length, |S|=500, window 100",
-               _run_effectiveness, _plot_improvement("label", "distribution"),
+               _run_effectiveness, _plot_improvement("label", "distribution", "query length"),
                quick=_synthetic(events=10000, query=length_family(_LENGTHS), runs=3, **_SENS),
                full=_synthetic(events=10000, query=length_family(_LENGTHS), runs=50, **_SENS)),
     Experiment("fig8", f"Fig. 8: ablation, suse benefit vs present benefit only, {PAPER_QUERY}",
@@ -475,19 +478,19 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                full=_synthetic(events=2000, size=[100, 250, 500], window=[10, 50, 100, 250],
                                strategies=["suse", "present"], exact=True, runs=10)),
     Experiment("fig9a", "Fig. 9a: number of Kleene stars (length 12), |S|=500, window 100",
-               _run_effectiveness, _plot_improvement("label", "distribution"),
+               _run_effectiveness, _plot_improvement("label", "distribution", "number of Kleene stars"),
                quick=_synthetic(events=10000, query=kleene_count_family(_STARS), runs=3, **_SENS),
                full=_synthetic(events=10000, query=kleene_count_family(_STARS), runs=50, **_SENS)),
     Experiment("fig9b", "Fig. 9b: Kleene star position (length 10), |S|=500, window 100",
-               _run_effectiveness, _plot_improvement("label", "distribution"),
+               _run_effectiveness, _plot_improvement("label", "distribution", "Kleene star position"),
                quick=_synthetic(events=10000, query=kleene_position_family(), runs=3, **_SENS),
                full=_synthetic(events=10000, query=kleene_position_family(), runs=50, **_SENS)),
     Experiment("fig9c", "Fig. 9c: number of disjunctions (length 8), |S|=500, window 100",
-               _run_effectiveness, _plot_improvement("label", "distribution"),
+               _run_effectiveness, _plot_improvement("label", "distribution", "number of disjunctions"),
                quick=_synthetic(events=10000, query=disjunction_family(_DISJ), runs=3, **_SENS),
                full=_synthetic(events=10000, query=disjunction_family(_DISJ), runs=50, **_SENS)),
     Experiment("fig9d", "Fig. 9d: character overlap (length 10), |S|=500, window 100",
-               _run_effectiveness, _plot_improvement("label", "distribution"),
+               _run_effectiveness, _plot_improvement("label", "distribution", "inserted overlapping disjunctions"),
                quick=_synthetic(events=10000, query=overlap_family(_OVERLAP), runs=3, **_SENS),
                full=_synthetic(events=10000, query=overlap_family(_OVERLAP), runs=50, **_SENS)),
     Experiment("fig10", f"Fig. 10: efficiency of suse, {PAPER_QUERY}, Zipf(2)",
@@ -517,6 +520,17 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
 ]}
 
 
+def _engine_fingerprint() -> str:
+    """Version and a hash of the native core, so a result names the engine build it measured."""
+    import hashlib
+
+    import suse
+    from suse import _core
+
+    digest = hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:12]
+    return f"suse {suse.__version__}, _core sha256 {digest}"
+
+
 def run_experiment(name: str, quick: bool = True, out: Path | str = "out/experiments",
                    overrides: dict | None = None) -> tuple[Path, Path]:
     """Run one experiment, write ``NAME.csv``, ``NAME.png`` and ``NAME.json`` (parameters,
@@ -527,7 +541,7 @@ def run_experiment(name: str, quick: bool = True, out: Path | str = "out/experim
     params = {**(exp.quick if quick else exp.full), **(overrides or {})}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    start, load_before = time.perf_counter(), os.getloadavg()[0]
     df = exp.run(params)
     elapsed = time.perf_counter() - start
     csv, png = out / f"{name}.csv", out / f"{name}.png"
@@ -535,6 +549,9 @@ def run_experiment(name: str, quick: bool = True, out: Path | str = "out/experim
     exp.plot(df, png, exp.title + (" (quick)" if quick else ""))
     meta = {"experiment": name, "title": exp.title, "mode": "quick" if quick else "full",
             "seconds": round(elapsed, 1), "params": params, "cpus": os.cpu_count(),
-            "machine": platform.platform(), "python": platform.python_version()}
+            "machine": platform.platform(), "python": platform.python_version(),
+            "engine": _engine_fingerprint(),
+            # 1-minute load average: above ~2 other work shared the two cores (timings suffer)
+            "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
     (out / f"{name}.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
     return csv, png

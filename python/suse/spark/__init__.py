@@ -1,6 +1,10 @@
-"""suse on Apache Spark: batch ``aggregate`` over DataFrames, Structured Streaming with the
-per-partition summary kept in Spark state, and jobs described by a TOML file (docs/SPARK.md)."""
+"""suse on Apache Spark: batch ``aggregate`` over DataFrames, ``aggregate_stream`` for
+Structured Streaming with each partition's summary kept in Spark state, and jobs described
+by a TOML file (``suse run``). See docs/SPARK.md."""
 from suse.spark.batch import aggregate
+from suse.spark.config import JobConfig, load_config
+from suse.spark.jobs import run_job
 from suse.spark.session import get_session
+from suse.spark.streaming import aggregate_stream, latest
 
-__all__ = ["aggregate", "get_session"]
+__all__ = ["JobConfig", "aggregate", "aggregate_stream", "get_session", "latest", "load_config", "run_job"]

@@ -18,9 +18,11 @@ streaming and re-runs agree. Rows that are identical in every column are interch
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
@@ -41,6 +43,21 @@ def spark_message(exc: Exception) -> str:
     """The first line of a Spark error, without the plan dump that follows it."""
     text = getattr(exc, "getMessage", lambda: str(exc))() if isinstance(exc, PySparkException) else str(exc)
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+@contextlib.contextmanager
+def analysing() -> Iterator[None]:
+    """Silence pyspark's logging of analysis errors (a JSON dump with a JVM stack trace) while
+    we check user SQL: the error is re-raised as a one-line InputError instead."""
+    loggers = [logging.getLogger(n) for n in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
 
 
 def field(df: DataFrame, name: str, role: str) -> T.StructField:
@@ -116,8 +133,9 @@ def _predicate(df: DataFrame, char: str, predicate: object, streaming: bool) -> 
             f"Spark cannot evaluate on a stream; compute it in a batch job or precompute the column"
         )
     try:
-        cond = F.expr(predicate)
-        dtype = df.select(cond.alias("p")).schema[0].dataType
+        with analysing():
+            cond = F.expr(predicate)
+            dtype = df.select(cond.alias("p")).schema[0].dataType
     except PySparkException as exc:
         raise InputError(f"character {char}: invalid predicate {predicate!r}: {spark_message(exc)}") from None
     if not isinstance(dtype, T.BooleanType):
@@ -154,7 +172,10 @@ def to_events(
         raise InputError(f"partition_by names a column twice: {list(partition_by)}")
     axis, ts = time_axis(df, timestamp, timestamp_format)
     rank, order = classify(df, characters, alphabet, streaming)
-    cols = [quoted(k) for k in keys] + [ts.alias(TS), rank.alias(RANK), _tie(df).alias(TIE)]
+    # Filter first: only rows with a query character pay for the row hash and time parsing.
+    in_query = [i for i, c in enumerate(order) if c in alphabet]
+    ranked = df.withColumn(RANK, rank).where(F.col(RANK).isin(in_query))
+    cols = [quoted(k) for k in keys] + [ts.alias(TS), F.col(RANK), _tie(df).alias(TIE)]
     if value is not None:
         f = field(df, value, "value")
         if not isinstance(f.dataType, _INTEGRAL):
@@ -163,8 +184,7 @@ def to_events(
                 f"non-negative integers (derive one, e.g. CAST(round(x) AS BIGINT))"
             )
         cols.append(quoted(f.name).cast("long").alias(VALUE))
-    in_query = [i for i, c in enumerate(order) if c in alphabet]
-    events = df.select(*cols).where(F.col(RANK).isin(in_query) & F.col(TS).isNotNull())
+    events = ranked.select(*cols).where(F.col(TS).isNotNull())
     if replicate:
         events = _replicate(events, keys, order, alphabet, replicate)
     return Events(events, keys, axis, order, value is not None)

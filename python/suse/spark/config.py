@@ -99,7 +99,7 @@ class OutputConfig(_Strict):
 
 
 class SparkConfig(_Strict):
-    master: str = "local[2]"
+    master: Optional[str] = Field(None, description="default: spark-submit's master, else local[2]")
     app_name: str = "suse"
     options: dict[str, Union[str, int, float, bool]] = {}
 

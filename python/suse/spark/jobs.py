@@ -19,7 +19,7 @@ import suse
 from suse.errors import InputError, SuseError
 from suse.spark import datasets
 from suse.spark.batch import aggregate
-from suse.spark.characters import quoted, spark_message
+from suse.spark.characters import analysing, quoted, spark_message
 from suse.spark.config import JobConfig
 from suse.spark.session import get_session
 from suse.spark.streaming import aggregate_stream, latest
@@ -38,7 +38,7 @@ def run_job(cfg: JobConfig, console: Console | None = None) -> JobReport:
     console = console or Console(stderr=True)
     started = time.perf_counter()
     with spark_errors():
-        with console.status(f"starting Spark ({cfg.spark.master})"):
+        with console.status(f"starting Spark ({cfg.spark.master or 'default master'})"):
             spark = get_session(cfg.spark.master, cfg.spark.app_name, cfg.spark.options)
         run = _stream if cfg.mode == "streaming" else _batch
         report = run(spark, cfg, console)
@@ -94,7 +94,8 @@ def _checked(df: DataFrame) -> DataFrame:
 
 def _catch(key: str, make):
     try:
-        return make()
+        with analysing():
+            return make()
     except PySparkException as exc:
         raise InputError(f"{key}: {spark_message(exc)}") from None
 
@@ -117,6 +118,7 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     result = functools.reduce(DataFrame.unionByName, results).persist()
     try:
         writer = _for_format(result, cfg.output.format).write.mode(cfg.output.mode).format(cfg.output.format)
+        writer = writer.option("header", "true")  # CSV only; other formats ignore it
         with spark_progress(spark, console, f"{cfg.name}: running"):
             writer.save(cfg.output.path)
         keys = [f.name for f in result.schema.fields[1 : 1 + len(inp.partition_by)]]
@@ -161,7 +163,8 @@ def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     )
     writer = (
         _for_format(out, cfg.output.format).writeStream.format(cfg.output.format)
-        .option("path", cfg.output.path).option("checkpointLocation", st.checkpoint).outputMode("append")
+        .option("path", cfg.output.path).option("checkpointLocation", st.checkpoint).option("header", "true")
+        .outputMode("append")
     )
     if st.trigger == "available_now":
         writer = writer.trigger(availableNow=True)
@@ -173,29 +176,36 @@ def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     if not _has_output(spark, cfg):
         return JobReport(cfg.output.path, keys, [], batches=batches)
     written = spark.read.format(cfg.output.format).option("header", "true").load(cfg.output.path)
-    written = written.withColumn("events", F.col("events").cast("long"))  # CSV reads strings
-    written = written.withColumn("count_double", F.col("count_double").cast("double"))
+    for name, kind in (("events", "long"), ("late_events", "long"), ("count_double", "double")):
+        written = written.withColumn(name, F.col(name).cast(kind))  # CSV reads strings
     top = _top(latest(written, keys), cfg.output.show)
     return JobReport(cfg.output.path, keys, top, batches=batches)
 
 
 def _watch(query, console: Console, name: str, timeout: float | None) -> int:
-    """Wait for a streaming query, showing micro-batches as they finish; Ctrl-C stops it."""
+    """Wait for a streaming query, showing micro-batches as they finish; Ctrl-C stops it.
+    Returns how many micro-batches read input."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    batches, rows = 0, 0
+    rows: dict[int, int] = {}  # batch id -> input rows
+
+    def note() -> None:
+        for p in query.recentProgress:
+            if p["numInputRows"]:
+                rows[p["batchId"]] = p["numInputRows"]
+
     try:
         with console.status(f"{name}: streaming") as status:
             while not query.awaitTermination(0.5):
-                for progress in query.recentProgress[batches:]:
-                    batches, rows = batches + 1, rows + progress["numInputRows"]
-                status.update(f"{name}: {batches} micro-batches, {rows:,} rows read")
+                note()
+                status.update(f"{name}: {len(rows)} micro-batches, {sum(rows.values()):,} rows read")
                 if deadline is not None and time.monotonic() > deadline:
                     query.stop()
     except KeyboardInterrupt:
         query.stop()
     if query.exception() is not None:
         raise query.exception()
-    return max(batches, len(query.recentProgress))
+    note()
+    return len(rows)
 
 
 def _has_output(spark: SparkSession, cfg: JobConfig) -> bool:

@@ -1,5 +1,6 @@
-"""The engine over one partition's sorted events: one native ``extend`` per stretch between
-evaluation timestamps, never a Python call per event. Shared by the batch job (inside
+"""The engine over one partition's sorted events: one native ``extend`` call per partition
+(evaluations and the retained elements at each come back from that call), never a Python call
+per event. Shared by the batch job (inside
 ``mapInArrow``), the streaming state function and the benchmark's direct run."""
 from __future__ import annotations
 
@@ -70,14 +71,12 @@ def evaluate_partition(
     if plan.exact:
         exact = suse.exact(plan.query(), chars=chars, timestamps=ts, values=values, evaluate_at=times).evaluations
     summary = plan.new_summary()
-    cuts = np.searchsorted(ts, times, side="right")
-    rows, start = [], 0
-    for i, (t, cut) in enumerate(zip(times.tolist(), cuts.tolist())):
-        vals = None if values is None else values[start:cut]
-        (ev,) = summary.extend(chars[start:cut], ts[start:cut], vals, evaluate_at=[t])
-        start = cut
+    evaluations = summary.extend(chars, ts, values, evaluate_at=times, elements=True)
+    counts = np.searchsorted(ts, times, side="right").tolist()
+    rows = []
+    for i, (ev, cut) in enumerate(zip(evaluations, counts)):
         ex = (exact[i].count, exact[i].sum) if exact is not None else (None, None)
-        rows.append(Row(t, ev.count, ev.sum, ev.detected_count, cut, summary.elements(), *ex))
+        rows.append(Row(ev.timestamp, ev.count, ev.sum, ev.detected_count, cut, ev.elements, *ex))
     return rows
 
 
@@ -131,21 +130,19 @@ def run_sorted(
 
     A partition key's events are contiguous but may span Arrow batches, so pieces are
     collected until the key changes; then the partition is evaluated as a whole."""
-    pieces: list[pa.RecordBatch] = []
+    pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
     current: tuple | None = None
     out_keys: list[tuple] = []
     out_rows: list[Row] = []
-    key_types: list[pa.DataType] = []
+    key_types = [pa.null()] * len(keys)
 
     def flush() -> None:
         if not pieces:
             return
-        table = pa.Table.from_batches(pieces)
-        ts = table.column(ts_col).to_numpy()
-        ranks = table.column(rank_col).to_numpy()
-        values = table.column(value_col).to_numpy() if value_col else None
-        if values is not None and table.column(value_col).null_count:
-            raise suse.InputError(f"partition {current}: the value column is NULL for some events")
+        ts, ranks, values = (
+            pieces[0] if len(pieces) == 1
+            else [None if p[0] is None else np.concatenate(p) for p in zip(*pieces)]
+        )
         for row in evaluate_partition(plan, current or (), plan.chars(ranks), ts, values):
             out_keys.append(current or ())
             out_rows.append(row)
@@ -160,19 +157,39 @@ def run_sorted(
         return pa.RecordBatch.from_arrays(cols, names=[*keys, *data])
 
     for batch in batches:
-        if not key_types:
-            key_types = [batch.schema.field(k).type for k in keys]
-        for start, stop in _runs(batch, keys):
-            key = tuple(batch.column(k)[start].as_py() for k in keys)
+        if batch.num_rows == 0:
+            continue
+        key_types = [batch.schema.field(k).type for k in keys]
+        ts = batch.column(ts_col).to_numpy()
+        ranks = batch.column(rank_col).to_numpy()
+        values = None
+        if value_col:
+            if batch.column(value_col).null_count:
+                raise suse.InputError("the value column is NULL for some events; fill or filter them")
+            values = batch.column(value_col).to_numpy()
+        starts, stops = _runs(batch, keys)
+        run_keys = zip(*[batch.column(k).take(starts).to_pylist() for k in keys]) if keys else [()] * len(starts)
+        for start, stop, key in zip(starts.tolist(), stops.tolist(), run_keys):
             if key != current:
                 flush()
                 current = key
-            pieces.append(batch.slice(start, stop - start))
+            pieces.append((ts[start:stop], ranks[start:stop], None if values is None else values[start:stop]))
         if len(out_rows) >= 4096:
             yield emit()
     flush()
     if out_rows:
         yield emit()
+
+
+def _runs(batch: pa.RecordBatch, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Start and stop of each stretch of equal keys in a batch sorted by the keys."""
+    n = batch.num_rows
+    if not keys:
+        return np.array([0]), np.array([n])
+    frame = batch.select(list(keys)).to_pandas()
+    ids = frame.groupby(list(keys), sort=False, dropna=False).ngroup().to_numpy()
+    edges = np.concatenate([[0], np.flatnonzero(np.diff(ids)) + 1, [n]])
+    return edges[:-1], edges[1:]
 
 
 ELEMENT_LIST = pa.list_(ELEMENT)
@@ -181,17 +198,3 @@ ARROW_TYPES = {  # explicit: a column of only NULLs (avg with no matches) must n
     "count_double": pa.float64(), "sum_double": pa.float64(), "detected_count": pa.string(),
     "events": pa.int64(), "elements": ELEMENT_LIST, "exact_count": pa.string(), "exact_sum": pa.string(),
 }
-
-
-def _runs(batch: pa.RecordBatch, keys: Sequence[str]) -> list[tuple[int, int]]:
-    """[start, stop) of each stretch of equal keys in a batch sorted by the keys."""
-    n = batch.num_rows
-    if n == 0:
-        return []
-    if not keys:
-        return [(0, n)]
-    frame = batch.select(list(keys)).to_pandas()
-    ids = frame.groupby(list(keys), sort=False, dropna=False).ngroup().to_numpy()
-    bounds = np.flatnonzero(np.diff(ids)) + 1
-    edges = [0, *bounds.tolist(), n]
-    return list(zip(edges[:-1], edges[1:]))

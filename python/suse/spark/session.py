@@ -3,47 +3,64 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Mapping
 
 from pyspark.sql import SparkSession
 
+DEFAULT_MASTER = "local[2]"
 DEFAULTS = {
-    # Workers must run this interpreter (it has suse and pandas); see _python_for_workers.
-    "spark.pyspark.python": sys.executable,
     # Date-time strings and NTZ timestamps become epoch seconds in UTC, whatever the host says.
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.ui.showConsoleProgress": "false",  # the CLI draws its own progress
     "spark.ui.enabled": "false",
+    # pandas 2.x warns about a concat inside pyspark's own streaming worker code; not ours to fix.
+    "spark.executorEnv.PYTHONWARNINGS": "ignore:The behavior of DataFrame concatenation:FutureWarning",
 }
 
 
 def get_session(
-    master: str | None = "local[2]", app_name: str = "suse", options: Mapping[str, str] | None = None
+    master: str | None = None, app_name: str = "suse", options: Mapping[str, object] | None = None
 ) -> SparkSession:
     """Create (or return the running) SparkSession with suse's defaults and ``options``.
 
-    Options that Spark fixes at start-up (master, memory) only apply to a new session."""
-    _python_for_workers()
+    ``master`` None means: what spark-submit was given, else ``local[2]``. Options that Spark
+    fixes at start-up (master, memory) only apply to a new session."""
+    options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
+    python = _python_for_workers(options.get("spark.pyspark.python"))
     builder = SparkSession.builder.appName(app_name)
+    if master is None and not _under_spark_submit():
+        master = DEFAULT_MASTER
     if master:
         builder = builder.master(master)
-    conf = dict(DEFAULTS)
+    conf = {**DEFAULTS, "spark.pyspark.python": python, "spark.driver.extraJavaOptions": _QUIET_JVM}
     if master and master.startswith("local"):
         conf["spark.sql.shuffle.partitions"] = str(2 * (os.cpu_count() or 1))
-    conf.update({k: str(v) for k, v in (options or {}).items()})
+    conf.update(options)
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    for key, value in (options or {}).items():  # runtime SQL options reach a reused session too
+    for key, value in options.items():  # runtime options reach a reused session too
         if spark.conf.isModifiable(key):
-            spark.conf.set(key, str(value))
+            spark.conf.set(key, value)
     return spark
 
 
-def _python_for_workers() -> None:
-    # pyspark started from a plain Python process (not spark-submit) reads the worker
-    # interpreter from PYSPARK_PYTHON only; the spark.pyspark.python option alone leaves
-    # workers on the system `python3`. Respect an explicit setting (e.g. a packed venv).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# Applies when this process starts the JVM; options given by the user replace it.
+_QUIET_JVM = f"-Dlog4j2.configurationFile={Path(__file__).with_name('log4j2.properties').as_uri()}"
+
+
+def _under_spark_submit() -> bool:
+    return "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM and then us
+
+
+def _python_for_workers(configured: str | None) -> str:
+    # pyspark started from a plain Python process (not spark-submit) gives workers the
+    # interpreter named by PYSPARK_PYTHON only: the spark.pyspark.python option alone leaves
+    # them on the system `python3`, which lacks suse. An explicit PYSPARK_PYTHON wins (e.g.
+    # ./environment/bin/python of a packed venv), then the option, then this interpreter.
+    python = os.environ.get("PYSPARK_PYTHON") or configured or sys.executable
+    os.environ["PYSPARK_PYTHON"] = python
+    return python

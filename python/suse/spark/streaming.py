@@ -95,6 +95,8 @@ def advance(
 ) -> pd.DataFrame:
     """One micro-batch of one partition: update the state, return the partition's new row."""
     pdf = pd.concat(list(batches), ignore_index=True)
+    if pdf[VALUE].isna().any():
+        raise suse.InputError(f"partition {tuple(key)}: the value column is NULL for some events; fill or filter them")
     new = np.empty(len(pdf), dtype=PENDING)
     new["ts"], new["rank"], new["tie"], new["value"] = pdf[TS], pdf[RANK], pdf[TIE], pdf[VALUE]
     if state.exists:
@@ -110,7 +112,7 @@ def advance(
     if len(new):
         top = int(new["ts"].max())
         max_ts = top if max_ts is None else max(max_ts, top)
-        watermark = max(watermark if watermark is not None else max_ts - lateness, max_ts - lateness)
+        watermark = max_ts - lateness if watermark is None else max(watermark, max_ts - lateness)
     pending = np.concatenate([pending, new])
     pending = pending[np.lexsort((pending["tie"], pending["rank"], pending["ts"]))]
     ready = int(np.searchsorted(pending["ts"], watermark, side="left")) if watermark is not None else 0
@@ -122,7 +124,7 @@ def advance(
     state.update((blob, pending.tobytes(), watermark, max_ts, late, fed))
 
     estimate = suse.Summary.from_bytes(blob)  # a copy: buffered events are provisional
-    (ev,) = _feed(plan, estimate, pending, evaluate_at=max_ts if max_ts is not None else 0)
+    (ev,) = _feed(plan, estimate, pending, evaluate_at=max_ts)  # set: a first batch is never late
     row = {k: [v] for k, v in zip(keys, key)}
     row.update(
         evaluated_at=[ev.timestamp], count=[str(ev.count)], sum=[str(ev.sum)],

@@ -1,0 +1,186 @@
+"""Jobs from job files: `suse run`, the bundled examples, streaming jobs, a local cluster."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from suse.cli.app import app  # noqa: E402
+from suse.cli import commands  # noqa: E402,F401  (registers `run`)
+from suse.errors import InputError  # noqa: E402
+from suse.spark.config import load_config, parse_config  # noqa: E402
+from suse.spark.jobs import run_job  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+
+SYNTHETIC = """
+name = "small synthetic"
+characters = "symbol"
+[input]
+dataset = "synthetic"
+timestamp = "ts"
+partition_by = ["stream"]
+[input.synthetic]
+n = 400
+streams = 3
+values = "uniform"
+[query]
+regex = "a(b*c)*d(e|f)g*"
+window = 40
+aggregate = "sum"
+[summary]
+size = 20
+[evaluate]
+at = "every 100 events"
+exact = true
+[output]
+path = "{out}"
+format = "{fmt}"
+"""
+
+
+def job(tmp_path, fmt="parquet", name="out", text=SYNTHETIC):
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text.format(out=tmp_path / name, fmt=fmt))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json", "csv"])
+def test_batch_job_writes_every_format(spark, tmp_path, fmt):
+    report = run_job(load_config(job(tmp_path, fmt)))
+    kw = {"header": "true"} if fmt == "csv" else {}
+    out = spark.read.format(fmt).options(**kw).load(str(tmp_path / "out"))
+    assert out.count() == 12  # 3 streams x (every 100 of 400 events)
+    assert {"query", "stream", "evaluated_at", "count", "exact_count", "elements"} <= set(out.columns)
+    assert report.output == str(tmp_path / "out") and len(report.top) == 3
+    assert all(int(r["count"]) <= int(r["exact_count"]) for r in report.top)
+
+
+def test_cli_runs_a_job_and_prints_the_largest_partitions(spark, tmp_path):
+    result = CliRunner().invoke(app, ["run", str(job(tmp_path))], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "largest partitions" in result.stdout and f"output: {tmp_path / 'out'}" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("window = 40", "window = '40 days'"), "is a duration but timestamp column 'ts' holds integers"),
+        (("size = 20", "size = 'big'"), "summary.size: Input should be a valid integer"),
+        (('characters = "symbol"', 'characters = {{ a = "symbol = = 1" }}'), "character a: invalid predicate"),
+        (('timestamp = "ts"', 'timestamp = "time"'), "timestamp column 'time' not found"),
+        (("[query]", "[querry]"), "querry: unknown key"),
+    ],
+)
+def test_cli_errors_are_one_clear_message(spark, tmp_path, change, message):
+    text = SYNTHETIC.replace(*change)
+    result = CliRunner().invoke(app, ["run", str(job(tmp_path, text=text))], env={"COLUMNS": "200"})
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
+def test_stocks_example(spark, tmp_path):
+    cfg = load_config(EXAMPLES / "stocks.toml")
+    cfg.output.path = str(tmp_path / "stocks")
+    report = run_job(cfg)
+    out = spark.read.parquet(cfg.output.path)
+    assert {r.query for r in out.select("query").distinct().collect()} == {"Q0", "Q1"}
+    assert {r.ticker for r in out.select("ticker").distinct().collect()} == {"AAPL", "FB", "GOOG", "IBM", "MSFT"}
+    assert report.top and all(int(r["count"]) <= int(r["exact_count"]) for r in report.top)
+
+
+def test_flights_example_on_two_aircraft(spark, tmp_path):
+    cfg = load_config(EXAMPLES / "flights.toml")
+    cfg.input.filter = "tailnum IN ('N725MQ', 'N13908')"
+    cfg.output.path = str(tmp_path / "flights")
+    report = run_job(cfg)
+    assert {r["tailnum"] for r in report.top} == {"N725MQ", "N13908"}
+    rows = spark.read.parquet(cfg.output.path).collect()
+    assert len(rows) > 10 and all(int(r["count"]) <= int(r.exact_count) for r in rows)
+
+
+STREAMING = """
+name = "streaming job"
+mode = "streaming"
+[input]
+path = "{src}"
+format = "csv"
+schema = "k string, t long, x long"
+timestamp = "t"
+partition_by = "k"
+[characters]
+A = "x < 3"
+B = "x >= 3"
+[query]
+regex = "AB+"
+window = 20
+[summary]
+size = 8
+[output]
+path = "{out}"
+format = "json"
+[streaming]
+checkpoint = "{ckpt}"
+lateness = 5
+"""
+
+
+def test_streaming_job_resumes_where_it_stopped(spark, tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    text = STREAMING.format(src=src, out=tmp_path / "out", ckpt=tmp_path / "ckpt")
+    cfg = parse_config(__import__("tomllib").loads(text))
+    frames = [pd.DataFrame({"k": list("pqpq"), "t": [i * 10 + j for j in range(4)], "x": [0, 1, 4, 5]}) for i in range(3)]
+    frames[0].to_csv(src / "a.csv", index=False)
+    first = run_job(cfg)
+    for i, f in enumerate(frames[1:]):
+        f.to_csv(src / f"b{i}.csv", index=False)  # CSV inputs have a header unless options say not
+    second = run_job(cfg)
+    assert first.batches == 1 and second.batches == 1
+    final = {r["k"]: r for r in second.top}
+    assert final["p"]["events"] == 6 and final["q"]["events"] == 6
+    from suse.spark import aggregate
+
+    batch = aggregate(spark.createDataFrame(pd.concat(frames)), "AB+", 20, {"A": "x < 3", "B": "x >= 3"}, "t",
+                      ["k"], summary_size=8)
+    assert {r.k: r["count"] for r in batch.collect()} == {k: r["count"] for k, r in final.items()}
+
+
+def test_streaming_job_rejects_batch_only_options(spark, tmp_path):
+    text = STREAMING.format(src=tmp_path, out=tmp_path / "out", ckpt=tmp_path / "ckpt")
+    cfg = parse_config(__import__("tomllib").loads(text + "\n[evaluate]\nexact = true\n"))
+    with pytest.raises(InputError, match="evaluate"):
+        run_job(cfg)
+
+
+def test_local_cluster_equals_local(spark, tmp_path):
+    """Executors in separate processes (local-cluster): the job must give the local result."""
+    path = job(tmp_path, name="cluster")
+    proc = subprocess.run(
+        [sys.executable, "-m", "suse", "run", str(path), "--master", "local-cluster[2,1,1024]"],
+        capture_output=True, text=True, env=ENV, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "largest partitions" in proc.stdout
+    run_job(load_config(job(tmp_path, name="local")))
+    cols = ["stream", "evaluated_at", "count", "sum", "exact_count", "elements"]
+    cluster = spark.read.parquet(str(tmp_path / "cluster")).select(cols).orderBy("stream", "evaluated_at").collect()
+    local = spark.read.parquet(str(tmp_path / "local")).select(cols).orderBy("stream", "evaluated_at").collect()
+    assert cluster == local and len(local) == 12
+
+
+def test_errors_inside_python_workers_come_back_clean(spark, tmp_path):
+    text = SYNTHETIC.replace('partition_by = ["stream"]', 'partition_by = ["stream"]\nvalue = "v"\n'
+                             '[input.columns]\nv = "CASE WHEN ts = 5 THEN NULL ELSE value END"')
+    result = CliRunner().invoke(app, ["run", str(job(tmp_path, text=text))], env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    assert "the value column is NULL for some events" in result.output and "Traceback" not in result.output
