@@ -324,7 +324,7 @@ class Summary:
         return [Evaluation(*row) for row in rows]
 
     def result(self) -> SummaryResult:
-        _, count, total, partial, det_c, det_s = self._engine.result()
+        _, count, total, partial, det_c, det_s, _ = self._engine.result()
         return SummaryResult(count, total, partial, det_c, det_s, self._engine.skipped, self._engine.events, len(self))
 
     def elements(self) -> list[tuple[str, int, int]]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from typing import Callable, TypeVar
 
@@ -54,6 +55,17 @@ def friendly_errors(func: F) -> F:
         except FileNotFoundError as exc:
             err_console.print(f"[bold red]error:[/] no such file: {exc.filename}")
             raise typer.Exit(2) from None
+        except (typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug of ours: say so plainly; SUSE_DEBUG=1 shows the traceback
+            if os.environ.get("SUSE_DEBUG"):
+                raise
+            err_console.print(
+                f"[bold red]internal error:[/] {type(exc).__name__}: {exc}\n"
+                "This is a bug in suse; rerun with SUSE_DEBUG=1 for the traceback and report it.",
+                highlight=False,
+            )
+            raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
 
