@@ -14,6 +14,7 @@ def experiment(
     name: str = typer.Argument(..., help="fig7a ... fig11, flights, stocks, or 'all'."),
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes: minutes per experiment on 2 cores."),
     out: Path = typer.Option(Path("out/experiments"), "--out", help="Directory for NAME.csv, NAME.png, NAME.json."),
+    plot_only: bool = typer.Option(False, "--plot-only", help="Redraw NAME.png from NAME.csv in --out; run nothing."),
 ) -> None:
     """Run a paper experiment and write its CSV, PNG plot and parameters (docs/RESULTS.md)."""
     from suse.eval.experiments import EXPERIMENTS, run_experiment
@@ -21,5 +22,5 @@ def experiment(
     names = list(EXPERIMENTS) if name == "all" else [name]
     for n in names:
         err_console.print(f"[bold]{n}[/]: {EXPERIMENTS[n].title if n in EXPERIMENTS else ''}")
-        csv, png = run_experiment(n, quick=quick, out=out)
-        typer.echo(f"{n}: wrote {csv} and {png}")
+        csv, png = run_experiment(n, quick=quick, out=out, plot_only=plot_only)
+        typer.echo(f"{n}: drew {png} from {csv}" if plot_only else f"{n}: wrote {csv} and {png}")

