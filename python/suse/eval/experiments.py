@@ -268,7 +268,7 @@ def _run_exact_vs_rematch(p: dict) -> pd.DataFrame:
         expected = i**4
         runs = [("suse exact", lambda: suse.exact(q, chars=ev.chars, timestamps=ev.timestamps).count)]
         if n <= p["summary_limit"]:
-            def summary(q=q, ev=ev, n=n):
+            def summary(q=q, ev=ev, n=n):  # size n: nothing is evicted, any strategy would do
                 s = suse.Summary(q, size=n, strategy="fifo")
                 s.extend(ev.chars, ev.timestamps)
                 return s.result().count
