@@ -125,6 +125,8 @@ enum Engine {
 }
 
 type Totals = (BigUint, BigUint, BigUint);
+/// A `(count, sum)` pair as handed to Python.
+type Pair<T> = (T, T);
 
 /// Exact aggregation over a whole stream (the ground truth).
 #[pyclass(name = "ExactEngine", module = "suse._core")]
@@ -368,7 +370,7 @@ impl SummaryEngine {
     // ---- inspection hooks for tests ----
 
     /// Float estimates used for selection: (present benefit per element, active local rows).
-    fn _estimates(&mut self) -> (Vec<(f64, f64)>, Vec<Vec<(f64, f64)>>) {
+    fn _estimates(&mut self) -> (Vec<Pair<f64>>, Vec<Vec<Pair<f64>>>) {
         let (p, a) = self.inner.estimates();
         (p.iter().map(|d| (d.c, d.s)).collect(), a.iter().map(|r| r.iter().map(|d| (d.c, d.s)).collect()).collect())
     }
@@ -379,7 +381,7 @@ impl SummaryEngine {
     }
 
     /// Exact active global counters as maintained, and as recomputed from the elements.
-    fn _active_counters(&self) -> (Vec<(BigUint, BigUint)>, Vec<(BigUint, BigUint)>) {
+    fn _active_counters(&self) -> (Vec<Pair<BigUint>>, Vec<Pair<BigUint>>) {
         let conv = |v: Vec<num::Dual<BigUint>>| v.into_iter().map(|d| (d.c, d.s)).collect();
         (conv(self.inner.exact_active()), conv(self.inner.rebuild_check()))
     }

@@ -512,7 +512,7 @@ impl Summary {
             self.exact_op(|p, s| insert_next(p, &s.dfa, &ev), |p, s| insert_next(p, &s.dfa, &ev));
             self.elems.push(ev);
             self.pres.push(DualF::ZERO);
-            self.al.extend(std::iter::repeat(DualF::ZERO).take(z));
+            self.al.extend(std::iter::repeat_n(DualF::ZERO, z));
             self.refresh_next();
             return;
         }
@@ -889,7 +889,7 @@ impl Summary {
                     b += expected(&self.al[i * dfa.n..(i + 1) * dfa.n], oldest_init, latest_init, &mut coeffs);
                 }
             }
-            if best.map_or(true, |(_, bb)| b < bb) {
+            if best.is_none_or(|(_, bb)| b < bb) {
                 best = Some((i, b));
             }
         }
