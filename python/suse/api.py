@@ -11,7 +11,7 @@ import numbers
 import secrets
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -394,8 +394,3 @@ def _check_probabilities(probabilities: Optional[Mapping[str, float]], alphabet:
     if not math.isclose(total, 1.0, abs_tol=1e-6):
         raise InputError(f"probabilities must sum to 1, they sum to {total:.6g}")
     return {c: p / total for c, p in clean.items()}
-
-
-def events_from_iterable(items: Iterable) -> tuple[bytes, np.ndarray, Optional[np.ndarray]]:
-    """Helper for callers holding (char, timestamp[, value]) tuples."""
-    return coerce_events(items)
