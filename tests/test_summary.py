@@ -219,3 +219,17 @@ def test_suse_retains_at_least_as_many_matches_as_the_baselines(size, window):
             improvements[b].append(_recall_ratio(counts["suse"], counts[b]))
     for baseline, values in improvements.items():
         assert np.mean(values) >= 0, (baseline, values)
+
+
+@pytest.mark.parametrize("query", ["(aa)*b", "(ab|ba)*", "((ab)*c)+"])
+@pytest.mark.parametrize("strategy", ["suse", "fifo"])
+def test_automata_whose_transitions_cycle_on_one_character(query, strategy):
+    """In-place counter updates need a working copy when one character's transitions form a
+    cycle (in `(aa)*b`, 'a' maps 0 -> 1 -> 0); the copy path must agree with recomputation."""
+    q = suse.Query(query, window=6, aggregate="sum")
+    ev = synthetic_stream(q.alphabet, 60, "uniform", seed=3, values="uniform")
+    s = suse.Summary(q, size=7, strategy=strategy, seed=2)
+    for c, t, v in zip(ev.chars, ev.timestamps.tolist(), ev.values.tolist()):
+        s.insert(c, t, v)
+        _check_counters(s)
+    assert suse.exact(q, events=ev).count > 0
