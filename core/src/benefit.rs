@@ -106,6 +106,11 @@ impl Coefficients {
         self.h = vec![vec![DualF::ZERO; dfa.n]];
     }
 
+    /// `h_n` of a cache already grown to `n` (see [`Coefficients::h`]).
+    pub fn cached(&self, n: usize) -> &[DualF] {
+        &self.h[n.min(MAX_STEPS)]
+    }
+
     /// `h_n`, growing the cache as needed (n is capped at [`MAX_STEPS`]).
     pub fn h(&mut self, dfa: &Dfa, n: usize) -> &[DualF] {
         if self.h.is_empty() {

@@ -852,48 +852,40 @@ impl Summary {
             (remaining.max(0.0) * rate).round().min(horizon) as usize
         };
         let is_init = |e: &Ev| dfa.init[e.sym as usize] != NONE;
+        let z = dfa.n;
         let oldest_init = self.elems[self.active_start..].iter().find(|e| is_init(e)).map(|e| e.t);
         let cand = self.formed_estimate(ev);
-        let cand_pres = final_sum(&dfa, &cand);
-        let expected = |al: &[DualF], t_old: Option<i64>, t_new: Option<i64>, coeffs: &mut Coefficients| -> f64 {
-            let (Some(t_old), Some(t_new)) = (t_old, t_new) else { return 0.0 };
-            let mut total = 0.0;
-            for n in [steps(t_old), steps(t_new)] {
-                let h = coeffs.h(&dfa, n);
-                let mut acc = DualF::ZERO;
-                for (x, hh) in al.iter().zip(h) {
-                    if !x.is_zero() {
-                        acc = acc.add(x.mul(*hh));
-                    }
-                }
-                total += pick(acc, agg);
-            }
-            total / 2.0
+        // Eq. 5: present benefit + the mean of the expected benefits over Δτ_old and Δτ_new.
+        self.coeffs.h(&dfa, self.cfg.size.min(crate::benefit::MAX_STEPS)); // grow the cache once
+        let coeffs = &self.coeffs;
+        let dot = |al: &[DualF], h: &[DualF]| -> f64 {
+            let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(DualF::ZERO, |acc, (x, h)| acc.add(x.mul(*h)));
+            pick(acc, agg)
         };
-        let mut coeffs = std::mem::replace(&mut self.coeffs, Coefficients::new(vec![], vec![], self.cfg.policy));
+        let expected = |al: &[DualF], t_old: i64, t_new: i64| -> f64 {
+            (dot(al, coeffs.cached(steps(t_old))) + dot(al, coeffs.cached(steps(t_new)))) / 2.0
+        };
         let cand_new = if is_init(ev) { Some(t) } else { self.elems[self.active_start..].iter().rev().find(|e| is_init(e)).map(|e| e.t) };
-        let cand_old = oldest_init.or(cand_new);
-        let mut cand_benefit = pick(cand_pres, agg);
-        if use_expected {
-            cand_benefit += expected(&cand, cand_old, cand_new, &mut coeffs);
+        let mut cand_benefit = pick(final_sum(&dfa, &cand), agg);
+        if let (true, Some(t_new)) = (use_expected, cand_new) {
+            cand_benefit += expected(&cand, oldest_init.unwrap_or(t_new), t_new);
         }
         let mut best: Option<(usize, f64)> = None;
         let mut latest_init: Option<i64> = None;
         for i in 0..self.elems.len() {
             let mut b = pick(self.pres[i], agg);
-            if i >= self.active_start {
+            if i >= self.active_start && use_expected {
                 if is_init(&self.elems[i]) {
                     latest_init = Some(self.elems[i].t);
                 }
-                if use_expected {
-                    b += expected(&self.al[i * dfa.n..(i + 1) * dfa.n], oldest_init, latest_init, &mut coeffs);
+                if let (Some(t_old), Some(t_new)) = (oldest_init, latest_init) {
+                    b += expected(&self.al[i * z..(i + 1) * z], t_old, t_new);
                 }
             }
             if best.is_none_or(|(_, bb)| b < bb) {
                 best = Some((i, b));
             }
         }
-        self.coeffs = coeffs;
         match best {
             Some((i, b)) if cand_benefit > b => Some(i),
             _ => None,
