@@ -51,10 +51,17 @@ impl Num for u128 {
     }
     #[inline]
     fn mul(&self, o: &Self) -> R<Self> {
+        // Two factors below 2^64 cannot overflow: skip the (slow, software) checked multiply.
+        if (*self | *o) >> 64 == 0 {
+            return Ok(self * o);
+        }
         self.checked_mul(*o).ok_or(Overflow)
     }
     #[inline]
     fn mul_u64(&self, v: u64) -> R<Self> {
+        if *self >> 64 == 0 {
+            return Ok(self * v as u128);
+        }
         self.checked_mul(v as u128).ok_or(Overflow)
     }
     #[inline]

@@ -189,7 +189,13 @@ impl<N: Num> ExactPart<N> {
         let mut row = zeros::<N>(z);
         for i in active_start..n {
             let v = &mut self.v[i * z..(i + 1) * z];
-            if v.iter().all(|d| d.is_zero()) {
+            if let Some(order) = &dfa.col_order[ev.sym as usize] {
+                for &(q, q2) in order {
+                    if !v[q as usize].is_zero() {
+                        let add = v[q as usize].take(ev.v)?;
+                        v[q2 as usize].add_assign(&add)?;
+                    }
+                }
                 continue;
             }
             row.clone_from_slice(v);
@@ -523,12 +529,20 @@ impl Summary {
         self.exact_op(|p, s| p.insert_any(&s.dfa, &ev, start), |p, s| p.insert_any(&s.dfa, &ev, start));
         let w = DualF::weight(ev.v);
         let mut old = vec![DualF::ZERO; z];
+        let c = ev.sym as usize;
         for i in start..self.elems.len() {
             let row = &mut self.al[i * z..(i + 1) * z];
-            old.copy_from_slice(row);
+            // In dependency order the row can be read in place; otherwise from a copy.
+            let (order, src): (&[(u32, u32)], Option<&[DualF]>) = match &self.dfa.col_order[c] {
+                Some(order) => (order, None),
+                None => {
+                    old.copy_from_slice(row);
+                    (&self.dfa.by_sym[c], Some(&old))
+                }
+            };
             let mut gained = DualF::ZERO;
-            for &(q, q2) in &self.dfa.by_sym[ev.sym as usize] {
-                let add = old[q as usize].mul(w);
+            for &(q, q2) in order {
+                let add = src.map_or(row[q as usize], |o| o[q as usize]).mul(w);
                 row[q2 as usize] = row[q2 as usize].add(add);
                 if self.dfa.finals[q2 as usize] {
                     gained = gained.add(add);
