@@ -199,3 +199,12 @@ def test_avg_is_none_without_matches():
     assert r.count == 0 and r.avg is None and math.isclose(
         suse.exact(suse.Query("ab", window=5), [("a", 1, 2), ("b", 2, 4)]).avg, 6.0
     )
+
+
+def test_evaluation_times_may_be_any_iterable():
+    q = suse.Query("ab", window=5)
+    events = [("a", 1), ("b", 2), ("b", 4)]
+    want = [e.count for e in suse.exact(q, events, evaluate_at=[1, 2, 4]).evaluations]
+    assert want == [0, 1, 2]
+    assert [e.count for e in suse.exact(q, events, evaluate_at=(t for t in (1, 2, 4))).evaluations] == want
+    assert [e.count for e in suse.exact(q, events, evaluate_at=np.array([1, 2, 4])).evaluations] == want

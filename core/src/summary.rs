@@ -591,12 +591,7 @@ impl Summary {
 
     pub fn remove(&mut self, p: usize) {
         if self.cfg.policy == Policy::Next {
-            self.elems.remove(p);
-            self.pres.remove(p);
-            self.al.drain(p * self.dfa.n..(p + 1) * self.dfa.n);
-            if p < self.active_start {
-                self.active_start -= 1;
-            }
+            self.drop_element(p);
             self.refresh_next();
             return;
         }
@@ -617,15 +612,19 @@ impl Summary {
         if self.pres[p].c >= 0.5 {
             self.remove_joint_estimates(p);
         }
-        let was_active = touches_active;
+        self.drop_element(p);
+        if touches_active {
+            self.al_dirty = true;
+        }
+    }
+
+    /// Take element `p` out of the element list and its per-element estimates.
+    fn drop_element(&mut self, p: usize) {
         self.elems.remove(p);
         self.pres.remove(p);
         self.al.drain(p * self.dfa.n..(p + 1) * self.dfa.n);
         if p < self.active_start {
             self.active_start -= 1;
-        }
-        if was_active {
-            self.al_dirty = true;
         }
     }
 

@@ -233,8 +233,9 @@ def _eval_times(evaluate_at: Any) -> Optional[np.ndarray]:
         return None
     if isinstance(evaluate_at, numbers.Integral):
         evaluate_at = [evaluate_at]
-    arr = _to_int64("evaluation timestamps", list(evaluate_at), len(list(evaluate_at)))
-    return arr
+    if not isinstance(evaluate_at, np.ndarray):
+        evaluate_at = list(evaluate_at)  # once: a generator cannot be read twice
+    return _to_int64("evaluation timestamps", evaluate_at, len(evaluate_at))
 
 
 # ---------------------------------------------------------------------------------------------
