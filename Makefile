@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.suse-installed
-NATIVE := $(shell find core/src -name '*.rs') core/Cargo.toml pyproject.toml
+NATIVE := $(shell find core -name "*.rs" -not -path "*/target/*") $(wildcard core/*/Cargo.toml) core/Cargo.toml pyproject.toml
 
 .PHONY: install demo test bench native clean
 

@@ -6,14 +6,17 @@
 2
 """
 from suse.api import Evaluation, Exact, ExactResult, Query, Summary, SummaryResult, exact
-from suse.errors import InputError, QueryError, SuseError
+from suse.errors import InputError, InternalError, LimitError, QueryError, StateError, SuseError
 
 __all__ = [
     "Evaluation",
     "Exact",
     "ExactResult",
     "InputError",
+    "InternalError",
+    "LimitError",
     "Query",
+    "StateError",
     "QueryError",
     "Summary",
     "SummaryResult",

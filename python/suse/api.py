@@ -9,19 +9,21 @@ import json
 import math
 import numbers
 import secrets
-import struct
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 from suse import _core
-from suse.errors import InputError
+from suse.errors import InputError, StateError
 from suse.query import Automaton, compile_regex
 
-AGGREGATES = ("count", "sum", "avg")
-POLICIES = ("any", "next")
-STRATEGIES = ("suse", "present", "fifo", "random")
+# The kernel owns these names; the Python layer only validates against them.
+AGGREGATES = tuple(_core.AGGREGATES)
+POLICIES = tuple(_core.POLICIES)
+STRATEGIES = tuple(_core.STRATEGIES)
+#: Default memory budget of one engine (bytes); see `memory_limit=` and docs/ENGINE.md.
+DEFAULT_MEMORY_LIMIT = _core.DEFAULT_MEMORY_LIMIT
 INT64_MAX = 2**63 - 1
 
 
@@ -60,6 +62,7 @@ class Query:
         self._dfa = _core.Dfa(
             self.automaton.n_states,
             self.automaton.alphabet,
+            self.automaton.start,
             [s in self.automaton.finals for s in self.automaton.states],
             self.automaton.table(),
         )
@@ -131,6 +134,38 @@ class SummaryResult:
 
 def _avg(total: int, count: int) -> Optional[float]:
     return None if count == 0 else total / count
+
+
+def _evaluation(row: Any) -> Evaluation:
+    """An evaluation from the kernel's named fields."""
+    return Evaluation(
+        timestamp=row.timestamp,
+        count=row.count,
+        sum=row.sum,
+        partial_count=row.partial_count,
+        detected_count=row.detected_count,
+        detected_sum=row.detected_sum,
+        elements=row.elements,
+    )
+
+
+def _evaluate(run: Any, evaluate_at: Any) -> list[Evaluation]:
+    """Call `run(times)` with the evaluation times in increasing order (as the kernel needs
+    them) and return the evaluations in the order the caller gave the times."""
+    times = _eval_times(evaluate_at)
+    if times is None:
+        return [_evaluation(r) for r in run(None)]
+    order = np.argsort(times, kind="stable")
+    out: list = [None] * len(times)
+    for i, row in zip(order, run(np.ascontiguousarray(times[order]))):
+        out[i] = _evaluation(row)
+    return out
+
+
+def _check_memory_limit(memory_limit: Optional[int]) -> Optional[int]:
+    if memory_limit is None:
+        return None
+    return _check_int("memory_limit", memory_limit, minimum=1, maximum=2**64 - 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,21 +279,20 @@ def _eval_times(evaluate_at: Any) -> Optional[np.ndarray]:
 class Exact:
     """Incremental exact aggregation (the ground truth); `exact()` is the one-shot form."""
 
-    def __init__(self, query: Query):
+    def __init__(self, query: Query, memory_limit: Optional[int] = None):
         if not isinstance(query, Query):
             raise InputError(f"expected a suse.Query, got {type(query).__name__}")
         self.query = query
-        self._engine = _core.ExactEngine(query._dfa, query.window, query.policy)
+        self._engine = _core.ExactEngine(query._dfa, query.window, query.policy, _check_memory_limit(memory_limit))
 
     def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
                evaluate_at: Any = None) -> list[Evaluation]:
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        rows = self._engine.extend(raw, ts, vals, _eval_times(evaluate_at))
-        return [Evaluation(t, c, s, p) for t, c, s, p in rows]
+        return _evaluate(lambda times: self._engine.extend(raw, ts, vals, times), evaluate_at)
 
     def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
-        count, total, partial = self._engine.totals_py()
-        return ExactResult(count, total, partial, self._engine.skipped, self._engine.events, evaluations or [])
+        t = self._engine.totals()
+        return ExactResult(t.count, t.sum, t.partial_count, self._engine.skipped, self._engine.events, evaluations or [])
 
 
 def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
@@ -272,11 +306,9 @@ def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: An
     raw, ts, vals = coerce_events(events, chars, timestamps, values)
     if len(raw) == 0:
         raise InputError("the stream is empty")
-    rows = engine._engine.extend(raw, ts, vals, _eval_times(evaluate_at))
-    return engine.result([Evaluation(t, c, s, p) for t, c, s, p in rows])
+    return engine.result(_evaluate(lambda times: engine._engine.extend(raw, ts, vals, times), evaluate_at))
 
 
-_MAGIC = b"SUSE"
 
 
 class Summary:
@@ -294,6 +326,7 @@ class Summary:
         probabilities: Optional[Mapping[str, float]] = None,
         seed: Optional[int] = None,
         time_to_live: Optional[int] = None,
+        memory_limit: Optional[int] = None,
     ):
         if not isinstance(query, Query):
             raise InputError(f"expected a suse.Query, got {type(query).__name__}")
@@ -304,9 +337,10 @@ class Summary:
         self.probabilities = _check_probabilities(probabilities, query.alphabet)
         self.seed = secrets.randbits(63) if seed is None else _check_int("seed", seed, maximum=2**64 - 1)
         p = None if self.probabilities is None else [self.probabilities.get(c, 0.0) for c in query.alphabet]
+        self.memory_limit = _check_memory_limit(memory_limit)
         self._engine = _core.SummaryEngine(
             query._dfa, query.window, self.size, self.strategy, query.aggregate, query.policy, p, self.seed,
-            self.time_to_live,
+            self.time_to_live, self.memory_limit,
         )
 
     def insert(self, char: str, timestamp: int, value: int = 1) -> None:
@@ -321,12 +355,12 @@ class Summary:
         each evaluation also carries the retained elements at that moment.
         """
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        rows = self._engine.extend(raw, ts, vals, _eval_times(evaluate_at), bool(elements))
-        return [Evaluation(*row) for row in rows]
+        return _evaluate(lambda times: self._engine.extend(raw, ts, vals, times, bool(elements)), evaluate_at)
 
     def result(self) -> SummaryResult:
-        _, count, total, partial, det_c, det_s, _ = self._engine.result()
-        return SummaryResult(count, total, partial, det_c, det_s, self._engine.skipped, self._engine.events, len(self))
+        r = self._engine.result()
+        return SummaryResult(r.count, r.sum, r.partial_count, r.detected_count, r.detected_sum, self._engine.skipped,
+                             self._engine.events, len(self))
 
     def elements(self) -> list[tuple[str, int, int]]:
         return self._engine.elements()
@@ -350,29 +384,35 @@ class Summary:
         }
 
     def to_bytes(self) -> bytes:
-        header = json.dumps(self._header()).encode()
-        return _MAGIC + struct.pack("<I", len(header)) + header + self._engine.to_bytes()
+        """The saved form: versioned, checksummed, and carrying the query and options."""
+        return self._engine.to_bytes(json.dumps(self._header()))
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Summary":
+    def from_bytes(cls, data: bytes, memory_limit: Optional[int] = None) -> "Summary":
+        """Load a saved summary; `suse.StateError` says what is wrong with bytes that do not load."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise InputError(f"expected bytes, got {type(data).__name__}")
-        data = bytes(data)
-        if len(data) < 8 or data[:4] != _MAGIC:
-            raise InputError("these bytes are not a serialised suse Summary")
-        (n,) = struct.unpack("<I", data[4:8])
+        engine, meta = _core.SummaryEngine.from_bytes(bytes(data), _check_memory_limit(memory_limit))
         try:
-            header = json.loads(data[8 : 8 + n])
-        except ValueError as exc:
-            raise InputError(f"corrupt summary header: {exc}") from None
-        summary = cls.__new__(cls)
-        summary.query = Query(**header["query"])
-        summary.size = header["size"]
-        summary.strategy = header["strategy"]
-        summary.probabilities = header["probabilities"]
-        summary.seed = header["seed"]
-        summary.time_to_live = header["time_to_live"]
-        summary._engine = _core.SummaryEngine.from_bytes(data[8 + n :])
+            header = json.loads(meta)
+            query = Query(**header["query"])
+            summary = cls.__new__(cls)
+            summary.query = query
+            summary.size = header["size"]
+            summary.strategy = header["strategy"]
+            summary.probabilities = header["probabilities"]
+            summary.seed = header["seed"]
+            summary.time_to_live = header["time_to_live"]
+        except (ValueError, KeyError, TypeError) as exc:  # QueryError and InputError are ValueErrors
+            raise StateError(f"saved summary has an unreadable description: {exc}") from None
+        summary.memory_limit = _check_memory_limit(memory_limit)
+        cfg = engine.config
+        stated = (query.window, summary.size, summary.strategy, query.aggregate, query.policy, summary.time_to_live,
+                  summary.seed)
+        held = (cfg.window, cfg.size, cfg.strategy, cfg.aggregate, cfg.policy, cfg.time_to_live, cfg.seed)
+        if stated != held or not engine.same_automaton(query._dfa):
+            raise StateError("saved summary does not match the query and options it describes")
+        summary._engine = engine
         return summary
 
     def __reduce__(self):

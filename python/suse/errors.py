@@ -22,3 +22,17 @@ class QueryError(SuseError, ValueError):
 
 class InputError(SuseError, ValueError):
     """Bad events or parameters: decreasing timestamps, bad values, wrong types, missing columns."""
+
+
+class StateError(InputError):
+    """Saved state (``Summary.from_bytes``, Spark state) that is corrupt, from another
+    version of suse, or does not match the query it claims."""
+
+
+class LimitError(SuseError, ValueError):
+    """A configuration whose engines would exceed a resource limit (``memory_limit``)."""
+
+
+class InternalError(SuseError, RuntimeError):
+    """A bug in suse: an invariant of the native kernel did not hold. The engine that raised it
+    refuses further work; please report it with the input that caused it."""

@@ -9,17 +9,13 @@
 //! Values enter through the dual numbers: a step with character `c` weighs `1 + v̄_c·ε`, so the
 //! sum part of `h_n` is the expected value of the matches formed (the SUM variant, §6.3).
 use crate::dfa::{Dfa, NONE};
-use crate::num::DualF;
+use crate::dual::{Dual, DualX};
+use crate::semantics::Semantics;
+use crate::xf::Xf;
 use serde::{Deserialize, Serialize};
 
 /// Largest number of future steps the cache looks ahead.
 pub const MAX_STEPS: usize = 1 << 16;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Policy {
-    Any,
-    Next,
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Estimator {
@@ -70,7 +66,7 @@ impl Estimator {
     /// Elements per time unit, to turn a remaining time span into a number of future steps.
     pub fn rate(&self) -> f64 {
         match (self.t_first, self.t_last) {
-            (Some(a), Some(b)) if b > a && self.total > 1 => (self.total - 1) as f64 / (b - a) as f64,
+            (Some(a), Some(b)) if b > a && self.total > 1 => (self.total - 1) as f64 / (b as i128 - a as i128) as f64,
             _ => 1.0,
         }
     }
@@ -80,39 +76,38 @@ impl Estimator {
 pub struct Coefficients {
     pub probabilities: Vec<f64>,
     pub means: Vec<f64>,
-    pub policy: Policy,
     #[serde(skip)]
-    h: Vec<Vec<DualF>>,
+    h: Vec<Vec<DualX>>,
     #[serde(skip)]
-    phi: Vec<DualF>,
+    phi: Vec<DualX>,
 }
 
 impl Coefficients {
-    pub fn new(probabilities: Vec<f64>, means: Vec<f64>, policy: Policy) -> Self {
-        Coefficients { probabilities, means, policy, h: Vec::new(), phi: Vec::new() }
+    pub fn new(probabilities: Vec<f64>, means: Vec<f64>) -> Self {
+        Coefficients { probabilities, means, h: Vec::new(), phi: Vec::new() }
     }
 
     fn init(&mut self, dfa: &Dfa) {
-        let mut phi = vec![DualF::ZERO; dfa.n];
+        let mut phi = vec![DualX::zero(); dfa.n];
         for (c, trans) in dfa.by_sym.iter().enumerate() {
-            let w = DualF { c: self.probabilities[c], s: self.probabilities[c] * self.means[c] };
+            let w = Dual { c: Xf::from_f64(self.probabilities[c]), s: Xf::from_f64(self.probabilities[c] * self.means[c]) };
             for &(q, to) in trans {
                 if dfa.finals[to as usize] {
-                    phi[q as usize] = phi[q as usize].add(w);
+                    phi[q as usize] = phi[q as usize].plus(&w);
                 }
             }
         }
         self.phi = phi;
-        self.h = vec![vec![DualF::ZERO; dfa.n]];
+        self.h = vec![vec![DualX::zero(); dfa.n]];
     }
 
     /// `h_n` of a cache already grown to `n` (see [`Coefficients::h`]).
-    pub fn cached(&self, n: usize) -> &[DualF] {
-        &self.h[n.min(MAX_STEPS)]
+    pub fn cached(&self, n: usize) -> &[DualX] {
+        &self.h[n.min(MAX_STEPS).min(self.h.len() - 1)]
     }
 
     /// `h_n`, growing the cache as needed (n is capped at [`MAX_STEPS`]).
-    pub fn h(&mut self, dfa: &Dfa, n: usize) -> &[DualF] {
+    pub fn h<P: Semantics>(&mut self, dfa: &Dfa, n: usize) -> &[DualX] {
         if self.h.is_empty() {
             self.init(dfa);
         }
@@ -121,7 +116,7 @@ impl Coefficients {
             let prev = self.h.last().expect("h_0 exists");
             let mut next = self.phi.clone();
             for q in 0..dfa.n {
-                let mut acc = DualF::ZERO;
+                let mut acc = DualX::zero();
                 for c in 0..dfa.k() {
                     let p = self.probabilities[c];
                     if p == 0.0 {
@@ -129,18 +124,14 @@ impl Coefficients {
                     }
                     let to = dfa.step(q as u32, c as u8);
                     let moved = if to == NONE {
-                        prev[q] // no transition: the set (or run) stays as it is
+                        prev[q].clone() // no transition: the set (or run) stays as it is
                     } else {
-                        let w = DualF::weight(0).add(DualF { c: 0.0, s: self.means[c] });
-                        let taken = prev[to as usize].mul(w);
-                        match self.policy {
-                            Policy::Any => prev[q].add(taken), // the set is also kept without it
-                            Policy::Next => taken,             // the run moves on
-                        }
+                        let w = Dual { c: Xf::ONE, s: Xf::from_f64(self.means[c]) };
+                        P::expected_step(&prev[q], &prev[to as usize].times(&w))
                     };
-                    acc = acc.add(DualF { c: moved.c * p, s: moved.s * p });
+                    acc = acc.plus(&moved.scale(p));
                 }
-                next[q] = next[q].add(acc);
+                next[q] = next[q].plus(&acc);
             }
             self.h.push(next);
         }

@@ -1,0 +1,111 @@
+//! A batch of raw events with evaluation times, validated before anything is processed.
+use crate::dfa::UNKNOWN;
+use crate::error::Error;
+use crate::semantics::Ev;
+
+pub struct Batch<'a> {
+    chars: &'a [u8],
+    ts: &'a [i64],
+    vals: Option<&'a [i64]>,
+    evals: &'a [i64],
+}
+
+impl<'a> Batch<'a> {
+    /// Check lengths, values and order; `last_t` is the last timestamp already processed.
+    pub fn new(chars: &'a [u8], ts: &'a [i64], vals: Option<&'a [i64]>, evals: &'a [i64], last_t: Option<i64>) -> Result<Self, Error> {
+        if ts.len() != chars.len() {
+            return Err(Error::input(format!("{} characters but {} timestamps", chars.len(), ts.len())));
+        }
+        if let Some(v) = vals {
+            if v.len() != chars.len() {
+                return Err(Error::input(format!("{} characters but {} values", chars.len(), v.len())));
+            }
+            if let Some(i) = v.iter().position(|&x| x < 0) {
+                return Err(Error::input(format!("event {i}: value {} is negative; values must be non-negative integers", v[i])));
+            }
+        }
+        let mut prev = last_t;
+        for (i, &t) in ts.iter().enumerate() {
+            if let Some(p) = prev {
+                if t < p {
+                    return Err(Error::input(format!("event {i}: timestamp {t} is earlier than the previous timestamp {p}; timestamps must not decrease")));
+                }
+            }
+            prev = Some(t);
+        }
+        if let Some(i) = evals.windows(2).position(|w| w[1] < w[0]) {
+            return Err(Error::input(format!("evaluation times must be in increasing order: {} comes after {}", evals[i + 1], evals[i])));
+        }
+        if let (Some(&first), Some(last)) = (evals.first(), last_t) {
+            if first < last {
+                return Err(Error::input(format!(
+                    "evaluation time {first} is earlier than timestamp {last}, already processed; an evaluation covers the events up to its time, so it cannot go back"
+                )));
+            }
+        }
+        Ok(Batch { chars, ts, vals, evals })
+    }
+
+    pub fn last_timestamp(&self) -> Option<i64> {
+        self.ts.last().copied()
+    }
+
+    /// Feed every event (`None` for a character outside the alphabet); `snap(T)` is taken
+    /// before the first event later than each evaluation time T, so it covers every event
+    /// with timestamp <= T, and the rest after the batch.
+    pub fn run<S, Row>(
+        &self,
+        state: &mut S,
+        lookup: &[u8],
+        mut on_event: impl FnMut(&mut S, Option<Ev>) -> Result<(), Error>,
+        snap: impl Fn(&S, i64) -> Row,
+    ) -> Result<Vec<Row>, Error> {
+        let mut rows = Vec::with_capacity(self.evals.len());
+        let mut next_eval = 0;
+        for (i, &byte) in self.chars.iter().enumerate() {
+            let t = self.ts[i];
+            while next_eval < self.evals.len() && self.evals[next_eval] < t {
+                rows.push(snap(state, self.evals[next_eval]));
+                next_eval += 1;
+            }
+            let sym = lookup[byte as usize];
+            let v = self.vals.map_or(1, |v| v[i] as u64);
+            on_event(state, if sym == UNKNOWN { None } else { Some(Ev { sym, t, v }) })?;
+        }
+        for &e in &self.evals[next_eval..] {
+            rows.push(snap(state, e));
+        }
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_before_processing_anything() {
+        let bad = |c: &[u8], t: &[i64], v: Option<&[i64]>, e: &[i64], last| Batch::new(c, t, v, e, last).err().unwrap().to_string();
+        assert!(bad(b"ab", &[1], None, &[], None).contains("2 characters but 1 timestamps"));
+        assert!(bad(b"ab", &[1, 2], Some(&[1, -3]), &[], None).contains("event 1: value -3"));
+        assert!(bad(b"ab", &[2, 1], None, &[], None).contains("event 1: timestamp 1"));
+        assert!(bad(b"a", &[5], None, &[], Some(7)).contains("event 0: timestamp 5"));
+        assert!(bad(b"a", &[5], None, &[3, 1], None).contains("increasing order"));
+        assert!(bad(b"a", &[9], None, &[4], Some(5)).contains("evaluation time 4 is earlier"));
+        assert!(Batch::new(b"a", &[9], None, &[5], Some(5)).is_ok());
+    }
+
+    #[test]
+    fn snapshots_cover_events_up_to_their_time() {
+        let lookup = {
+            let mut l = vec![UNKNOWN; 256];
+            l[b'a' as usize] = 0;
+            l
+        };
+        let b = Batch::new(b"axa", &[1, 2, 3], None, &[0, 2, 9], None).unwrap();
+        let mut seen = Vec::new();
+        let rows = b.run(&mut seen, &lookup, |s, ev| Ok(s.push(ev.map(|e| e.t))), |s, t| (t, s.len())).unwrap();
+        assert_eq!(rows, vec![(0, 0), (2, 2), (9, 3)]);
+        assert_eq!(seen, vec![Some(1), None, Some(3)]);
+    }
+}

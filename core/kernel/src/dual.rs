@@ -1,0 +1,127 @@
+//! `c + s·ε` with `ε² = 0`: a count of sets and the sum of their values, in one number.
+//!
+//! Taking an element of value `v` multiplies by `1 + v·ε`, which adds `v` to the sum of every
+//! set passing through it. Every counting formula is then the COUNT formula over this ring,
+//! for any [`Scalar`]: exact counters use `Dual<u128 | U256 | BigUint>`, selection estimates
+//! `Dual<Xf>`.
+use crate::num::{Num, Scalar, R};
+use crate::xf::Xf;
+use num_bigint::BigUint;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dual<S> {
+    pub c: S,
+    pub s: S,
+}
+
+/// Selection estimates.
+pub type DualX = Dual<Xf>;
+
+impl<S: Scalar> Dual<S> {
+    #[inline]
+    pub fn zero() -> Self {
+        Dual { c: S::zero(), s: S::zero() }
+    }
+    #[inline]
+    pub fn one() -> Self {
+        Dual { c: S::from_u64(1), s: S::zero() }
+    }
+    /// The weight `1 + v·ε` of taking an element of value `v`.
+    #[inline]
+    pub fn weight(v: u64) -> Self {
+        Dual { c: S::from_u64(1), s: S::from_u64(v) }
+    }
+    #[inline]
+    pub fn is_zero(&self) -> bool {
+        self.c.is_zero() && self.s.is_zero()
+    }
+    #[inline]
+    pub fn add(&self, o: &Self) -> R<Self> {
+        Ok(Dual { c: self.c.add(&o.c)?, s: self.s.add(&o.s)? })
+    }
+    #[inline]
+    pub fn add_assign(&mut self, o: &Self) -> R<()> {
+        *self = self.add(o)?;
+        Ok(())
+    }
+    #[inline]
+    pub fn sub(&self, o: &Self) -> R<Self> {
+        Ok(Dual { c: self.c.sub(&o.c)?, s: self.s.sub(&o.s)? })
+    }
+    #[inline]
+    pub fn sub_assign(&mut self, o: &Self) -> R<()> {
+        *self = self.sub(o)?;
+        Ok(())
+    }
+    #[inline]
+    pub fn mul(&self, o: &Self) -> R<Self> {
+        Ok(Dual { c: self.c.mul(&o.c)?, s: self.c.mul(&o.s)?.add(&self.s.mul(&o.c)?)? })
+    }
+    /// `self · (1 + v·ε)`: pass through an element of value `v`.
+    #[inline]
+    pub fn take(&self, v: u64) -> R<Self> {
+        Ok(Dual { c: self.c.clone(), s: self.s.add(&self.c.mul_u64(v)?)? })
+    }
+}
+
+impl<S: Scalar> Default for Dual<S> {
+    fn default() -> Self {
+        Dual::zero()
+    }
+}
+
+impl<N: Num> Dual<N> {
+    pub fn to_big(&self) -> Dual<BigUint> {
+        Dual { c: self.c.to_big(), s: self.s.to_big() }
+    }
+    pub fn from_big(d: &Dual<BigUint>) -> R<Self> {
+        Ok(Dual { c: N::from_big(&d.c)?, s: N::from_big(&d.s)? })
+    }
+    pub fn to_xf(&self) -> DualX {
+        Dual { c: self.c.to_xf(), s: self.s.to_xf() }
+    }
+}
+
+impl DualX {
+    /// Infallible arithmetic for estimates (their [`Scalar`] operations never fail).
+    #[inline]
+    pub fn plus(&self, o: &Self) -> Self {
+        Dual { c: self.c.add(&o.c).unwrap_or(Xf::ZERO), s: self.s.add(&o.s).unwrap_or(Xf::ZERO) }
+    }
+    #[inline]
+    pub fn minus(&self, o: &Self) -> Self {
+        Dual { c: self.c.sub(&o.c).unwrap_or(Xf::ZERO), s: self.s.sub(&o.s).unwrap_or(Xf::ZERO) }
+    }
+    #[inline]
+    pub fn times(&self, o: &Self) -> Self {
+        self.mul(o).unwrap_or_else(|_| Dual::zero())
+    }
+    #[inline]
+    pub fn scale(&self, p: f64) -> Self {
+        Dual { c: self.c.mul_f64(p), s: self.s.mul_f64(p) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weight_adds_value_to_every_set() {
+        // Two sets through an element of value 5: the count stays, the sum grows by 2·5.
+        let sets = Dual::<u128> { c: 2, s: 7 };
+        assert_eq!(sets.take(5).unwrap(), Dual { c: 2, s: 17 });
+        assert_eq!(sets.mul(&Dual::weight(5)).unwrap(), sets.take(5).unwrap());
+        assert!(Dual::<u128> { c: u128::MAX, s: 0 }.take(2).is_err());
+    }
+
+    #[test]
+    fn exact_tiers_agree() {
+        let d = Dual::<u128> { c: 1 << 100, s: 12345 };
+        let big = d.to_big();
+        let back = Dual::<crate::num::U256>::from_big(&big).unwrap();
+        assert_eq!(back.to_big(), big);
+        assert_eq!(back.to_xf(), d.to_xf());
+    }
+}

@@ -1,0 +1,167 @@
+//! The two engines a caller drives, with the selection semantics chosen at run time.
+//!
+//! Everything below is generic over [`Semantics`](crate::semantics::Semantics); this is the
+//! one place that turns a run-time [`Policy`] into a type.
+use crate::dfa::Dfa;
+use crate::error::Error;
+use crate::limits::Limits;
+use crate::semantics::{AnyMatch, Ev, NextMatch, Policy};
+use crate::summary::{Config, Readout, Summary};
+use crate::window::{split_totals, ExactWindow};
+use num_bigint::BigUint;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Exact aggregation over a whole stream (the ground truth).
+#[derive(Clone)]
+pub enum ExactEngine {
+    Any(ExactWindow<AnyMatch>),
+    Next(ExactWindow<NextMatch>),
+}
+
+macro_rules! with_policy {
+    ($engine:expr, $ty:ident, |$e:ident| $body:expr) => {
+        match $engine {
+            $ty::Any($e) => $body,
+            $ty::Next($e) => $body,
+        }
+    };
+}
+
+impl ExactEngine {
+    pub fn new(dfa: Arc<Dfa>, tau: i64, policy: Policy, limits: &Limits) -> Result<Self, Error> {
+        if tau < 0 {
+            return Err(Error::input(format!("window must be non-negative, got {tau}")));
+        }
+        limits.check_exact(&dfa)?;
+        Ok(match policy {
+            Policy::Any => ExactEngine::Any(ExactWindow::new(dfa, tau)),
+            Policy::Next => ExactEngine::Next(ExactWindow::new(dfa, tau)),
+        })
+    }
+
+    pub fn push(&mut self, ev: Ev) -> Result<(), Error> {
+        with_policy!(self, ExactEngine, |e| e.push(ev))
+    }
+
+    /// `(count, sum, partial count)` over everything processed.
+    pub fn totals(&self) -> (BigUint, BigUint, BigUint) {
+        with_policy!(self, ExactEngine, |e| split_totals(e.dfa(), &e.totals_big()))
+    }
+
+    pub fn dfa(&self) -> &Arc<Dfa> {
+        with_policy!(self, ExactEngine, |e| e.dfa())
+    }
+
+    pub fn tier(&self) -> &'static str {
+        with_policy!(self, ExactEngine, |e| e.ladder.tier())
+    }
+}
+
+/// A bounded summary under either policy.
+#[derive(Clone, Serialize, Deserialize)]
+pub enum SummaryEngine {
+    Any(Summary<AnyMatch>),
+    Next(Summary<NextMatch>),
+}
+
+impl SummaryEngine {
+    pub fn new(dfa: Arc<Dfa>, policy: Policy, cfg: Config, limits: &Limits) -> Result<Self, Error> {
+        check_config(&dfa, &cfg)?;
+        limits.check_summary(&dfa, cfg.size, policy)?;
+        Ok(match policy {
+            Policy::Any => SummaryEngine::Any(Summary::new(dfa, cfg)),
+            Policy::Next => SummaryEngine::Next(Summary::new(dfa, cfg)),
+        })
+    }
+
+    pub fn policy(&self) -> Policy {
+        match self {
+            SummaryEngine::Any(_) => Policy::Any,
+            SummaryEngine::Next(_) => Policy::Next,
+        }
+    }
+
+    pub fn observe(&mut self, ev: Ev) -> Result<(), Error> {
+        with_policy!(self, SummaryEngine, |s| s.observe(ev))
+    }
+
+    pub fn skip(&mut self) {
+        with_policy!(self, SummaryEngine, |s| s.skip())
+    }
+
+    pub fn readout(&self) -> Readout {
+        with_policy!(self, SummaryEngine, |s| s.readout())
+    }
+
+    pub fn dfa(&self) -> &Arc<Dfa> {
+        with_policy!(self, SummaryEngine, |s| &s.dfa)
+    }
+
+    pub fn config(&self) -> &Config {
+        with_policy!(self, SummaryEngine, |s| &s.cfg)
+    }
+
+    pub fn elements(&self) -> &[Ev] {
+        with_policy!(self, SummaryEngine, |s| &s.elems)
+    }
+
+    /// `(events, skipped, evictions)`.
+    pub fn counts(&self) -> (u64, u64, u64) {
+        with_policy!(self, SummaryEngine, |s| (s.events, s.skipped, s.evictions))
+    }
+
+    pub fn now(&self) -> Option<i64> {
+        with_policy!(self, SummaryEngine, |s| s.now)
+    }
+
+    pub fn tier(&self) -> &'static str {
+        with_policy!(self, SummaryEngine, |s| s.tier())
+    }
+
+    pub fn active_start(&self) -> usize {
+        with_policy!(self, SummaryEngine, |s| s.active_start())
+    }
+
+    /// Selection estimates as `f64` (infinite past 10^308; tests and inspection only).
+    pub fn estimates(&mut self) -> (Vec<(f64, f64)>, Vec<Vec<(f64, f64)>>) {
+        let (pres, al) = with_policy!(self, SummaryEngine, |s| s.estimates());
+        let f = |d: &crate::dual::DualX| (d.c.to_f64(), d.s.to_f64());
+        (pres.iter().map(f).collect(), al.iter().map(|r| r.iter().map(f).collect()).collect())
+    }
+
+    pub fn exact_locals(&self) -> Result<Vec<crate::dual::Dual<BigUint>>, Error> {
+        with_policy!(self, SummaryEngine, |s| s.exact_locals())
+    }
+
+    pub fn active_check(&self) -> Result<(Vec<crate::dual::Dual<BigUint>>, Vec<crate::dual::Dual<BigUint>>), Error> {
+        with_policy!(self, SummaryEngine, |s| s.active_check())
+    }
+
+    pub fn validate(&self, limits: &Limits) -> Result<(), Error> {
+        check_config(self.dfa(), self.config())?;
+        limits.check_summary(self.dfa(), self.config().size, self.policy())?;
+        with_policy!(self, SummaryEngine, |s| s.validate())
+    }
+}
+
+fn check_config(dfa: &Dfa, cfg: &Config) -> Result<(), Error> {
+    if cfg.tau < 0 {
+        return Err(Error::input(format!("window must be non-negative, got {}", cfg.tau)));
+    }
+    if cfg.time_to_live.is_some_and(|t| t < 0) {
+        return Err(Error::input("time_to_live must be non-negative"));
+    }
+    if cfg.size == 0 || cfg.size > crate::limits::MAX_SIZE {
+        return Err(Error::input(format!("size must be between 1 and {}, got {}", crate::limits::MAX_SIZE, cfg.size)));
+    }
+    if let Some(p) = &cfg.probabilities {
+        if p.len() != dfa.k() {
+            return Err(Error::input(format!("{} probabilities for an alphabet of {} characters", p.len(), dfa.k())));
+        }
+        if p.iter().any(|x| !x.is_finite() || *x < 0.0) || (p.iter().sum::<f64>() - 1.0).abs() > 1e-6 {
+            return Err(Error::input("probabilities must be finite, non-negative and sum to 1"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,27 @@
+//! suse-kernel: exact windowed aggregation of regular-expression subsequence matches and the
+//! bounded state summary with selection. Pure Rust; the Python bindings live beside it.
+//!
+//! Layers, bottom up (docs/ENGINE.md, "Architecture"):
+//! * [`num`], [`xf`], [`dual`]: number types (checked u128, 256-bit, big integers; the
+//!   extended-range float of estimates) and the count+sum dual numbers over them;
+//! * [`dfa`]: the automaton, validated; [`step`]: the one sparse counter update;
+//! * [`semantics`]: selection semantics behind one trait (skip-till-any/next-match);
+//! * [`tier`]: overflow promotion, once; [`window`]: the exact two-stacks engine;
+//! * [`summary`]: the bounded summary (lifecycle, counters, neighbourhood algebra,
+//!   estimates, selection); [`benefit`]: expected-benefit coefficients;
+//! * [`engine`], [`batch`], [`state`], [`limits`], [`error`]: what a caller drives.
+pub mod batch;
+pub mod benefit;
+pub mod dfa;
+pub mod dual;
+pub mod engine;
+pub mod error;
+pub mod limits;
+pub mod num;
+pub mod semantics;
+pub mod state;
+pub mod step;
+pub mod summary;
+pub mod tier;
+pub mod window;
+pub mod xf;

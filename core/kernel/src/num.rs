@@ -1,0 +1,242 @@
+//! The number types every counter is generic over.
+//!
+//! [`Scalar`] is what a counting kernel needs: a commutative semiring with a checked add and
+//! multiply, and a subtraction used only to take back what was added. [`Num`] adds what exact
+//! counters need on top: conversion to big integers and back. Exact counters run on checked
+//! `u128` first, then on 256-bit integers, then on [`BigUint`]; an [`Overflow`] makes the owner
+//! rebuild itself one tier up (see `tier.rs`), so results are exact at any size and the common
+//! case stays on machine words. Selection estimates use [`crate::xf::Xf`], a float whose
+//! exponent does not run out.
+use num_bigint::BigUint;
+use num_traits::ToPrimitive;
+use serde::{de::DeserializeOwned, Serialize};
+use std::fmt::Debug;
+
+/// A counter left its number type (or, for exact types, a subtraction went below zero,
+/// which only a logic error can cause and which the tier ladder reports as such).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overflow;
+pub type R<T> = Result<T, Overflow>;
+
+pub type U256 = ruint::aliases::U256;
+
+pub trait Scalar: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static {
+    fn zero() -> Self;
+    fn from_u64(v: u64) -> Self;
+    fn is_zero(&self) -> bool;
+    fn add(&self, o: &Self) -> R<Self>;
+    /// `self - o`. Exact types report a negative result as [`Overflow`]; estimates clamp at 0.
+    fn sub(&self, o: &Self) -> R<Self>;
+    fn mul(&self, o: &Self) -> R<Self>;
+    fn mul_u64(&self, v: u64) -> R<Self>;
+}
+
+/// An exact counter type.
+pub trait Num: Scalar {
+    /// Short name for messages and tests.
+    const NAME: &'static str;
+    fn to_big(&self) -> BigUint;
+    /// The value in this type, or [`Overflow`] if it does not fit.
+    fn from_big(b: &BigUint) -> R<Self>;
+    /// Correctly rounded conversion to the selection estimates' float.
+    fn to_xf(&self) -> crate::xf::Xf;
+}
+
+impl Scalar for u128 {
+    #[inline]
+    fn zero() -> Self {
+        0
+    }
+    #[inline]
+    fn from_u64(v: u64) -> Self {
+        v as u128
+    }
+    #[inline]
+    fn is_zero(&self) -> bool {
+        *self == 0
+    }
+    #[inline]
+    fn add(&self, o: &Self) -> R<Self> {
+        self.checked_add(*o).ok_or(Overflow)
+    }
+    #[inline]
+    fn sub(&self, o: &Self) -> R<Self> {
+        self.checked_sub(*o).ok_or(Overflow)
+    }
+    #[inline]
+    fn mul(&self, o: &Self) -> R<Self> {
+        // Two factors below 2^64 cannot overflow: skip the (slow, software) checked multiply.
+        if (*self | *o) >> 64 == 0 {
+            return Ok(self * o);
+        }
+        self.checked_mul(*o).ok_or(Overflow)
+    }
+    #[inline]
+    fn mul_u64(&self, v: u64) -> R<Self> {
+        if *self >> 64 == 0 {
+            return Ok(self * v as u128);
+        }
+        self.checked_mul(v as u128).ok_or(Overflow)
+    }
+}
+
+impl Num for u128 {
+    const NAME: &'static str = "u128";
+    fn to_big(&self) -> BigUint {
+        BigUint::from(*self)
+    }
+    fn from_big(b: &BigUint) -> R<Self> {
+        b.to_u128().ok_or(Overflow)
+    }
+    #[inline]
+    fn to_xf(&self) -> crate::xf::Xf {
+        crate::xf::Xf::from_f64(*self as f64)
+    }
+}
+
+impl Scalar for U256 {
+    #[inline]
+    fn zero() -> Self {
+        U256::ZERO
+    }
+    #[inline]
+    fn from_u64(v: u64) -> Self {
+        U256::from(v)
+    }
+    #[inline]
+    fn is_zero(&self) -> bool {
+        *self == U256::ZERO
+    }
+    #[inline]
+    fn add(&self, o: &Self) -> R<Self> {
+        self.checked_add(*o).ok_or(Overflow)
+    }
+    #[inline]
+    fn sub(&self, o: &Self) -> R<Self> {
+        self.checked_sub(*o).ok_or(Overflow)
+    }
+    #[inline]
+    fn mul(&self, o: &Self) -> R<Self> {
+        self.checked_mul(*o).ok_or(Overflow)
+    }
+    #[inline]
+    fn mul_u64(&self, v: u64) -> R<Self> {
+        self.checked_mul(U256::from(v)).ok_or(Overflow)
+    }
+}
+
+impl Num for U256 {
+    const NAME: &'static str = "u256";
+    fn to_big(&self) -> BigUint {
+        BigUint::from_bytes_le(&self.to_le_bytes::<32>())
+    }
+    fn from_big(b: &BigUint) -> R<Self> {
+        if b.bits() > 256 {
+            return Err(Overflow);
+        }
+        let bytes = b.to_bytes_le();
+        U256::try_from_le_slice(&bytes).ok_or(Overflow)
+    }
+    fn to_xf(&self) -> crate::xf::Xf {
+        let bits = self.bit_len();
+        if bits <= 128 {
+            let limbs = self.as_limbs();
+            return ((limbs[1] as u128) << 64 | limbs[0] as u128).to_xf();
+        }
+        // The top 64 bits with a sticky bit for the rest round correctly to 53 bits.
+        let shift = bits - 64;
+        let top = (*self >> shift).as_limbs()[0];
+        let sticky = (*self & ((U256::from(1u8) << shift) - U256::from(1u8))) != U256::ZERO;
+        crate::xf::Xf::from_parts((top | sticky as u64) as f64, shift as i64)
+    }
+}
+
+impl Scalar for BigUint {
+    fn zero() -> Self {
+        num_traits::Zero::zero()
+    }
+    fn from_u64(v: u64) -> Self {
+        BigUint::from(v)
+    }
+    fn is_zero(&self) -> bool {
+        num_traits::Zero::is_zero(self)
+    }
+    fn add(&self, o: &Self) -> R<Self> {
+        Ok(self + o)
+    }
+    fn sub(&self, o: &Self) -> R<Self> {
+        if o > self {
+            Err(Overflow)
+        } else {
+            Ok(self - o)
+        }
+    }
+    fn mul(&self, o: &Self) -> R<Self> {
+        Ok(self * o)
+    }
+    fn mul_u64(&self, v: u64) -> R<Self> {
+        Ok(self * v)
+    }
+}
+
+impl Num for BigUint {
+    const NAME: &'static str = "big";
+    fn to_big(&self) -> BigUint {
+        self.clone()
+    }
+    fn from_big(b: &BigUint) -> R<Self> {
+        Ok(b.clone())
+    }
+    fn to_xf(&self) -> crate::xf::Xf {
+        let bits = self.bits();
+        if bits <= 1000 {
+            return crate::xf::Xf::from_f64(ToPrimitive::to_f64(self).unwrap_or(0.0));
+        }
+        let shift = bits - 64;
+        let top = (self >> shift).to_u64().unwrap_or(u64::MAX);
+        let sticky = self.trailing_zeros().is_some_and(|z| z < shift);
+        crate::xf::Xf::from_parts((top | sticky as u64) as f64, shift as i64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn u128_checks_overflow() {
+        assert_eq!(u128::MAX.add(&1), Err(Overflow));
+        assert_eq!((1u128 << 64).mul(&(1u128 << 64)), Err(Overflow));
+        assert_eq!((1u128 << 63).mul(&2), Ok(1u128 << 64));
+        assert_eq!(3u128.sub(&4), Err(Overflow));
+        assert_eq!((u128::MAX >> 1).mul_u64(3), Err(Overflow));
+    }
+
+    #[test]
+    fn u256_round_trips_through_big() {
+        let big = BigUint::from(3u8).pow(150); // 238 bits
+        let x = U256::from_big(&big).unwrap();
+        assert_eq!(x.to_big(), big);
+        assert_eq!(U256::from_big(&BigUint::from(2u8).pow(256)), Err(Overflow));
+        assert_eq!(U256::MAX.add(&U256::from(1u8)), Err(Overflow));
+        assert_eq!(u128::from_big(&(BigUint::from(1u8) << 128)), Err(Overflow));
+    }
+
+    #[test]
+    fn conversions_to_float_round_like_big_integers() {
+        // Every tier converts a value to the same float: the selection must not depend on it.
+        for k in [1u32, 60, 100, 127, 200, 255] {
+            for delta in [0u64, 1, 12345] {
+                let big: BigUint = (BigUint::from(7u8).pow(k) >> 1) + delta;
+                if big.bits() > 256 {
+                    continue;
+                }
+                let want = big.to_xf();
+                assert_eq!(U256::from_big(&big).unwrap().to_xf(), want, "7^{k}/2+{delta}");
+                if let Ok(small) = u128::from_big(&big) {
+                    assert_eq!(small.to_xf(), want);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! Selection semantics: how an element changes the sets (partial matches) before it.
+//!
+//! To add a semantics, implement [`Semantics`]: the step operator of one element as an
+//! element of a monoid (`Agg`, with `identity`, `append`, `prepend`), what one initiator
+//! contributes (`start`, `retract`), and what an element forms from the active sets
+//! (`formed`, `advance`). The exact window engine, its overflow promotion and the summary's
+//! exact counters are generic over this trait; nothing else needs to know the policy.
+use crate::dfa::{Dfa, NONE};
+use crate::dual::{Dual, DualX};
+use crate::num::{Scalar, R};
+use crate::step::{self, Dir, Layout};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ev {
+    pub sym: u8,
+    pub t: i64,
+    pub v: u64,
+}
+
+/// Whether an element at `old` has left the window of an element at `now` (no wrapping).
+#[inline]
+pub fn expired(old: i64, now: i64, tau: i64) -> bool {
+    (now as i128) - (old as i128) > tau as i128
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Policy {
+    /// Skip-till-any-match: every set may take or skip each element.
+    Any,
+    /// Skip-till-next-match: each initiator starts one run that takes every element it can.
+    Next,
+}
+
+impl Policy {
+    pub const NAMES: [&'static str; 2] = ["any", "next"];
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s {
+            "any" => Some(Policy::Any),
+            "next" => Some(Policy::Next),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Any => "any",
+            Policy::Next => "next",
+        }
+    }
+}
+
+pub trait Semantics: Clone + Copy + Default + Send + Sync + 'static {
+    const POLICY: Policy;
+    /// The product of the step operators of a range of elements.
+    type Agg<S: Scalar>: Clone + Send + Sync;
+    /// What one initiator contributes to the active vector, pushed to a stack boundary.
+    type Cursor<S: Scalar>: Clone + Send + Sync;
+    fn identity<S: Scalar>(dfa: &Dfa) -> Self::Agg<S>;
+    /// `agg ← agg · step(ev)`; `scratch` is working space.
+    fn append<S: Scalar>(dfa: &Dfa, agg: &mut Self::Agg<S>, ev: &Ev, scratch: &mut Self::Agg<S>) -> R<()>;
+    /// `agg ← step(ev) · agg`.
+    fn prepend<S: Scalar>(dfa: &Dfa, ev: &Ev, agg: &mut Self::Agg<S>, scratch: &mut Self::Agg<S>) -> R<()>;
+    /// The cursor of initiator `ev` given the product of the elements after it.
+    fn start<S: Scalar>(dfa: &Dfa, ev: &Ev, after: &Self::Agg<S>) -> R<Option<Self::Cursor<S>>>;
+    /// `out -= cursor · back`.
+    fn retract<S: Scalar>(dfa: &Dfa, cursor: &Self::Cursor<S>, back: &Self::Agg<S>, out: &mut [Dual<S>]) -> R<()>;
+    /// The sets (matches, partial matches) `ev` forms per state, given the active vector `a`.
+    fn formed<S: Scalar>(dfa: &Dfa, a: &[Dual<S>], ev: &Ev, formed: &mut [Dual<S>]) -> R<()> {
+        formed.iter_mut().for_each(|f| *f = Dual::zero());
+        for &(q, q2) in &dfa.by_sym[ev.sym as usize] {
+            if !a[q as usize].is_zero() {
+                formed[q2 as usize].add_assign(&a[q as usize].take(ev.v)?)?;
+            }
+        }
+        let init = dfa.init[ev.sym as usize];
+        if init != NONE {
+            formed[init as usize].add_assign(&Dual::weight(ev.v))?;
+        }
+        Ok(())
+    }
+    /// Apply `ev` to the active vector, given what it formed.
+    fn advance<S: Scalar>(dfa: &Dfa, a: &mut [Dual<S>], ev: &Ev, formed: &[Dual<S>]) -> R<()>;
+    /// In expectation: what one set becomes when an element with a transition from its
+    /// state arrives, given the set as it is (`kept`) and moved along the transition.
+    fn expected_step(kept: &DualX, moved: &DualX) -> DualX;
+}
+
+/// Skip-till-any-match: the step is `I + (1+vε)·T_c`, so products are |Z|×|Z| matrices.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AnyMatch;
+
+impl Semantics for AnyMatch {
+    const POLICY: Policy = Policy::Any;
+    type Agg<S: Scalar> = Vec<Dual<S>>; // |Z|×|Z| row-major
+    type Cursor<S: Scalar> = Vec<Dual<S>>; // a row vector
+
+    fn identity<S: Scalar>(dfa: &Dfa) -> Self::Agg<S> {
+        step::identity(dfa.n)
+    }
+
+    fn append<S: Scalar>(dfa: &Dfa, agg: &mut Self::Agg<S>, ev: &Ev, scratch: &mut Self::Agg<S>) -> R<()> {
+        step::step(dfa, ev.sym, ev.v, agg, Dir::Forward, Layout::Cols, scratch)
+    }
+
+    fn prepend<S: Scalar>(dfa: &Dfa, ev: &Ev, agg: &mut Self::Agg<S>, scratch: &mut Self::Agg<S>) -> R<()> {
+        step::step(dfa, ev.sym, ev.v, agg, Dir::Backward, Layout::Rows, scratch)
+    }
+
+    fn start<S: Scalar>(dfa: &Dfa, ev: &Ev, after: &Self::Agg<S>) -> R<Option<Self::Cursor<S>>> {
+        let q = dfa.init[ev.sym as usize];
+        if q == NONE {
+            return Ok(None);
+        }
+        let z = dfa.n;
+        let row = &after[q as usize * z..(q as usize + 1) * z];
+        Ok(Some(row.iter().map(|d| d.take(ev.v)).collect::<R<Vec<_>>>()?))
+    }
+
+    fn retract<S: Scalar>(dfa: &Dfa, cursor: &Self::Cursor<S>, back: &Self::Agg<S>, out: &mut [Dual<S>]) -> R<()> {
+        let z = dfa.n;
+        for (q, r) in cursor.iter().enumerate() {
+            if r.is_zero() {
+                continue;
+            }
+            for j in 0..z {
+                let b = &back[q * z + j];
+                if !b.is_zero() {
+                    out[j].sub_assign(&r.mul(b)?)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn advance<S: Scalar>(_dfa: &Dfa, a: &mut [Dual<S>], _ev: &Ev, formed: &[Dual<S>]) -> R<()> {
+        for (x, f) in a.iter_mut().zip(formed) {
+            if !f.is_zero() {
+                x.add_assign(f)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn expected_step(kept: &DualX, moved: &DualX) -> DualX {
+        kept.plus(moved) // the set is also kept without the element
+    }
+}
+
+/// Skip-till-next-match: the step maps each state to one state (`δ(q,c)` or `q`), so products
+/// are functions on states with the weight of the elements taken.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NextMatch;
+
+impl Semantics for NextMatch {
+    const POLICY: Policy = Policy::Next;
+    type Agg<S: Scalar> = Vec<(u32, Dual<S>)>; // per start state: (end state, weight taken)
+    type Cursor<S: Scalar> = (u32, Dual<S>);
+
+    fn identity<S: Scalar>(dfa: &Dfa) -> Self::Agg<S> {
+        (0..dfa.n as u32).map(|q| (q, Dual::one())).collect()
+    }
+
+    fn append<S: Scalar>(dfa: &Dfa, agg: &mut Self::Agg<S>, ev: &Ev, _scratch: &mut Self::Agg<S>) -> R<()> {
+        for entry in agg.iter_mut() {
+            let to = dfa.step(entry.0, ev.sym);
+            if to != NONE {
+                *entry = (to, entry.1.take(ev.v)?);
+            }
+        }
+        Ok(())
+    }
+
+    fn prepend<S: Scalar>(dfa: &Dfa, ev: &Ev, agg: &mut Self::Agg<S>, old: &mut Self::Agg<S>) -> R<()> {
+        old.clone_from_slice(agg);
+        for q in 0..dfa.n as u32 {
+            let to = dfa.step(q, ev.sym);
+            agg[q as usize] = if to == NONE {
+                old[q as usize].clone()
+            } else {
+                let (end, w) = &old[to as usize];
+                (*end, w.take(ev.v)?)
+            };
+        }
+        Ok(())
+    }
+
+    fn start<S: Scalar>(dfa: &Dfa, ev: &Ev, after: &Self::Agg<S>) -> R<Option<Self::Cursor<S>>> {
+        let q = dfa.init[ev.sym as usize];
+        if q == NONE {
+            return Ok(None);
+        }
+        let (end, w) = &after[q as usize];
+        Ok(Some((*end, w.take(ev.v)?)))
+    }
+
+    fn retract<S: Scalar>(_dfa: &Dfa, cursor: &Self::Cursor<S>, back: &Self::Agg<S>, out: &mut [Dual<S>]) -> R<()> {
+        let (end, w) = &back[cursor.0 as usize];
+        out[*end as usize].sub_assign(&cursor.1.mul(w)?)
+    }
+
+    fn advance<S: Scalar>(dfa: &Dfa, a: &mut [Dual<S>], ev: &Ev, formed: &[Dual<S>]) -> R<()> {
+        for &(q, _) in &dfa.by_sym[ev.sym as usize] {
+            a[q as usize] = Dual::zero(); // the run moves on instead of being duplicated
+        }
+        AnyMatch::advance(dfa, a, ev, formed)
+    }
+
+    fn expected_step(_kept: &DualX, moved: &DualX) -> DualX {
+        moved.clone() // the run moves on
+    }
+}
+
+/// One skip-till-next-match run: the elements it took and where it ended.
+pub struct Run<'a> {
+    pub initiator: usize,
+    /// Indices of the elements taken, the initiator first.
+    pub taken: &'a [usize],
+    /// For each taken element, whether the run was in a final state right after it.
+    pub complete: &'a [bool],
+    pub end: u32,
+}
+
+/// Walk every skip-till-next-match run over `elems` (each initiator starts one, which takes
+/// every later element within its window that has a transition). The one definition of the
+/// runs that exact local counters and selection estimates both read.
+pub fn walk_runs(dfa: &Dfa, tau: i64, elems: &[Ev], mut visit: impl FnMut(Run<'_>)) {
+    let (mut taken, mut complete) = (Vec::new(), Vec::new());
+    for i in 0..elems.len() {
+        let q0 = dfa.init[elems[i].sym as usize];
+        if q0 == NONE {
+            continue;
+        }
+        taken.clear();
+        complete.clear();
+        let mut state = q0;
+        taken.push(i);
+        complete.push(dfa.finals[q0 as usize]);
+        for (j, e) in elems.iter().enumerate().skip(i + 1) {
+            if expired(elems[i].t, e.t, tau) {
+                break;
+            }
+            let to = dfa.step(state, e.sym);
+            if to != NONE {
+                state = to;
+                taken.push(j);
+                complete.push(dfa.finals[to as usize]);
+            }
+        }
+        visit(Run { initiator: i, taken: &taken, complete: &complete, end: state });
+    }
+}
+
+impl Run<'_> {
+    /// Per taken element, the complete matches of this run containing it and their value sum:
+    /// the element at position `k` is in every match the run completes at or after `k`.
+    pub fn locals<S: Scalar>(&self, elems: &[Ev]) -> R<Vec<Dual<S>>> {
+        let n = self.taken.len();
+        let mut prefix_value = Vec::with_capacity(n);
+        let mut v = S::zero();
+        for &k in self.taken {
+            v = v.add(&S::from_u64(elems[k].v))?;
+            prefix_value.push(v.clone());
+        }
+        let mut out = vec![Dual::zero(); n];
+        let mut acc = Dual::<S>::zero();
+        for k in (0..n).rev() {
+            if self.complete[k] {
+                acc.add_assign(&Dual { c: S::from_u64(1), s: prefix_value[k].clone() })?;
+            }
+            out[k] = acc.clone();
+        }
+        Ok(out)
+    }
+
+    /// The value sum of everything the run took.
+    pub fn value<S: Scalar>(&self, elems: &[Ev]) -> R<S> {
+        let mut v = S::zero();
+        for &k in self.taken {
+            v = v.add(&S::from_u64(elems[k].v))?;
+        }
+        Ok(v)
+    }
+}

@@ -1,0 +1,298 @@
+//! The state summary (paper §5) and summary selection (§6).
+//!
+//! The summary keeps at most `size` elements in time order, with two kinds of state beside
+//! them:
+//! * **exact counters** ([`counters`]), never wrapping, held on a promotion [`Ladder`]: what
+//!   `result()` reports;
+//! * **selection estimates** ([`estimates`], extended-range floats): per element the complete
+//!   matches it is part of (the present benefit) and its active local counters. They only
+//!   rank elements, so they may carry rounding, and never feed a reported number.
+//!
+//! This module is the lifecycle (observe, insert, evict, expire, time-to-live); what differs
+//! by selection semantics sits behind [`SummaryPolicy`] (skip-till-any-match in [`any`],
+//! skip-till-next-match in [`next`]); the algebra of what an element shares with the others
+//! is in [`neighbourhood`]; victim choice behind [`selection::Selector`].
+pub mod any;
+pub mod counters;
+pub mod estimates;
+pub mod neighbourhood;
+pub mod next;
+pub mod selection;
+
+use crate::benefit::{Coefficients, Estimator};
+use crate::dfa::Dfa;
+use crate::dual::{Dual, DualX};
+use crate::error::Error;
+use crate::semantics::{expired, Ev, Semantics};
+use crate::tier::Ladder;
+use counters::{Counters, CountersFamily, Retained};
+use estimates::Estimates;
+use num_bigint::BigUint;
+use rand::SeedableRng;
+use rand_pcg::Pcg64;
+use selection::StrategyKind;
+use serde::{Deserialize, Serialize};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Aggregate {
+    Count,
+    Sum,
+    Avg,
+}
+
+impl Aggregate {
+    pub const NAMES: [&'static str; 3] = ["count", "sum", "avg"];
+    pub fn parse(s: &str) -> Option<Aggregate> {
+        match s {
+            "count" => Some(Aggregate::Count),
+            "sum" => Some(Aggregate::Sum),
+            "avg" => Some(Aggregate::Avg),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    pub size: usize,
+    pub tau: i64,
+    pub strategy: StrategyKind,
+    pub aggregate: Aggregate,
+    pub time_to_live: Option<i64>,
+    /// Alphabet probabilities given by the user (normalised), or `None` to estimate them.
+    pub probabilities: Option<Vec<f64>>,
+    pub seed: u64,
+}
+
+/// What differs between selection semantics inside a summary. The exact window algebra
+/// comes from [`Semantics`]; these hooks keep the exact counters and estimates in step.
+pub trait SummaryPolicy: Semantics {
+    /// Recompute the active counters (`a`, and `v` where the policy keeps it) from scratch.
+    fn rebuild_active<N: crate::num::Num>(c: &mut Counters<N>, r: &Retained<'_>) -> crate::num::R<()>;
+    /// Append `ev` (the window already moved to it).
+    fn insert(s: &mut Summary<Self>, ev: Ev) -> Result<(), Error>;
+    /// Evict the element at position `p`.
+    fn remove(s: &mut Summary<Self>, p: usize) -> Result<(), Error>;
+    /// Elements `start..end` left the active window; the hook moves `active_start` to `end`.
+    fn expire(s: &mut Summary<Self>, start: usize, end: usize) -> Result<(), Error>;
+    /// Bring the estimates up to date before they are read.
+    fn refresh_estimates(s: &mut Summary<Self>);
+    /// Exact complete matches containing each element, recomputed from scratch (for tests).
+    fn exact_locals(s: &Summary<Self>) -> Result<Vec<Dual<BigUint>>, Error>;
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Summary<P: SummaryPolicy> {
+    pub cfg: Config,
+    pub dfa: Arc<Dfa>,
+    pub elems: Vec<Ev>,
+    pub(crate) exact: Ladder<CountersFamily<P>>,
+    pub(crate) est: Estimates,
+    pub(crate) active_start: usize,
+    pub now: Option<i64>,
+    pub(crate) estimator: Estimator,
+    pub(crate) coeffs: Coefficients,
+    pub(crate) rng: Pcg64,
+    pub events: u64,
+    pub skipped: u64,
+    /// Elements evicted to make room for a new one.
+    pub evictions: u64,
+    #[serde(skip)]
+    _policy: PhantomData<P>,
+}
+
+impl<P: SummaryPolicy> Clone for Summary<P> {
+    fn clone(&self) -> Self {
+        Summary {
+            cfg: self.cfg.clone(),
+            dfa: self.dfa.clone(),
+            elems: self.elems.clone(),
+            exact: self.exact.clone(),
+            est: self.est.clone(),
+            active_start: self.active_start,
+            now: self.now,
+            estimator: self.estimator.clone(),
+            coeffs: self.coeffs.clone(),
+            rng: self.rng.clone(),
+            events: self.events,
+            skipped: self.skipped,
+            evictions: self.evictions,
+            _policy: PhantomData,
+        }
+    }
+}
+
+/// The reported numbers: the sets per state over the retained elements, and `detected`.
+pub struct Readout {
+    pub g: Vec<Dual<BigUint>>,
+    pub detected: Dual<BigUint>,
+}
+
+impl<P: SummaryPolicy> Summary<P> {
+    pub fn new(dfa: Arc<Dfa>, cfg: Config) -> Summary<P> {
+        let estimator = Estimator::new(dfa.k(), cfg.probabilities.clone());
+        let coeffs = Coefficients::new(estimator.probabilities(), estimator.mean_values());
+        let z = dfa.n;
+        let rng = Pcg64::seed_from_u64(cfg.seed);
+        Summary {
+            cfg,
+            dfa,
+            elems: Vec::new(),
+            exact: Ladder::U128(Counters::empty(z)),
+            est: Estimates::default(),
+            active_start: 0,
+            now: None,
+            estimator,
+            coeffs,
+            rng,
+            events: 0,
+            skipped: 0,
+            evictions: 0,
+            _policy: PhantomData,
+        }
+    }
+
+    pub fn readout(&self) -> Readout {
+        let (g, detected) = crate::on_tier!(&self.exact, |p| p.readout());
+        Readout { g, detected }
+    }
+
+    /// Which number type the exact counters are on now (`u128`, `u256`, `big`).
+    pub fn tier(&self) -> &'static str {
+        self.exact.tier()
+    }
+
+    pub fn active_start(&self) -> usize {
+        self.active_start
+    }
+
+    /// Process one element of the query's alphabet.
+    pub fn observe(&mut self, ev: Ev) -> Result<(), Error> {
+        self.events += 1;
+        self.now = Some(ev.t);
+        if let Some(ttl) = self.cfg.time_to_live {
+            while !self.elems.is_empty() && expired(self.elems[0].t, ev.t, ttl) {
+                self.remove(0)?;
+            }
+        }
+        self.expire(ev.t)?;
+        if self.estimator.observe(ev.sym, ev.t, ev.v) {
+            self.coeffs = Coefficients::new(self.estimator.probabilities(), self.estimator.mean_values());
+        }
+        if self.cfg.size == 0 {
+            return Ok(());
+        }
+        if self.elems.len() < self.cfg.size {
+            return P::insert(self, ev);
+        }
+        if let Some(i) = self.cfg.strategy.choose(self, &ev) {
+            self.evictions += 1;
+            self.remove(i)?;
+            P::insert(self, ev)?;
+        }
+        Ok(())
+    }
+
+    /// A character outside the query's alphabet: counted, never retained.
+    pub fn skip(&mut self) {
+        self.events += 1;
+        self.skipped += 1;
+    }
+
+    /// Move the active window to the elements a new element at `now` can still match with.
+    fn expire(&mut self, now: i64) -> Result<(), Error> {
+        let start = self.active_start;
+        let mut end = start;
+        while end < self.elems.len() && expired(self.elems[end].t, now, self.cfg.tau) {
+            end += 1;
+        }
+        if end == start {
+            return Ok(());
+        }
+        P::expire(self, start, end)
+    }
+
+    /// Evict the element at position `p`.
+    pub fn remove(&mut self, p: usize) -> Result<(), Error> {
+        P::remove(self, p)
+    }
+
+    /// Take element `p` out of the element list and its per-element estimates.
+    pub(crate) fn drop_element(&mut self, p: usize) {
+        self.elems.remove(p);
+        self.est.drop_element(p, self.dfa.n);
+        if p < self.active_start {
+            self.active_start -= 1;
+        }
+    }
+
+    pub(crate) fn retained(&self) -> Retained<'_> {
+        Retained { dfa: &self.dfa, tau: self.cfg.tau, elems: &self.elems, active_start: self.active_start }
+    }
+
+    /// Float view of the sets a new element would form, from the exact active counters.
+    pub(crate) fn formed_estimate(&self, ev: &Ev) -> Vec<DualX> {
+        let a: Vec<DualX> = crate::on_tier!(&self.exact, |p| p.a.iter().map(|d| d.to_xf()).collect());
+        let mut formed = vec![Dual::zero(); self.dfa.n];
+        // Estimates never overflow.
+        let _ = P::formed(&self.dfa, &a, ev, &mut formed);
+        formed
+    }
+
+    /// Selection estimates, refreshed: (present benefit per element, active local rows).
+    pub fn estimates(&mut self) -> (Vec<DualX>, Vec<Vec<DualX>>) {
+        P::refresh_estimates(self);
+        (self.est.pres.clone(), self.est.al.chunks(self.dfa.n).map(|c| c.to_vec()).collect())
+    }
+
+    /// Exact active counters as maintained, and recomputed from the elements (for tests).
+    pub fn active_check(&self) -> Result<(Vec<Dual<BigUint>>, Vec<Dual<BigUint>>), Error> {
+        let kept = crate::on_tier!(&self.exact, |p| p.a.iter().map(|d| d.to_big()).collect());
+        let fresh = Counters::<BigUint>::rebuild::<P>(&self.retained(), &Dual::zero()).map_err(|_| Error::internal("rebuild failed"))?;
+        Ok((kept, fresh.a))
+    }
+
+    /// Exact local counters (complete matches containing each element), by recomputation.
+    pub fn exact_locals(&self) -> Result<Vec<Dual<BigUint>>, Error> {
+        P::exact_locals(self)
+    }
+
+    /// Internal consistency of a loaded summary: sizes agree with the automaton and each other.
+    pub fn validate(&self) -> Result<(), Error> {
+        let (z, n) = (self.dfa.n, self.elems.len());
+        let bad = |m: String| Err(Error::state(m));
+        if n > self.cfg.size {
+            return bad(format!("{n} retained elements exceed the summary size {}", self.cfg.size));
+        }
+        if self.active_start > n {
+            return bad("active window starts past the retained elements".into());
+        }
+        if let Some(e) = self.elems.iter().find(|e| e.sym as usize >= self.dfa.k()) {
+            return bad(format!("retained element with symbol {} outside the alphabet", e.sym));
+        }
+        if self.elems.windows(2).any(|w| w[1].t < w[0].t) {
+            return bad("retained elements are not in time order".into());
+        }
+        if self.cfg.tau < 0 || self.cfg.time_to_live.is_some_and(|t| t < 0) {
+            return bad("negative window or time to live".into());
+        }
+        if self.estimator.counts.len() != self.dfa.k() || self.coeffs.probabilities.len() != self.dfa.k() || self.coeffs.means.len() != self.dfa.k() {
+            return bad("estimator does not match the alphabet".into());
+        }
+        if self.cfg.probabilities.as_ref().is_some_and(|p| p.len() != self.dfa.k()) {
+            return bad("probabilities do not match the alphabet".into());
+        }
+        let lens = crate::on_tier!(&self.exact, |p| (p.g.len(), p.a.len(), p.v.len()));
+        let v_ok = lens.2 == n * z || (P::POLICY == crate::semantics::Policy::Next && lens.2 == 0);
+        if lens.0 != z || lens.1 != z || !v_ok {
+            return bad("exact counters do not match the automaton".into());
+        }
+        self.est.validate(n, z).map_err(Error::state)
+    }
+}
+
+#[cfg(test)]
+mod tests;

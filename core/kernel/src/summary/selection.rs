@@ -1,0 +1,138 @@
+//! Summary selection (§6.2): which retained element, if any, makes room for a new one.
+//!
+//! To add a strategy, implement [`Selector`] and give it a [`StrategyKind`] variant and name.
+use super::{Aggregate, Summary, SummaryPolicy};
+use crate::benefit::MAX_STEPS;
+use crate::dual::{Dual, DualX};
+use crate::num::Scalar;
+use crate::semantics::Ev;
+use crate::step::final_sum;
+use crate::xf::Xf;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+pub trait Selector {
+    /// The element to evict for `ev`, or `None` to drop `ev` instead.
+    fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StrategyKind {
+    /// The paper's benefit: present matches plus the expected matches of partial sets.
+    Suse,
+    /// Present matches only.
+    Present,
+    /// Evict the oldest element.
+    Fifo,
+    /// Evict a uniformly random element (seeded).
+    Random,
+}
+
+impl StrategyKind {
+    pub const NAMES: [&'static str; 4] = ["suse", "present", "fifo", "random"];
+
+    pub fn parse(s: &str) -> Option<StrategyKind> {
+        match s {
+            "suse" => Some(StrategyKind::Suse),
+            "present" => Some(StrategyKind::Present),
+            "fifo" => Some(StrategyKind::Fifo),
+            "random" => Some(StrategyKind::Random),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub fn choose<P: SummaryPolicy>(self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
+        match self {
+            StrategyKind::Suse => Benefit { expected: true }.choose(s, ev),
+            StrategyKind::Present => Benefit { expected: false }.choose(s, ev),
+            StrategyKind::Fifo => Fifo.choose(s, ev),
+            StrategyKind::Random => Random.choose(s, ev),
+        }
+    }
+}
+
+pub struct Fifo;
+
+impl Selector for Fifo {
+    fn choose<P: SummaryPolicy>(&self, _s: &mut Summary<P>, _ev: &Ev) -> Option<usize> {
+        Some(0)
+    }
+}
+
+pub struct Random;
+
+impl Selector for Random {
+    fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, _ev: &Ev) -> Option<usize> {
+        Some(s.rng.gen_range(0..s.elems.len()))
+    }
+}
+
+/// The element with the lowest benefit, if the new one beats it (Eq. 5): its present matches
+/// plus, with `expected`, the mean of the expected matches its active sets form over the
+/// remaining lifetimes of the oldest and newest active initiators.
+pub struct Benefit {
+    pub expected: bool,
+}
+
+impl Selector for Benefit {
+    fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
+        P::refresh_estimates(s);
+        let dfa = s.dfa.clone();
+        let t = ev.t;
+        let tau = s.cfg.tau;
+        let agg = s.cfg.aggregate;
+        let pick = |d: &DualX| if agg == Aggregate::Sum { d.s } else { d.c };
+        let rate = s.estimator.rate();
+        // Look ahead at most |S| elements: a set can only grow by elements the summary also
+        // keeps, and beyond that the expectation (which ignores the capacity) overrates
+        // partial matches against realised ones (see docs/ENGINE.md).
+        let horizon = s.cfg.size.min(MAX_STEPS) as f64;
+        let steps = |t_init: i64| -> usize {
+            let remaining = (tau as f64) - ((t as i128 - t_init as i128) as f64);
+            (remaining.max(0.0) * rate).round().min(horizon) as usize
+        };
+        let is_init = |e: &Ev| dfa.starts(e.sym);
+        let z = dfa.n;
+        let active = &s.elems[s.active_start..];
+        let oldest_init = active.iter().find(|e| is_init(e)).map(|e| e.t);
+        let cand = s.formed_estimate(ev);
+        s.coeffs.h::<P>(&dfa, s.cfg.size.min(MAX_STEPS)); // grow the cache once
+        let coeffs = &s.coeffs;
+        let dot = |al: &[DualX], h: &[DualX]| -> Xf {
+            let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: DualX, (x, h)| acc.plus(&x.times(h)));
+            pick(&acc)
+        };
+        let expected = |al: &[DualX], t_old: i64, t_new: i64| -> Xf {
+            dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or(Xf::ZERO).half()
+        };
+        let cand_new = if is_init(ev) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
+        let mut cand_benefit = pick(&final_sum(&dfa, &cand).unwrap_or_default());
+        if let (true, Some(t_new)) = (self.expected, cand_new) {
+            cand_benefit = cand_benefit.add(&expected(&cand, oldest_init.unwrap_or(t_new), t_new)).unwrap_or(cand_benefit);
+        }
+        let mut best: Option<(usize, Xf)> = None;
+        let mut latest_init: Option<i64> = None;
+        for i in 0..s.elems.len() {
+            let mut b = pick(&s.est.pres[i]);
+            if i >= s.active_start && self.expected {
+                if is_init(&s.elems[i]) {
+                    latest_init = Some(s.elems[i].t);
+                }
+                if let (Some(t_old), Some(t_new)) = (oldest_init, latest_init) {
+                    b = b.add(&expected(&s.est.al[i * z..(i + 1) * z], t_old, t_new)).unwrap_or(b);
+                }
+            }
+            if best.is_none_or(|(_, bb)| b < bb) {
+                best = Some((i, b));
+            }
+        }
+        match best {
+            Some((i, b)) if cand_benefit > b => Some(i),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,223 @@
+use super::selection::StrategyKind;
+use super::*;
+use crate::dfa::tests::paper;
+use crate::dfa::DfaSpec;
+use crate::engine::{ExactEngine, SummaryEngine};
+use crate::limits::Limits;
+use crate::semantics::{AnyMatch, NextMatch, Policy};
+use crate::state::{load, save, Saved};
+use crate::window::{split_totals, tests::stream, Window};
+use proptest::prelude::*;
+
+fn config(size: usize, tau: i64, strategy: StrategyKind, aggregate: Aggregate, ttl: Option<i64>) -> Config {
+    Config { size, tau, strategy, aggregate, time_to_live: ttl, probabilities: None, seed: 7 }
+}
+
+fn strategy_of(i: usize) -> StrategyKind {
+    [StrategyKind::Suse, StrategyKind::Present, StrategyKind::Fifo, StrategyKind::Random][i % 4]
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// After every step: the counters equal a recomputation from the retained elements, and the
+/// present-benefit estimates equal the exact local counters.
+fn check_invariants<P: SummaryPolicy>(s: &mut Summary<P>) -> Result<(), TestCaseError> {
+    let (kept, fresh) = s.active_check().unwrap();
+    prop_assert_eq!(kept, fresh, "active counters");
+    let g = Window::<BigUint, P>::run(s.dfa.clone(), s.cfg.tau, &s.elems).unwrap().totals;
+    prop_assert_eq!(&s.readout().g, &g, "global counters");
+    let locals = s.exact_locals().unwrap();
+    let (pres, _) = s.estimates();
+    for (e, x) in pres.iter().zip(&locals) {
+        let want = (num_traits::ToPrimitive::to_f64(&x.c).unwrap(), num_traits::ToPrimitive::to_f64(&x.s).unwrap());
+        prop_assert!(close(e.c.to_f64(), want.0) && close(e.s.to_f64(), want.1), "estimate {:?} vs exact {:?}", e, want);
+    }
+    Ok(())
+}
+
+fn run_checked<P: SummaryPolicy>(evs: &[Ev], cfg: Config) -> Result<(), TestCaseError> {
+    let mut s = Summary::<P>::new(Arc::new(paper()), cfg);
+    for e in evs {
+        s.observe(*e).unwrap();
+        check_invariants(&mut s)?;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn invariants_hold_after_every_step(evs in stream(), size in 1usize..7, tau in 0i64..12, strat in 0usize..4,
+                                        sum in any::<bool>(), ttl in proptest::option::of(0i64..10), next in any::<bool>()) {
+        let cfg = config(size, tau, strategy_of(strat), if sum { Aggregate::Sum } else { Aggregate::Count }, ttl);
+        if next { run_checked::<NextMatch>(&evs, cfg)? } else { run_checked::<AnyMatch>(&evs, cfg)? }
+    }
+
+    #[test]
+    fn a_summary_larger_than_the_stream_is_exact(evs in stream(), tau in 0i64..12, next in any::<bool>()) {
+        let dfa = Arc::new(paper());
+        let policy = if next { Policy::Next } else { Policy::Any };
+        let limits = Limits::default();
+        let mut s = SummaryEngine::new(dfa.clone(), policy, config(20, tau, StrategyKind::Suse, Aggregate::Count, None), &limits).unwrap();
+        let mut x = ExactEngine::new(dfa.clone(), tau, policy, &limits).unwrap();
+        for e in &evs {
+            s.observe(*e).unwrap();
+            x.push(*e).unwrap();
+        }
+        let r = s.readout();
+        let (c, sum, partial) = split_totals(&dfa, &r.g);
+        prop_assert_eq!((c.clone(), sum, partial), x.totals());
+        prop_assert_eq!(r.detected.c, c);
+    }
+
+    /// Saved state: every corruption is refused with a state error, never a panic; an
+    /// untouched state loads to the same bytes.
+    #[test]
+    fn saved_state_is_checked(evs in stream(), tau in 0i64..12, next in any::<bool>(), pos in any::<usize>(),
+                              byte in any::<u8>(), kind in 0usize..4) {
+        let dfa = Arc::new(paper());
+        let policy = if next { Policy::Next } else { Policy::Any };
+        let limits = Limits::default();
+        let mut s = SummaryEngine::new(dfa, policy, config(4, tau, StrategyKind::Suse, Aggregate::Count, None), &limits).unwrap();
+        for e in &evs {
+            s.observe(*e).unwrap();
+        }
+        let bytes = save(&Saved { meta: "{}".into(), last_t: evs.last().map(|e| e.t), summary: s }).unwrap();
+        let again = save(&load(&bytes, &limits).unwrap()).unwrap();
+        prop_assert_eq!(&again, &bytes);
+        let mut bad = bytes.clone();
+        match kind {
+            0 => { let i = pos % bad.len(); bad[i] ^= byte.max(1); }
+            1 => bad.truncate(pos % bad.len()),
+            2 => bad.push(byte),
+            _ => { let i = pos % bad.len(); bad.insert(i, byte); }
+        }
+        match load(&bad, &limits) {
+            Ok(x) => prop_assert_eq!(save(&x).unwrap(), bytes),
+            Err(e) => prop_assert!(matches!(e, crate::error::Error::State(_)), "{e:?}"),
+        }
+    }
+}
+
+/// A payload with a valid checksum but lying counters or sizes is still refused.
+#[test]
+fn consistent_checksum_with_inconsistent_content_is_refused() {
+    let limits = Limits::default();
+    let mut s = SummaryEngine::new(Arc::new(paper()), Policy::Any, config(4, 5, StrategyKind::Suse, Aggregate::Count, None), &limits).unwrap();
+    for (t, sym) in [(0, 0u8), (1, 3), (2, 4)] {
+        s.observe(Ev { sym, t, v: 1 }).unwrap();
+    }
+    let mut lying = s.clone();
+    if let SummaryEngine::Any(x) = &mut lying {
+        if let crate::tier::Ladder::U128(c) = &mut x.exact {
+            c.g[4].c += 1;
+        }
+    }
+    let err = load(&save(&Saved { meta: String::new(), last_t: None, summary: lying }).unwrap(), &limits).err().unwrap();
+    assert!(err.to_string().contains("counters do not match"), "{err}");
+    let mut oversized = s.clone();
+    if let SummaryEngine::Any(x) = &mut oversized {
+        x.cfg.size = 2; // three retained elements
+    }
+    let err = load(&save(&Saved { meta: String::new(), last_t: None, summary: oversized }).unwrap(), &limits).err().unwrap();
+    assert!(err.to_string().contains("exceed the summary size"), "{err}");
+    let big_dfa = save(&Saved { meta: String::new(), last_t: None, summary: s }).unwrap();
+    assert!(load(&big_dfa, &Limits { max_bytes: 10 }).is_err());
+    assert!(load(b"SUSE\x10\x00\x00\x00{\"query\": 1}", &limits).err().unwrap().to_string().contains("suse 0.1"));
+    assert!(load(b"garbage", &limits).err().unwrap().to_string().contains("not a serialised suse summary"));
+}
+
+/// `a+b` with 1,100 a's: counts near 2^1100, far past f64. Selection under `present` must
+/// still make the decisions exact arithmetic makes (here: which element is the cheapest).
+#[test]
+fn selection_stays_exact_past_f64() {
+    let spec = DfaSpec { n: 3, alphabet: b"ab".to_vec(), start: 0, finals: vec![false, false, true], table: vec![1, -1, 1, 2, -1, -1] };
+    let dfa = Arc::new(Dfa::new(spec).unwrap());
+    let n_a = 1100;
+    let mut s = Summary::<AnyMatch>::new(dfa, config(n_a + 2, 1 << 40, StrategyKind::Present, Aggregate::Count, None));
+    let mut t = 0;
+    for _ in 0..n_a {
+        s.observe(Ev { sym: 0, t, v: 1 }).unwrap();
+        t += 1;
+    }
+    // b1, b2 fill the summary; every b then forms 2^1100 − 1 matches.
+    for _ in 0..4 {
+        s.observe(Ev { sym: 1, t, v: 1 }).unwrap();
+        t += 1;
+    }
+    // Every a is in 2·2^1099 matches, every b in 2^1100 − 1: the new b ties the cheapest b.
+    let locals = s.exact_locals().unwrap();
+    let (pres, _) = s.estimates();
+    assert!(pres.iter().all(|d| d.c.to_f64().is_infinite()), "scores really are past f64");
+    for (e, x) in pres.iter().zip(&locals) {
+        assert!((e.c.log2() - crate::num::Num::to_xf(&x.c).log2()).abs() < 1e-9, "estimate 2^{}", e.c.log2());
+    }
+    assert_eq!(s.evictions, 0);
+    let mut s2 = Summary::<AnyMatch>::new(s.dfa.clone(), config(n_a + 1, 1 << 40, StrategyKind::Present, Aggregate::Count, None));
+    for i in 0..n_a as i64 {
+        s2.observe(Ev { sym: 0, t: i, v: 1 }).unwrap();
+    }
+    s2.observe(Ev { sym: 1, t: n_a as i64, v: 1 }).unwrap(); // full now: a's hold 2^1099 each
+    s2.observe(Ev { sym: 1, t: n_a as i64 + 1, v: 1 }).unwrap(); // 2^1100 − 1 > 2^1099: evicts an a
+    assert_eq!(s2.evictions, 1, "a candidate worth 2^1100 must beat an element worth 2^1099");
+    assert_eq!(s2.elems.iter().filter(|e| e.sym == 1).count(), 2);
+}
+
+#[test]
+fn strategies_choose_as_documented() {
+    let dfa = Arc::new(paper());
+    let evs: Vec<Ev> = (0..40).map(|i| Ev { sym: [0, 1, 2, 3, 4, 6][i % 6], t: i as i64, v: 1 }).collect();
+    // fifo keeps the newest elements.
+    let mut f = Summary::<AnyMatch>::new(dfa.clone(), config(5, 100, StrategyKind::Fifo, Aggregate::Count, None));
+    evs.iter().for_each(|e| f.observe(*e).unwrap());
+    assert_eq!(f.elems, evs[35..].to_vec());
+    // random is a pure function of the seed.
+    let run = |seed| {
+        let mut c = config(5, 100, StrategyKind::Random, Aggregate::Count, None);
+        c.seed = seed;
+        let mut r = Summary::<AnyMatch>::new(dfa.clone(), c);
+        evs.iter().for_each(|e| r.observe(*e).unwrap());
+        r.elems
+    };
+    assert_eq!(run(1), run(1));
+    assert_ne!(run(1), run(2));
+    // present never lets a new element in unless it beats the cheapest retained one.
+    let mut p = Summary::<AnyMatch>::new(dfa.clone(), config(5, 100, StrategyKind::Present, Aggregate::Count, None));
+    for e in &evs {
+        let before = p.elems.clone();
+        let full = before.len() == 5;
+        let locals = p.exact_locals().unwrap();
+        p.observe(*e).unwrap();
+        if full && p.evictions > 0 && p.elems != before {
+            let gone = before.iter().position(|x| !p.elems.contains(x)).unwrap();
+            let min = locals.iter().map(|d| d.c.clone()).min().unwrap();
+            assert_eq!(locals[gone].c, min, "evicted a cheapest element");
+        }
+    }
+}
+
+#[test]
+fn paper_stream_keeps_its_counters_exact_through_every_tier() {
+    // (|S|, τ) = (200, 200) over the paper's query: counts pass 2^128 and the ladder widens.
+    let dfa = Arc::new(paper());
+    let mut s = Summary::<AnyMatch>::new(dfa, config(200, 200, StrategyKind::Suse, Aggregate::Count, None));
+    let mut x: u64 = 12345;
+    let mut tiers = std::collections::BTreeSet::new();
+    for t in 0..400 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let sym = [0u8, 1, 1, 1, 2, 2, 2, 2, 3, 4, 6][(x >> 33) as usize % 11];
+        s.observe(Ev { sym, t, v: 1 }).unwrap();
+        tiers.insert(s.tier());
+        if t % 50 == 0 {
+            let (kept, fresh) = s.active_check().unwrap();
+            assert_eq!(kept, fresh);
+        }
+    }
+    let g = Window::<BigUint, AnyMatch>::run(s.dfa.clone(), s.cfg.tau, &s.elems).unwrap().totals;
+    assert_eq!(s.readout().g, g);
+    assert!(tiers.len() >= 2, "expected promotion, saw {tiers:?}");
+}
+

@@ -1,0 +1,117 @@
+//! Overflow promotion, once for every exact structure: u128 → 256 bits → big integers.
+//!
+//! An exact structure is written once, generic over [`Num`], and named as a [`Family`] (the
+//! same structure at every number type). A [`Ladder`] holds it at the narrowest type that
+//! has fitted so far. An operation runs through [`promoting!`]: on [`Overflow`] the ladder
+//! [`widens`](Family::widen) the structure from what it keeps raw (its committed state: an
+//! operation must leave that intact when it fails) and runs the operation again.
+//! Overflow at the last tier can only be a logic error (a subtraction below zero), and is
+//! reported as an internal error instead of a panic.
+use crate::error::Error;
+use crate::num::{Num, U256};
+use num_bigint::BigUint;
+use serde::{Deserialize, Serialize};
+
+pub trait Family: 'static {
+    type At<N: Num>: Clone + Send + Sync;
+    /// What a rebuild needs beside the structure itself.
+    type Ctx<'a>;
+    /// The structure over `M`, rebuilt from the committed state of `part`.
+    fn widen<N: Num, M: Num>(ctx: &Self::Ctx<'_>, part: &Self::At<N>) -> crate::num::R<Self::At<M>>;
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(bound(
+    serialize = "F::At<u128>: Serialize, F::At<U256>: Serialize, F::At<BigUint>: Serialize",
+    deserialize = "F::At<u128>: Deserialize<'de>, F::At<U256>: Deserialize<'de>, F::At<BigUint>: Deserialize<'de>"
+))]
+pub enum Ladder<F: Family> {
+    U128(F::At<u128>),
+    U256(F::At<U256>),
+    Big(F::At<BigUint>),
+}
+
+impl<F: Family> Clone for Ladder<F> {
+    fn clone(&self) -> Self {
+        match self {
+            Ladder::U128(p) => Ladder::U128(p.clone()),
+            Ladder::U256(p) => Ladder::U256(p.clone()),
+            Ladder::Big(p) => Ladder::Big(p.clone()),
+        }
+    }
+}
+
+/// Run `$body` (an expression in `$p`, the structure at its current tier, returning
+/// `R<T>`) on `$ladder`, widening and retrying on overflow. Evaluates to `Result<T, Error>`.
+#[macro_export]
+macro_rules! promoting {
+    ($ladder:expr, $ctx:expr, |$p:ident| $body:expr) => {{
+        loop {
+            let r = $crate::on_tier!($ladder, |$p| $body);
+            match r {
+                Ok(v) => break Ok(v),
+                Err($crate::num::Overflow) => {
+                    if let Err(e) = $ladder.widen($ctx) {
+                        break Err(e);
+                    }
+                }
+            }
+        }
+    }};
+}
+
+/// `$body` on the structure at whatever tier it is (no promotion).
+#[macro_export]
+macro_rules! on_tier {
+    ($ladder:expr, |$p:ident| $body:expr) => {
+        match $ladder {
+            $crate::tier::Ladder::U128($p) => $body,
+            $crate::tier::Ladder::U256($p) => $body,
+            $crate::tier::Ladder::Big($p) => $body,
+        }
+    };
+}
+
+impl<F: Family> Ladder<F> {
+    pub fn tier(&self) -> &'static str {
+        match self {
+            Ladder::U128(_) => u128::NAME,
+            Ladder::U256(_) => U256::NAME,
+            Ladder::Big(_) => BigUint::NAME,
+        }
+    }
+
+    pub fn is_big(&self) -> bool {
+        !matches!(self, Ladder::U128(_))
+    }
+
+    /// Move one tier up (two if the middle one does not fit either).
+    pub fn widen(&mut self, ctx: &F::Ctx<'_>) -> Result<(), Error> {
+        let next = match self {
+            Ladder::U128(p) => match F::widen::<u128, U256>(ctx, p) {
+                Ok(w) => Ladder::U256(w),
+                Err(_) => Ladder::Big(F::widen::<u128, BigUint>(ctx, p).map_err(|_| Error::internal("a rebuild over big integers failed"))?),
+            },
+            Ladder::U256(p) => Ladder::Big(F::widen::<U256, BigUint>(ctx, p).map_err(|_| Error::internal("a rebuild over big integers failed"))?),
+            Ladder::Big(_) => return Err(Error::internal("an exact counter went below zero")),
+        };
+        *self = next;
+        Ok(())
+    }
+}
+
+/// Build a ladder at the narrowest tier whose build succeeds: `$make` is an expression in the
+/// type alias `$n`, returning `R<F::At<$n>>`.
+#[macro_export]
+macro_rules! narrowest {
+    ($n:ident => $make:expr) => {{
+        let small = { type $n = u128; $make };
+        match small {
+            Ok(p) => $crate::tier::Ladder::U128(p),
+            Err(_) => match { type $n = $crate::num::U256; $make } {
+                Ok(p) => $crate::tier::Ladder::U256(p),
+                Err(_) => $crate::tier::Ladder::Big({ type $n = num_bigint::BigUint; $make }.map_err(|_| $crate::error::Error::internal("a build over big integers failed"))?),
+            },
+        }
+    }};
+}

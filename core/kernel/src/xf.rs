@@ -1,0 +1,234 @@
+//! `Xf`: a non-negative float with an exponent that does not run out.
+//!
+//! Selection ranks elements by estimated match counts that outgrow `f64` (10^308) long before
+//! exact counters stop: a summary of a few thousand elements holds 2^1000+ matches, and in
+//! `f64` every such score becomes infinity and selection can no longer tell them apart. `Xf`
+//! keeps a mantissa `m` in [2^-256, 2^256) (or 0) and a chunk exponent `e`, value
+//! `m · 2^(512·e)`. Scaling by powers of two is exact, so below 2^256 every operation gives
+//! bit for bit what plain `f64` gives (the selection of earlier releases is kept exactly), and
+//! the common case (e equal) costs one compare per operation beyond the float arithmetic.
+//! Values are estimates of non-negative quantities: subtraction clamps at zero.
+use crate::num::{Scalar, R};
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+
+const HI: f64 = 1.157_920_892_373_162e77; // 2^256
+const LO: f64 = 1.0 / HI; // 2^-256
+const DOWN: f64 = LO * LO; // 2^-512
+const UP: f64 = HI * HI; // 2^512
+const CHUNK: i64 = 512;
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Xf {
+    m: f64,
+    e: i32,
+}
+
+impl Xf {
+    pub const ZERO: Xf = Xf { m: 0.0, e: 0 };
+    pub const ONE: Xf = Xf { m: 1.0, e: 0 };
+
+    #[inline]
+    fn norm(mut m: f64, mut e: i32) -> Xf {
+        if m >= HI {
+            while m >= HI {
+                m *= DOWN;
+                e += 1;
+            }
+        } else if m < LO {
+            if m <= 0.0 || m.is_nan() {
+                return Xf::ZERO;
+            }
+            while m < LO {
+                m *= UP;
+                e -= 1;
+            }
+        }
+        Xf { m, e }
+    }
+
+    /// A finite, non-negative float (negative and NaN become 0, infinity the largest value).
+    #[inline]
+    pub fn from_f64(x: f64) -> Xf {
+        if x.is_infinite() {
+            return Xf { m: HI / 2.0, e: i32::MAX / 2 };
+        }
+        Xf::norm(x, 0)
+    }
+
+    /// `m · 2^shift` for a mantissa `m` in [1, 2^64] and any non-negative shift.
+    pub fn from_parts(m: f64, shift: i64) -> Xf {
+        let chunks = shift / CHUNK;
+        let rest = (shift % CHUNK) as i32;
+        let mut x = Xf::norm(m * 2f64.powi(rest), 0);
+        x.e = x.e.saturating_add(chunks.min(i32::MAX as i64 / 2) as i32);
+        x
+    }
+
+    /// The nearest `f64` (infinity past 10^308): for display and tests only.
+    pub fn to_f64(self) -> f64 {
+        let (mut m, mut e) = (self.m, self.e);
+        while e > 0 && m.is_finite() {
+            m *= UP;
+            e -= 1;
+        }
+        while e < 0 && m != 0.0 {
+            m *= DOWN;
+            e += 1;
+        }
+        m
+    }
+
+    /// `log2` of the value (−∞ for 0), for reports of scores past `f64`.
+    pub fn log2(self) -> f64 {
+        self.m.log2() + (CHUNK * self.e as i64) as f64
+    }
+
+    #[inline]
+    pub fn mul_f64(self, p: f64) -> Xf {
+        Xf::norm(self.m * p, self.e)
+    }
+
+    #[inline]
+    pub fn half(self) -> Xf {
+        Xf::norm(self.m * 0.5, self.e)
+    }
+
+    #[inline]
+    fn plus(self, o: Xf) -> Xf {
+        if self.e == o.e {
+            return Xf::norm(self.m + o.m, self.e);
+        }
+        if self.m == 0.0 {
+            return o;
+        }
+        if o.m == 0.0 {
+            return self;
+        }
+        let (big, small) = if self.e > o.e { (self, o) } else { (o, self) };
+        if big.e - small.e == 1 {
+            Xf::norm(big.m + small.m * DOWN, big.e)
+        } else {
+            big // the smaller is below 2^-512 of the larger: under the mantissa's precision
+        }
+    }
+
+    #[inline]
+    fn minus(self, o: Xf) -> Xf {
+        if o.m == 0.0 {
+            return self;
+        }
+        match self.e.cmp(&o.e) {
+            Ordering::Equal => Xf::norm(self.m - o.m, self.e),
+            Ordering::Less => Xf::ZERO,
+            Ordering::Greater if self.e - o.e == 1 => Xf::norm(self.m - o.m * DOWN, self.e),
+            Ordering::Greater => self,
+        }
+    }
+
+    #[inline]
+    fn times(self, o: Xf) -> Xf {
+        if self.m == 0.0 || o.m == 0.0 {
+            return Xf::ZERO;
+        }
+        Xf::norm(self.m * o.m, self.e + o.e)
+    }
+}
+
+impl PartialOrd for Xf {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        // Canonical form: zero is (0, 0); otherwise a larger chunk means a larger value.
+        match (self.m == 0.0, o.m == 0.0) {
+            (true, true) => Some(Ordering::Equal),
+            (true, false) => Some(Ordering::Less),
+            (false, true) => Some(Ordering::Greater),
+            _ => match self.e.cmp(&o.e) {
+                Ordering::Equal => self.m.partial_cmp(&o.m),
+                ord => Some(ord),
+            },
+        }
+    }
+}
+
+impl Scalar for Xf {
+    #[inline]
+    fn zero() -> Self {
+        Xf::ZERO
+    }
+    #[inline]
+    fn from_u64(v: u64) -> Self {
+        Xf::from_f64(v as f64)
+    }
+    #[inline]
+    fn is_zero(&self) -> bool {
+        self.m == 0.0
+    }
+    #[inline]
+    fn add(&self, o: &Self) -> R<Self> {
+        Ok(self.plus(*o))
+    }
+    #[inline]
+    fn sub(&self, o: &Self) -> R<Self> {
+        Ok(self.minus(*o))
+    }
+    #[inline]
+    fn mul(&self, o: &Self) -> R<Self> {
+        Ok(self.times(*o))
+    }
+    #[inline]
+    fn mul_u64(&self, v: u64) -> R<Self> {
+        Ok(self.mul_f64(v as f64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn equals_f64_in_f64_range() {
+        let vals = [0.0, 1e-300, 3.5e-80, 0.25, 1.0, 7.0, 1e20, 3.3e76, 1.2e77, 9e150, 1e300];
+        for &a in &vals {
+            for &b in &vals {
+                let (xa, xb) = (Xf::from_f64(a), Xf::from_f64(b));
+                assert_eq!(xa.plus(xb).to_f64(), a + b, "{a} + {b}");
+                if a * b < 1e300 && a * b > 1e-300 {
+                    assert_eq!(xa.times(xb).to_f64(), a * b, "{a} * {b}");
+                }
+                assert_eq!(xa.minus(xb).to_f64(), (a - b).max(0.0), "{a} - {b}");
+                assert_eq!(xa.partial_cmp(&xb), a.partial_cmp(&b), "{a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn stays_comparable_past_f64() {
+        let two = Xf::from_f64(2.0);
+        let mut x = Xf::ONE;
+        for _ in 0..1100 {
+            x = x.times(two);
+        }
+        let y = x.plus(x); // 2^1101
+        assert!(y > x && x > Xf::from_f64(1e308));
+        assert!((x.log2() - 1100.0).abs() < 1e-9);
+        assert!((y.minus(x).log2() - 1100.0).abs() < 1e-9);
+        let z = x.times(x); // 2^2200
+        assert!(z > y && (z.log2() - 2200.0).abs() < 1e-9);
+    }
+
+    proptest! {
+        #[test]
+        fn ordering_matches_logarithms(a in 0.0f64..1e6, b in 0.0f64..1e6, ka in 0u32..6, kb in 0u32..6) {
+            // Raise to large powers by repeated squaring; compare with log2 computed directly.
+            let (mut xa, mut xb) = (Xf::from_f64(a + 1.0), Xf::from_f64(b + 1.0));
+            let (mut la, mut lb) = ((a + 1.0).log2(), (b + 1.0).log2());
+            for _ in 0..ka { xa = xa.times(xa); la *= 2.0; }
+            for _ in 0..kb { xb = xb.times(xb); lb *= 2.0; }
+            prop_assert!((xa.log2() - la).abs() <= 1e-9 * la.max(1.0));
+            if (la - lb).abs() > 1e-6 * la.max(lb).max(1.0) {
+                prop_assert_eq!(xa < xb, la < lb);
+            }
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! Python bindings of the suse kernel (`suse._core`): conversion and error mapping only.
+//!
+//! Every entry point runs inside [`guard`]: kernel errors become the package's exception
+//! types, and a panic (a bug) becomes `suse.InternalError` and retires the object, so
+//! nothing reaches Python as a `PanicException` or takes the interpreter down.
+use num_bigint::BigUint;
+use numpy::PyReadonlyArray1;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use suse_kernel::batch::Batch;
+use suse_kernel::dfa::{Dfa, DfaSpec, UNKNOWN};
+use suse_kernel::engine::{ExactEngine as KExact, SummaryEngine as KSummary};
+use suse_kernel::error::Error;
+use suse_kernel::limits::{Limits, DEFAULT_MAX_BYTES};
+use suse_kernel::semantics::{Ev, Policy};
+use suse_kernel::state::{self, Saved, FORMAT_VERSION};
+use suse_kernel::summary::selection::StrategyKind;
+use suse_kernel::summary::{Aggregate, Config};
+use suse_kernel::window::{per_initiator_totals, split_totals};
+
+pyo3::import_exception!(suse.errors, InputError);
+pyo3::import_exception!(suse.errors, StateError);
+pyo3::import_exception!(suse.errors, LimitError);
+pyo3::import_exception!(suse.errors, InternalError);
+
+fn to_py(e: Error) -> PyErr {
+    match e {
+        Error::Input(m) => InputError::new_err(m),
+        Error::State(m) => StateError::new_err(m),
+        Error::Limit(m) => LimitError::new_err(m),
+        Error::Internal(m) => InternalError::new_err(format!("internal error in the suse kernel: {m}; this is a bug, please report it")),
+    }
+}
+
+/// Run `f`, mapping kernel errors and panics; `dead` is set when the object may be left
+/// half-changed (a panic or an internal error), and checked first.
+fn guard<T>(dead: &mut Option<String>, f: impl FnOnce() -> Result<T, Error>) -> PyResult<T> {
+    if let Some(why) = dead {
+        return Err(InternalError::new_err(format!("this engine stopped after an internal error ({why}); create a new one")));
+    }
+    let outcome = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let msg = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+        Err(Error::Internal(format!("panic: {msg}")))
+    });
+    outcome.map_err(|e| {
+        if let Error::Internal(m) = &e {
+            *dead = Some(m.clone());
+        }
+        to_py(e)
+    })
+}
+
+/// A read-only call: errors map the same way, nothing can be left half-changed.
+fn guard_ro<T>(f: impl FnOnce() -> Result<T, Error>) -> PyResult<T> {
+    guard(&mut None, f)
+}
+
+fn policy(name: &str) -> Result<Policy, Error> {
+    Policy::parse(name).ok_or_else(|| Error::input(format!("policy must be one of {}; got {name:?}", Policy::NAMES.join(", "))))
+}
+
+fn limits(memory_limit: Option<u64>) -> Limits {
+    Limits { max_bytes: memory_limit.unwrap_or(DEFAULT_MAX_BYTES) }
+}
+
+#[pyclass(name = "Dfa", module = "suse._core", frozen)]
+#[derive(Clone)]
+struct PyDfa {
+    inner: Arc<Dfa>,
+}
+
+#[pymethods]
+impl PyDfa {
+    #[new]
+    #[pyo3(signature = (n_states, alphabet, start, finals, table))]
+    fn new(n_states: usize, alphabet: &str, start: u32, finals: Vec<bool>, table: Vec<i64>) -> PyResult<Self> {
+        guard_ro(|| {
+            if !alphabet.is_ascii() {
+                return Err(Error::input("alphabet must be ASCII"));
+            }
+            let spec = DfaSpec { n: n_states, alphabet: alphabet.as_bytes().to_vec(), start, finals, table };
+            Dfa::new(spec).map(|d| PyDfa { inner: Arc::new(d) }).map_err(Error::Input)
+        })
+    }
+
+    #[getter]
+    fn n_states(&self) -> usize {
+        self.inner.n
+    }
+}
+
+/// The aggregate at an evaluation time, with named fields.
+#[pyclass(name = "Evaluation", module = "suse._core", frozen, get_all)]
+struct NativeEvaluation {
+    timestamp: i64,
+    count: BigUint,
+    sum: BigUint,
+    partial_count: BigUint,
+    detected_count: Option<BigUint>,
+    detected_sum: Option<BigUint>,
+    elements: Option<Vec<(char, i64, u64)>>,
+}
+
+/// A summary's configuration as the kernel holds it (what a saved state is checked against).
+#[pyclass(name = "SummaryConfig", module = "suse._core", frozen, get_all)]
+struct NativeConfig {
+    window: i64,
+    size: usize,
+    strategy: &'static str,
+    aggregate: &'static str,
+    policy: &'static str,
+    time_to_live: Option<i64>,
+    seed: u64,
+    probabilities: Option<Vec<f64>>,
+}
+
+/// `(count, sum, partial count)` over everything processed, with named fields.
+#[pyclass(name = "Totals", module = "suse._core", frozen, get_all)]
+struct NativeTotals {
+    count: BigUint,
+    sum: BigUint,
+    partial_count: BigUint,
+}
+
+fn array(a: &Option<PyReadonlyArray1<'_, i64>>) -> Option<Vec<i64>> {
+    a.as_ref().map(|x| x.as_array().to_vec())
+}
+
+/// Exact aggregation over a whole stream (the ground truth).
+#[pyclass(name = "ExactEngine", module = "suse._core")]
+struct ExactEngine {
+    engine: KExact,
+    last_t: Option<i64>,
+    events: u64,
+    skipped: u64,
+    dead: Option<String>,
+}
+
+#[pymethods]
+impl ExactEngine {
+    #[new]
+    #[pyo3(signature = (dfa, window, policy_name, memory_limit=None))]
+    fn new(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>) -> PyResult<Self> {
+        guard_ro(|| {
+            let engine = KExact::new(dfa.inner.clone(), window, policy(policy_name)?, &limits(memory_limit))?;
+            Ok(ExactEngine { engine, last_t: None, events: 0, skipped: 0, dead: None })
+        })
+    }
+
+    /// Process a batch; one evaluation per time in `evaluate_at` (increasing).
+    #[pyo3(signature = (chars, timestamps, values=None, evaluate_at=None))]
+    fn extend(
+        &mut self,
+        py: Python<'_>,
+        chars: &[u8],
+        timestamps: PyReadonlyArray1<'_, i64>,
+        values: Option<PyReadonlyArray1<'_, i64>>,
+        evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
+    ) -> PyResult<Vec<NativeEvaluation>> {
+        let (ts, vals, evals) = (timestamps.as_array().to_vec(), array(&values), array(&evaluate_at).unwrap_or_default());
+        let mut dead = self.dead.take();
+        let out = py.allow_threads(|| {
+            guard(&mut dead, || {
+                let batch = Batch::new(chars, &ts, vals.as_deref(), &evals, self.last_t)?;
+                let lookup = self.engine.dfa().lookup.clone();
+                let rows = batch.run(
+                    &mut *self,
+                    &lookup,
+                    |me, ev| {
+                        me.events += 1;
+                        match ev {
+                            None => {
+                                me.skipped += 1;
+                                Ok(())
+                            }
+                            Some(ev) => me.engine.push(ev),
+                        }
+                    },
+                    |me, t| {
+                        let (count, sum, partial_count) = me.engine.totals();
+                        NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None }
+                    },
+                )?;
+                if let Some(t) = batch.last_timestamp() {
+                    self.last_t = Some(t);
+                }
+                Ok(rows)
+            })
+        });
+        self.dead = dead;
+        out
+    }
+
+    fn totals(&self) -> NativeTotals {
+        let (count, sum, partial_count) = self.engine.totals();
+        NativeTotals { count, sum, partial_count }
+    }
+
+    #[getter]
+    fn events(&self) -> u64 {
+        self.events
+    }
+
+    #[getter]
+    fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    #[getter]
+    fn tier(&self) -> &'static str {
+        self.engine.tier()
+    }
+
+    #[getter]
+    fn is_big(&self) -> bool {
+        self.engine.tier() != "u128"
+    }
+
+    #[getter]
+    fn last_timestamp(&self) -> Option<i64> {
+        self.last_t
+    }
+}
+
+/// The bounded state summary with summary selection.
+#[pyclass(name = "SummaryEngine", module = "suse._core")]
+struct SummaryEngine {
+    inner: KSummary,
+    last_t: Option<i64>,
+    dead: Option<String>,
+}
+
+impl SummaryEngine {
+    fn evaluation(&self, t: i64, with_elements: bool) -> NativeEvaluation {
+        let r = self.inner.readout();
+        let (count, sum, partial_count) = split_totals(self.inner.dfa(), &r.g);
+        NativeEvaluation {
+            timestamp: t,
+            count,
+            sum,
+            partial_count,
+            detected_count: Some(r.detected.c),
+            detected_sum: Some(r.detected.s),
+            elements: with_elements.then(|| self.element_list()),
+        }
+    }
+
+    fn element_list(&self) -> Vec<(char, i64, u64)> {
+        let alphabet = &self.inner.dfa().alphabet;
+        self.inner.elements().iter().map(|e: &Ev| (alphabet[e.sym as usize] as char, e.t, e.v)).collect()
+    }
+}
+
+#[pymethods]
+impl SummaryEngine {
+    #[new]
+    #[pyo3(signature = (dfa, window, size, strategy, aggregate, policy_name, probabilities, seed, time_to_live, memory_limit=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        dfa: &PyDfa,
+        window: i64,
+        size: usize,
+        strategy: &str,
+        aggregate: &str,
+        policy_name: &str,
+        probabilities: Option<Vec<f64>>,
+        seed: u64,
+        time_to_live: Option<i64>,
+        memory_limit: Option<u64>,
+    ) -> PyResult<Self> {
+        guard_ro(|| {
+            let strategy = StrategyKind::parse(strategy)
+                .ok_or_else(|| Error::input(format!("strategy must be one of {}; got {strategy:?}", StrategyKind::NAMES.join(", "))))?;
+            let aggregate = Aggregate::parse(aggregate)
+                .ok_or_else(|| Error::input(format!("aggregate must be one of {}; got {aggregate:?}", Aggregate::NAMES.join(", "))))?;
+            let cfg = Config { size, tau: window, strategy, aggregate, time_to_live, probabilities, seed };
+            let inner = KSummary::new(dfa.inner.clone(), policy(policy_name)?, cfg, &limits(memory_limit))?;
+            Ok(SummaryEngine { inner, last_t: None, dead: None })
+        })
+    }
+
+    /// Process a batch; one evaluation per time in `evaluate_at` (increasing), with the
+    /// retained elements at that time when `with_elements`.
+    #[pyo3(signature = (chars, timestamps, values=None, evaluate_at=None, with_elements=false))]
+    fn extend(
+        &mut self,
+        py: Python<'_>,
+        chars: &[u8],
+        timestamps: PyReadonlyArray1<'_, i64>,
+        values: Option<PyReadonlyArray1<'_, i64>>,
+        evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
+        with_elements: bool,
+    ) -> PyResult<Vec<NativeEvaluation>> {
+        let (ts, vals, evals) = (timestamps.as_array().to_vec(), array(&values), array(&evaluate_at).unwrap_or_default());
+        let mut dead = self.dead.take();
+        let out = py.allow_threads(|| {
+            guard(&mut dead, || {
+                let batch = Batch::new(chars, &ts, vals.as_deref(), &evals, self.last_t)?;
+                let lookup = self.inner.dfa().lookup.clone();
+                let rows = batch.run(
+                    &mut *self,
+                    &lookup,
+                    |me, ev| match ev {
+                        None => {
+                            me.inner.skip();
+                            Ok(())
+                        }
+                        Some(ev) => me.inner.observe(ev),
+                    },
+                    |me, t| me.evaluation(t, with_elements),
+                )?;
+                if let Some(t) = batch.last_timestamp() {
+                    self.last_t = Some(t);
+                }
+                Ok(rows)
+            })
+        });
+        self.dead = dead;
+        out
+    }
+
+    fn result(&self) -> NativeEvaluation {
+        self.evaluation(self.inner.now().unwrap_or(0), false)
+    }
+
+    #[getter]
+    fn config(&self) -> NativeConfig {
+        let c = self.inner.config();
+        NativeConfig {
+            window: c.tau,
+            size: c.size,
+            strategy: c.strategy.name(),
+            aggregate: Aggregate::NAMES[c.aggregate as usize],
+            policy: self.inner.policy().name(),
+            time_to_live: c.time_to_live,
+            seed: c.seed,
+            probabilities: c.probabilities.clone(),
+        }
+    }
+
+    /// Whether this summary runs over exactly the automaton `dfa`.
+    fn same_automaton(&self, dfa: &PyDfa) -> bool {
+        self.inner.dfa().spec() == dfa.inner.spec()
+    }
+
+    fn elements(&self) -> Vec<(char, i64, u64)> {
+        self.element_list()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.elements().len()
+    }
+
+    #[getter]
+    fn events(&self) -> u64 {
+        self.inner.counts().0
+    }
+
+    #[getter]
+    fn skipped(&self) -> u64 {
+        self.inner.counts().1
+    }
+
+    #[getter]
+    fn evictions(&self) -> u64 {
+        self.inner.counts().2
+    }
+
+    #[getter]
+    fn tier(&self) -> &'static str {
+        self.inner.tier()
+    }
+
+    #[getter]
+    fn is_big(&self) -> bool {
+        self.inner.tier() != "u128"
+    }
+
+    #[getter]
+    fn last_timestamp(&self) -> Option<i64> {
+        self.last_t
+    }
+
+    /// The saved form (format [`FORMAT_VERSION`]), carrying `meta` (the caller's description).
+    fn to_bytes<'py>(&mut self, py: Python<'py>, meta: String) -> PyResult<Bound<'py, PyBytes>> {
+        let saved = Saved { meta, last_t: self.last_t, summary: self.inner.clone() };
+        let bytes = guard(&mut self.dead, || state::save(&saved))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Load a saved summary: `(engine, meta)`, or `suse.StateError` saying what is wrong.
+    #[staticmethod]
+    #[pyo3(signature = (data, memory_limit=None))]
+    fn from_bytes(py: Python<'_>, data: &[u8], memory_limit: Option<u64>) -> PyResult<(Self, String)> {
+        py.allow_threads(|| {
+            guard_ro(|| {
+                let saved = state::load(data, &limits(memory_limit))?;
+                Ok((SummaryEngine { inner: saved.summary, last_t: saved.last_t, dead: None }, saved.meta))
+            })
+        })
+    }
+
+    // ---- inspection hooks for tests ----
+
+    /// Selection estimates: (present benefit per element, active local rows), as floats.
+    fn _estimates(&mut self) -> (Vec<(f64, f64)>, Vec<Vec<(f64, f64)>>) {
+        self.inner.estimates()
+    }
+
+    /// Exact complete matches containing each element, by recomputation.
+    fn _exact_locals(&self) -> PyResult<Vec<(BigUint, BigUint)>> {
+        guard_ro(|| Ok(self.inner.exact_locals()?.into_iter().map(|d| (d.c, d.s)).collect()))
+    }
+
+    /// Exact active counters as maintained, and as recomputed from the elements.
+    fn _active_counters(&self) -> PyResult<(Vec<(BigUint, BigUint)>, Vec<(BigUint, BigUint)>)> {
+        guard_ro(|| {
+            let (kept, fresh) = self.inner.active_check()?;
+            let conv = |v: Vec<suse_kernel::dual::Dual<BigUint>>| v.into_iter().map(|d| (d.c, d.s)).collect();
+            Ok((conv(kept), conv(fresh)))
+        })
+    }
+
+    fn _active_start(&self) -> usize {
+        self.inner.active_start()
+    }
+}
+
+/// Benchmark baseline: exact totals with per-initiator counters (u128 only; None on overflow).
+#[pyfunction]
+fn per_initiator_exact(dfa: &PyDfa, window: i64, chars: &[u8], timestamps: PyReadonlyArray1<'_, i64>) -> Option<(BigUint, BigUint, BigUint)> {
+    let ts = timestamps.as_array();
+    let events: Vec<Ev> = chars
+        .iter()
+        .zip(ts.iter())
+        .filter_map(|(&c, &t)| {
+            let sym = dfa.inner.lookup[c as usize];
+            (sym != UNKNOWN).then_some(Ev { sym, t, v: 1 })
+        })
+        .collect();
+    let totals = per_initiator_totals(&dfa.inner, window, &events)?;
+    let big: Vec<_> = totals.iter().map(|d| d.to_big()).collect();
+    Some(split_totals(&dfa.inner, &big))
+}
+
+/// Estimated bytes of a summary's engines (the figure the memory limit is checked against).
+#[pyfunction]
+#[pyo3(signature = (dfa, size, policy_name="any"))]
+fn summary_memory(dfa: &PyDfa, size: usize, policy_name: &str) -> PyResult<u64> {
+    guard_ro(|| Ok(Limits::summary_bytes(&dfa.inner, size, policy(policy_name)?)))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(per_initiator_exact, m)?)?;
+    m.add_function(wrap_pyfunction!(summary_memory, m)?)?;
+    m.add_class::<PyDfa>()?;
+    m.add_class::<ExactEngine>()?;
+    m.add_class::<SummaryEngine>()?;
+    m.add_class::<NativeEvaluation>()?;
+    m.add_class::<NativeTotals>()?;
+    m.add_class::<NativeConfig>()?;
+    m.add("STRATEGIES", StrategyKind::NAMES.to_vec())?;
+    m.add("POLICIES", Policy::NAMES.to_vec())?;
+    m.add("AGGREGATES", Aggregate::NAMES.to_vec())?;
+    m.add("STATE_FORMAT", FORMAT_VERSION)?;
+    m.add("DEFAULT_MEMORY_LIMIT", DEFAULT_MAX_BYTES)?;
+    m.add("MAX_SIZE", suse_kernel::limits::MAX_SIZE)?;
+    Ok(())
+}
