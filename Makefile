@@ -24,7 +24,9 @@ native:
 demo: install
 	$(VENV)/bin/suse run examples/flights.toml
 
+# The kernel's Rust tests (unit and property tests, no Python needed), then pytest.
 test: install
+	cargo test --quiet --manifest-path core/Cargo.toml -p suse-kernel
 	$(PY) -m pytest -q
 
 bench: install
