@@ -296,6 +296,9 @@ def coerce_events(
                 vals.append(ev[2] if len(ev) == 3 else 1)
                 any_value |= len(ev) == 3
             values = vals if any_value else None
+    if chars is not None and timestamps is None:
+        raise InputError("got characters but no timestamps: pass timestamps= as well, "
+                         "or events=[(char, timestamp[, value]), ...]")
     if chars is None or timestamps is None:
         raise InputError("no events given: pass events=[(char, timestamp[, value]), ...] or chars= and timestamps=")
     raw = _chars_to_bytes(chars)
