@@ -1,0 +1,53 @@
+"""Issue 13, items 15 and 17 in the Spark pipeline (shared local session)."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark")
+
+from suse.errors import InputError  # noqa: E402
+from suse.spark import aggregate  # noqa: E402
+
+CHARS = {"A": "x < 3", "B": "x >= 3 AND x < 6", "C": "x >= 6"}
+
+
+@pytest.fixture(scope="module")
+def frames(spark):
+    times = pd.to_datetime(["2024-01-01 00:00", "2024-01-01 00:30", "2024-01-01 01:06"])
+    pdf = pd.DataFrame({"t": [1, 2, 3], "when": times, "x": [0, 4, 7]})
+    return spark.createDataFrame(pdf)
+
+
+def test_timestamp_format_is_refused_for_every_non_string_column(frames):
+    # It was an error for integer columns but silently ignored for timestamp columns.
+    for column, kind in (("t", "bigint"), ("when", "timestamp")):
+        with pytest.raises(InputError, match=f"timestamp_format applies to string columns, but timestamp column "
+                                             f"'{column}' has type {kind}"):
+            aggregate(frames, "AB", 10 if column == "t" else "1 hour", CHARS, column, timestamp_format="yyyy")
+
+
+def test_probabilities_are_checked_like_the_api(frames):
+    for probabilities, message in (({"A": 1.0}, "no probability for 'B'"),
+                                   ({"AB": 1.0}, "not a character of the query"),
+                                   ({"A": 0.5, "B": 0.6}, "must sum to 1")):
+        with pytest.raises(InputError, match=message):
+            aggregate(frames, "AB", 10, CHARS, "t", probabilities=probabilities)
+
+
+def test_estimated_probabilities_give_absent_letters_zero(frames):
+    # 'D' has no predicate, so no event ever gets it: the estimate must still name it.
+    out = aggregate(frames, "A(B|D)", 10, CHARS, "t", probabilities="estimate").collect()
+    assert [r["count"] for r in out] == ["1"]
+
+
+def test_exact_and_zero_durations(frames):
+    # "1.1 hours" is 3960 s exactly (was refused: summed as floats); "0 days" is a window of 0.
+    rows = aggregate(frames, "AB*C", "1.1 hours", CHARS, "when").collect()
+    assert rows[0]["count"] == "2"  # A at 0:00, C at 1:06 = 3960 s: inside, with or without B
+    assert aggregate(frames, "AB*C", dt.timedelta(seconds=3959), CHARS, "when").collect()[0]["count"] == "0"
+    assert aggregate(frames, "A", "0 days", CHARS, "when").collect()[0]["count"] == "1"
+    with pytest.raises(InputError, match="must be positive"):
+        aggregate(frames, "AB", "-3 days", CHARS, "when")
