@@ -213,7 +213,8 @@ def _parse_csv_rows(reader) -> Events:
     for required in ("char", "timestamp"):
         if required not in names:
             raise InputError(
-                f"{where_header}: missing column {required!r} (header has {', '.join(names)})"
+                f"{where_header}: missing column {required!r} "
+                f"(header has {', '.join(n if n.isprintable() else repr(n) for n in names)})"
             )
     i_char, i_ts = names.index("char"), names.index("timestamp")
     i_val = names.index("value") if "value" in names else None
