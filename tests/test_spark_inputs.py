@@ -51,3 +51,45 @@ def test_exact_and_zero_durations(frames):
     assert aggregate(frames, "A", "0 days", CHARS, "when").collect()[0]["count"] == "1"
     with pytest.raises(InputError, match="must be positive"):
         aggregate(frames, "AB", "-3 days", CHARS, "when")
+
+
+JOB = """
+name = "a job whose table is wider than 80 columns"
+characters = "symbol"
+[input]
+dataset = "synthetic"
+timestamp = "ts"
+partition_by = ["stream"]
+[input.synthetic]
+n = 200
+streams = 2
+[[query]]
+name = "the first query, with a long name"
+regex = "a(b*c)*d"
+window = 40
+[[query]]
+name = "the second query, with a long name"
+regex = "ab*"
+window = 40
+[summary]
+size = 10
+[evaluate]
+exact = true
+[output]
+path = "{out}"
+"""
+
+
+def test_run_table_is_not_cut_when_piped(spark, tmp_path):
+    # issue 13.13: piped output got 80 columns, so cells read 'que…' and 'exact_cou…'.
+    from typer.testing import CliRunner
+
+    from suse.cli import commands  # noqa: F401  (registers `run`)
+    from suse.cli.app import app
+
+    path = tmp_path / "job.toml"
+    path.write_text(JOB.format(out=tmp_path / "out"))
+    result = CliRunner().invoke(app, ["run", str(path)], env={"COLUMNS": None})  # output is not a terminal
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    assert "the second query, with a long name" in result.stdout and "exact_count" in result.stdout
