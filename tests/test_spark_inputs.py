@@ -93,3 +93,18 @@ def test_run_table_is_not_cut_when_piped(spark, tmp_path):
     assert result.exit_code == 0, result.output
     assert "…" not in result.stdout
     assert "the second query, with a long name" in result.stdout and "exact_count" in result.stdout
+
+
+def test_progress_shows_a_job_name_as_text(spark):
+    # issue 13.8: the job name went into rich markup, so a name like '[/x]' crashed `suse run` in a terminal.
+    import io
+
+    from rich.console import Console
+
+    from suse.spark.jobs import spark_progress
+
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=100)
+    with spark_progress(spark, console, "[/x] data[old]: running"):
+        spark.range(10).count()
+    assert "[/x] data[old]: running" in screen.getvalue()
