@@ -152,7 +152,7 @@ def test_probabilities():
     [
         ("", "empty probabilities"),
         ("A 0.5 B", "odd number of tokens"),
-        ("A 0.5 B 0.6", r"sum to 1\.1.*not 1"),
+        ("A 0.5 B 0.6", r"must sum to 1 \(within 1e-6\), they sum to 1\.1"),
         ("A 0.5 B 0.4", r"sum to 0\.9"),
         ("A 1 A 0", r"token 3: character 'A' appears twice"),
         ("A half", r"token 2: probability 'half' is not a number"),

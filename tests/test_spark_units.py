@@ -29,10 +29,28 @@ def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "3", "three days", "3 fortnights", "0 days", "0.5 s"])
+@pytest.mark.parametrize("text", ["", "3", "three days", "3 fortnights", "0.5 s"])
 def test_bad_durations(text):
     with pytest.raises(InputError):
         parse_duration(text)
+
+
+def test_durations_are_summed_exactly():
+    # issue 13.17: summed as floats, 1.1 * 3600 = 3960.0000000000005 was "not whole".
+    assert parse_duration("1.1 hours") == 3960
+    assert parse_duration("0.1 minutes 0.2 minutes") == 18
+    assert DATES.span(dt.timedelta(hours=1.1), "window") == 3960
+
+
+def test_zero_and_negative_durations():
+    # issue 13.17: "0 days" was refused while 0 was allowed; "-3 days" could not be read.
+    assert parse_duration("0 days") == 0
+    assert DATES.span("0 days", "window") == DATES.span(0, "window") == 0
+    for bad in ("-3 days", "1 day -2 hours", dt.timedelta(days=-3)):
+        with pytest.raises(InputError, match="must be positive"):
+            DATES.span(bad, "window")
+    with pytest.raises(InputError, match="positive 'per'"):
+        parse_trigger({"poisson": 2, "per": "0 days"}, DATES, 10)
 
 
 def test_window_must_match_the_time_column():

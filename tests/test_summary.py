@@ -158,7 +158,9 @@ def test_given_probabilities_are_used_and_validated():
     s.extend(events=FIGURE_2)
     assert len(s) == 3
     with pytest.raises(suse.InputError, match="sum to 1"):
-        suse.Summary(q, size=3, probabilities={"A": 0.5, "B": 0.25})
+        suse.Summary(q, size=3, probabilities={"A": 0.5, "B": 0.25, "C": 0.2})
+    with pytest.raises(suse.InputError, match="no probability for 'C'"):
+        suse.Summary(q, size=3, probabilities={"A": 0.5, "B": 0.5})
     with pytest.raises(suse.InputError, match="not a character of the query"):
         suse.Summary(q, size=3, probabilities={"A": 0.5, "Z": 0.5})
     with pytest.raises(suse.InputError, match="non-negative"):

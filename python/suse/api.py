@@ -5,6 +5,7 @@ that says what is wrong; the native core (`suse._core`) then runs one call per b
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import numbers
@@ -27,9 +28,16 @@ DEFAULT_MEMORY_LIMIT = _core.DEFAULT_MEMORY_LIMIT
 INT64_MAX = 2**63 - 1
 
 
+def _show(value: Any) -> str:
+    """A value as the user would write it: numpy scalars print as plain Python numbers."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
+
+
 def _check_int(name: str, value: Any, minimum: int = 0, maximum: int = INT64_MAX) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InputError(f"{name} must be an integer, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise InputError(f"{name} must be an integer, got {_show(value)}")
     value = int(value)
     if value < minimum:
         raise InputError(f"{name} must be at least {minimum}, got {value}")
@@ -39,8 +47,8 @@ def _check_int(name: str, value: Any, minimum: int = 0, maximum: int = INT64_MAX
 
 
 def _check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise InputError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    if not isinstance(value, str) or value not in choices:
+        raise InputError(f"{name} must be one of {', '.join(choices)}; got {_show(value)}")
     return value
 
 
@@ -149,19 +157,6 @@ def _evaluation(row: Any) -> Evaluation:
     )
 
 
-def _evaluate(run: Any, evaluate_at: Any) -> list[Evaluation]:
-    """Call `run(times)` with the evaluation times in increasing order (as the kernel needs
-    them) and return the evaluations in the order the caller gave the times."""
-    times = _eval_times(evaluate_at)
-    if times is None:
-        return [_evaluation(r) for r in run(None)]
-    order = np.argsort(times, kind="stable")
-    out: list = [None] * len(times)
-    for i, row in zip(order, run(np.ascontiguousarray(times[order]))):
-        out[i] = _evaluation(row)
-    return out
-
-
 def _check_memory_limit(memory_limit: Optional[int]) -> Optional[int]:
     if memory_limit is None:
         return None
@@ -170,16 +165,51 @@ def _check_memory_limit(memory_limit: Optional[int]) -> Optional[int]:
 
 # ---------------------------------------------------------------------------------------------
 # Event coercion: everything becomes (bytes, int64 timestamps, int64 values or None).
+#
+# Date-times (numpy datetime64 of any unit, pandas datetime Series, datetime objects) become
+# whole seconds since the Unix epoch, rounded down, as in the Spark pipeline; naive ones are
+# read as UTC.
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_SECOND = dt.timedelta(seconds=1)
 
 
-def _to_int64(name: str, data: Any, n: int) -> np.ndarray:
+def _datetime_seconds(v: Any) -> Optional[int]:
+    """Epoch seconds of a date-time scalar, or None when `v` is not one."""
+    if isinstance(v, np.datetime64):
+        if np.isnat(v):
+            raise ValueError("NaT")
+        return int(v.astype("datetime64[s]").astype(np.int64))
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=dt.timezone.utc)
+        seconds = (v - _EPOCH) // _SECOND
+        if not isinstance(seconds, numbers.Integral):  # pandas NaT
+            raise ValueError("NaT")
+        return int(seconds)
+    if isinstance(v, dt.date):
+        return (v - _EPOCH.date()).days * 86400
+    return None
+
+
+def _as_array(data: Any) -> np.ndarray:
+    # A tz-aware pandas Series would become an object array of Timestamps; UTC datetime64 is faster.
+    tz = getattr(getattr(data, "dt", None), "tz", None) if hasattr(data, "dtype") else None
+    if tz is not None:
+        data = data.dt.tz_convert("UTC").dt.tz_localize(None)
+    return np.asarray(data)
+
+
+def _to_int64(name: str, data: Any, n: int, datetimes: bool = False) -> np.ndarray:
+    """`name` is plural ("timestamps"); `datetimes` allows date-times (converted to seconds)."""
+    one = name[:-1]
     if isinstance(data, np.ndarray) and data.dtype == np.int64 and data.ndim == 1 and len(data) == n:
         return np.ascontiguousarray(data)  # the fast path: one check, no copy when contiguous
     if isinstance(data, (list, tuple)):
         for i, v in enumerate(data):
             if isinstance(v, bool):  # numpy would silently read True as 1
-                raise InputError(f"event {i}: {name[:-1]} {v!r} is not an integer")
-    arr = np.asarray(data)
+                raise InputError(f"{one} {v!r} is not an integer", event=i)
+    arr = _as_array(data)
     if arr.ndim != 1:
         raise InputError(f"{name} must be a one-dimensional sequence")
     if len(arr) != n:
@@ -188,27 +218,42 @@ def _to_int64(name: str, data: Any, n: int) -> np.ndarray:
         return np.ascontiguousarray(arr)
     if arr.dtype.kind in "iu":
         if arr.dtype.kind == "u" and len(arr) and arr.max() > INT64_MAX:
-            raise InputError(f"{name} exceed the 64-bit integer range")
+            i = int(np.argmax(arr > INT64_MAX))
+            raise InputError(f"{one} {arr[i].item()} is outside the 64-bit integer range", event=i)
         return arr.astype(np.int64)
     if arr.dtype.kind == "b":
         raise InputError(f"{name} must be integers, got booleans")
+    if arr.dtype.kind == "M":
+        if not datetimes:
+            raise InputError(f"{name} must be integers, got date-times")
+        nat = np.flatnonzero(np.isnat(arr))
+        if len(nat):
+            raise InputError(f"{one} is missing (NaT)", event=int(nat[0]))
+        return arr.astype("datetime64[s]").astype(np.int64)  # numpy rounds down, like Spark
     if arr.dtype.kind == "f":
         bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.floor(arr)))
         if len(bad):
             i = int(bad[0])
-            raise InputError(f"event {i}: {name[:-1]} {arr[i]!r} is not an integer")
+            raise InputError(f"{one} {arr[i].item()!r} is not an integer", event=i)
         if len(arr) and np.abs(arr).max() > 2**53:
             raise InputError(f"{name} given as floats lose precision above 2**53; pass integers")
         return arr.astype(np.int64)
     out = np.empty(n, dtype=np.int64)
     for i, v in enumerate(arr.tolist()):
+        if datetimes:
+            try:
+                seconds = _datetime_seconds(v)
+            except ValueError:
+                raise InputError(f"{one} is missing (NaT)", event=i) from None
+            if seconds is not None:
+                v = seconds
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+            if isinstance(v, float) and math.isfinite(v) and v.is_integer() and abs(v) <= 2**53:
                 v = int(v)
             else:
-                raise InputError(f"event {i}: {name[:-1]} {v!r} is not an integer")
+                raise InputError(f"{one} {_show(v)} is not an integer", event=i)
         if not -(2**63) <= int(v) <= INT64_MAX:
-            raise InputError(f"event {i}: {name[:-1]} {v} is outside the 64-bit integer range")
+            raise InputError(f"{one} {v} is outside the 64-bit integer range", event=i)
         out[i] = int(v)
     return out
 
@@ -220,11 +265,24 @@ def _chars_to_bytes(chars: Any) -> bytes:
     if isinstance(chars, (bytes, bytearray)):
         return bytes(chars)
     out = []
-    for i, c in enumerate(chars):
+    for i, c in enumerate(_as_array(chars).tolist() if hasattr(chars, "dtype") else chars):
         if not isinstance(c, str) or len(c) != 1:
-            raise InputError(f"event {i}: character {c!r} is not a single character")
+            raise InputError(f"character {_show(c)} is not a single character", event=i)
         out.append(c)
     return "".join(out).encode("latin-1", errors="replace")
+
+
+def _frame_columns(frame: Any) -> tuple[Any, Any, Any]:
+    """chars, timestamps, values (or None) of a table with `char`, `timestamp` and optionally
+    `value` columns (names compared like CSV headers: case and blanks ignored)."""
+    names = {str(c).strip().lower(): c for c in frame.columns}
+    missing = [c for c in ("char", "timestamp") if c not in names]
+    if missing:
+        have = ", ".join(map(str, frame.columns)) or "none"
+        raise InputError(f"the table has no column {missing[0]!r} (it has {have}); "
+                         "expected char, timestamp and optionally value")
+    value = frame[names["value"]] if "value" in names else None
+    return frame[names["char"]], frame[names["timestamp"]], value
 
 
 def coerce_events(
@@ -233,44 +291,104 @@ def coerce_events(
     timestamps: Any = None,
     values: Any = None,
 ) -> tuple[bytes, np.ndarray, Optional[np.ndarray]]:
-    """Accept `events` (pairs/triples or an object with chars/timestamps/values) or arrays."""
+    """Accept `events` (pairs/triples, a table with char/timestamp[/value] columns, or an
+    object with chars/timestamps/values) or the three arrays."""
     if events is not None:
         if chars is not None or timestamps is not None:
             raise InputError("pass either events or chars/timestamps, not both")
+        if isinstance(events, (str, bytes, bytearray)):
+            raise InputError("got characters but no timestamps: pass timestamps= as well, "
+                             "or events=[(char, timestamp[, value]), ...]")
         if hasattr(events, "chars") and hasattr(events, "timestamps"):
             chars, timestamps, values = events.chars, events.timestamps, getattr(events, "values", None)
+        elif hasattr(events, "columns") and hasattr(events, "__getitem__"):
+            chars, timestamps, values = _frame_columns(events)
         else:
             chars, timestamps, vals, any_value = [], [], [], False
-            for i, ev in enumerate(events):
+            try:
+                items = iter(events)
+            except TypeError:
+                raise InputError(f"events must be a sequence of (char, timestamp[, value]), "
+                                 f"got {type(events).__name__}") from None
+            for i, ev in enumerate(items):
                 if not isinstance(ev, (tuple, list)) or len(ev) not in (2, 3):
-                    raise InputError(f"event {i}: expected (char, timestamp) or (char, timestamp, value), got {ev!r}")
+                    raise InputError(f"expected (char, timestamp) or (char, timestamp, value), got {_show(ev)}", event=i)
                 chars.append(ev[0])
                 timestamps.append(ev[1])
                 vals.append(ev[2] if len(ev) == 3 else 1)
                 any_value |= len(ev) == 3
             values = vals if any_value else None
+    if chars is not None and timestamps is None:
+        raise InputError("got characters but no timestamps: pass timestamps= as well, "
+                         "or events=[(char, timestamp[, value]), ...]")
     if chars is None or timestamps is None:
         raise InputError("no events given: pass events=[(char, timestamp[, value]), ...] or chars= and timestamps=")
     raw = _chars_to_bytes(chars)
-    ts = _to_int64("timestamps", timestamps, len(raw))
+    ts = _to_int64("timestamps", timestamps, len(raw), datetimes=True)
     vals = None
     if values is not None:
         vals = _to_int64("values", values, len(raw))
         negative = np.flatnonzero(vals < 0)
         if len(negative):
             i = int(negative[0])
-            raise InputError(f"event {i}: value {vals[i]} is negative; values must be non-negative integers")
+            raise InputError(f"value {vals[i]} is negative; values must be non-negative integers", event=i)
     return raw, ts, vals
 
 
-def _eval_times(evaluate_at: Any) -> Optional[np.ndarray]:
+def _check_order(ts: np.ndarray, last: Optional[int]) -> None:
+    """Timestamps must not decrease, also across batches (`last`: the latest already processed).
+    Checked here rather than only in the engine so that the error carries the event index."""
+    if not len(ts):
+        return
+    if last is not None and ts[0] < last:
+        i, prev = 0, last
+    else:
+        down = np.flatnonzero(ts[1:] < ts[:-1])
+        if not len(down):
+            return
+        i = int(down[0]) + 1
+        prev = int(ts[i - 1])
+    raise InputError(f"timestamp {int(ts[i])} is earlier than the previous timestamp {prev}; "
+                     "timestamps must not decrease", event=i)
+
+
+def _eval_times(evaluate_at: Any, last: Optional[int] = None) -> tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+    """The evaluation times for the engine (sorted) and the order that puts its answers back
+    into the caller's order (None when that is already the sorted order)."""
     if evaluate_at is None:
-        return None
-    if isinstance(evaluate_at, numbers.Integral):
+        return None, None
+    if isinstance(evaluate_at, (numbers.Integral, np.datetime64, dt.date)) or (
+        isinstance(evaluate_at, np.ndarray) and evaluate_at.ndim == 0
+    ):
         evaluate_at = [evaluate_at]
-    if not isinstance(evaluate_at, np.ndarray):
-        evaluate_at = list(evaluate_at)  # once: a generator cannot be read twice
-    return _to_int64("evaluation timestamps", evaluate_at, len(evaluate_at))
+    if isinstance(evaluate_at, (str, bytes)):
+        raise InputError(f"evaluate_at must be timestamps, got the string {evaluate_at!r}")
+    if not hasattr(evaluate_at, "dtype"):
+        try:
+            evaluate_at = list(evaluate_at)  # once: a generator cannot be read twice
+        except TypeError:
+            raise InputError(f"evaluate_at must be a timestamp or a sequence of them, got {_show(evaluate_at)}") from None
+    times = _to_int64("evaluation timestamps", evaluate_at, len(evaluate_at), datetimes=True)
+    if last is not None and len(times) and times.min() < last:
+        early = int(times.min())
+        raise InputError(
+            f"evaluation time {early} is earlier than timestamp {last}, the latest already processed: "
+            "the events after it cannot be taken back; evaluate it in the call that processes "
+            "the events up to it"
+        )
+    if len(times) < 2 or bool(np.all(times[1:] >= times[:-1])):
+        return times, None
+    order = np.argsort(times, kind="stable")
+    return times[order], order
+
+
+def _in_input_order(rows: list, order: Optional[np.ndarray]) -> list:
+    if order is None:
+        return rows
+    out: list = [None] * len(rows)
+    for k, i in enumerate(order.tolist()):
+        out[i] = rows[k]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,8 +405,14 @@ class Exact:
 
     def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
                evaluate_at: Any = None) -> list[Evaluation]:
+        """Process a batch; returns one `Evaluation` per entry of `evaluate_at`, in its order.
+        An evaluation time earlier than an event of an earlier batch is an error."""
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        return _evaluate(lambda times: self._engine.extend(raw, ts, vals, times), evaluate_at)
+        last = self._engine.last_timestamp
+        _check_order(ts, last)
+        times, order = _eval_times(evaluate_at, last)
+        rows = self._engine.extend(raw, ts, vals, times)
+        return _in_input_order([_evaluation(r) for r in rows], order)
 
     def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
         t = self._engine.totals()
@@ -300,13 +424,16 @@ def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: An
     """Aggregate every match of `query` over a whole stream, exactly.
 
     `evaluate_at` lists timestamps T at which the aggregate over all events with timestamp <= T
-    is also reported (in `result.evaluations`), computed while processing.
+    is also reported (in `result.evaluations`, in the order given), computed while processing.
     """
     engine = Exact(query)
     raw, ts, vals = coerce_events(events, chars, timestamps, values)
     if len(raw) == 0:
         raise InputError("the stream is empty")
-    return engine.result(_evaluate(lambda times: engine._engine.extend(raw, ts, vals, times), evaluate_at))
+    _check_order(ts, None)
+    times, order = _eval_times(evaluate_at)
+    rows = engine._engine.extend(raw, ts, vals, times)
+    return engine.result(_in_input_order([_evaluation(r) for r in rows], order))
 
 
 
@@ -334,7 +461,7 @@ class Summary:
         self.size = _check_int("size", size, minimum=1, maximum=10_000_000)
         self.strategy = _check_choice("strategy", strategy, STRATEGIES)
         self.time_to_live = None if time_to_live is None else _check_int("time_to_live", time_to_live)
-        self.probabilities = _check_probabilities(probabilities, query.alphabet)
+        self.probabilities = check_probabilities(probabilities, query.alphabet)
         self.seed = secrets.randbits(63) if seed is None else _check_int("seed", seed, maximum=2**64 - 1)
         p = None if self.probabilities is None else [self.probabilities.get(c, 0.0) for c in query.alphabet]
         self.memory_limit = _check_memory_limit(memory_limit)
@@ -350,12 +477,21 @@ class Summary:
                *, events: Any = None, elements: bool = False) -> list[Evaluation]:
         """Process a batch in one native call.
 
-        Returns one `Evaluation` per timestamp T in `evaluate_at`, taken before the first
-        event later than T (times after the batch reflect its end). With `elements=True`
-        each evaluation also carries the retained elements at that moment.
+        The batch is `chars`, `timestamps` (and `values`), or `events` like `exact()` takes them,
+        also positionally: `s.extend([("A", 1), ("B", 2)])`.
+        Returns one `Evaluation` per timestamp T in `evaluate_at`, in the order given, taken
+        before the first event later than T (times after the batch reflect its end). A time
+        earlier than an event of an earlier batch is an error. With `elements=True` each
+        evaluation also carries the retained elements at that moment.
         """
+        if events is None and timestamps is None and chars is not None and not isinstance(chars, (str, bytes)):
+            events, chars = chars, None  # extend(events) like exact(query, events)
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        return _evaluate(lambda times: self._engine.extend(raw, ts, vals, times, bool(elements)), evaluate_at)
+        last = self._engine.last_timestamp
+        _check_order(ts, last)
+        times, order = _eval_times(evaluate_at, last)
+        rows = self._engine.extend(raw, ts, vals, times, bool(elements))
+        return _in_input_order([_evaluation(r) for r in rows], order)
 
     def result(self) -> SummaryResult:
         r = self._engine.result()
@@ -419,19 +555,33 @@ class Summary:
         return (Summary.from_bytes, (self.to_bytes(),))
 
 
-def _check_probabilities(probabilities: Optional[Mapping[str, float]], alphabet: str) -> Optional[dict]:
+def check_probabilities(probabilities: Optional[Mapping[str, Any]], alphabet: Optional[str]) -> Optional[dict]:
+    """Validate alphabet probabilities: the one check behind `Summary`, `suse eval
+    --probabilities` and the Spark jobs.
+
+    Every key is one character of the query (`alphabet`; None checks only the numbers), every
+    character of the query has a probability, each is a finite number >= 0, and they sum to 1
+    within 1e-6. Returns them in alphabet order, rescaled to sum exactly to 1."""
     if probabilities is None:
         return None
     if not isinstance(probabilities, Mapping):
-        raise InputError("probabilities must be a mapping from character to probability")
-    clean = {}
+        raise InputError("probabilities must be a mapping from character to probability, "
+                         f"got {type(probabilities).__name__}")
+    where = "" if alphabet is None else f" ({alphabet})"
+    clean: dict[str, float] = {}
     for c, p in probabilities.items():
-        if c not in alphabet:
-            raise InputError(f"probability given for {c!r}, which is not a character of the query ({alphabet})")
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not math.isfinite(p) or p < 0:
-            raise InputError(f"probability of {c!r} must be a finite non-negative number, got {p!r}")
+        if not isinstance(c, str) or len(c) != 1 or (alphabet is not None and c not in alphabet):
+            raise InputError(f"probability given for {_show(c)}, which is not a character of the query{where}")
+        if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real) or not math.isfinite(p) or p < 0:
+            raise InputError(f"probability of {c!r} must be a finite non-negative number, got {_show(p)}")
         clean[c] = float(p)
-    total = sum(clean.values())
-    if not math.isclose(total, 1.0, abs_tol=1e-6):
-        raise InputError(f"probabilities must sum to 1, they sum to {total:.6g}")
+    if alphabet is not None:
+        missing = [c for c in alphabet if c not in clean]
+        if missing:
+            raise InputError(f"no probability for {', '.join(map(repr, missing))}: give one for every "
+                             f"character of the query ({alphabet}), 0 for a character that never occurs")
+        clean = {c: clean[c] for c in alphabet}
+    total = math.fsum(clean.values())
+    if not math.isclose(total, 1.0, rel_tol=0, abs_tol=1e-6):
+        raise InputError(f"probabilities must sum to 1 (within 1e-6), they sum to {total:.9g}")
     return {c: p / total for c, p in clean.items()}

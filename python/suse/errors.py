@@ -1,6 +1,9 @@
 """Errors raised by suse. Every user-facing failure is one of these, never a bare traceback."""
 from __future__ import annotations
 
+import unicodedata
+from typing import Optional
+
 
 class SuseError(Exception):
     """Base class of all suse errors."""
@@ -16,12 +19,35 @@ class QueryError(SuseError, ValueError):
         super().__init__(f"{message} at position {position}")
 
     def caret(self) -> str:
-        """The query with a caret under the offending position, for terminals."""
-        return f"{self.query}\n{' ' * self.position}^"
+        """The query with a caret under the offending position, for terminals.
+
+        Tabs are copied into the caret line and wide characters take two columns, so the
+        caret lines up; characters a terminal cannot show become '?'."""
+        shown, pad = [], []
+        for ch in self.query:
+            if ch == "\t":
+                shown.append(ch)
+                pad.append(ch)
+            elif not ch.isprintable():
+                shown.append("?")
+                pad.append(" ")
+            else:
+                shown.append(ch)
+                pad.append("  " if unicodedata.east_asian_width(ch) in "WF" else " ")
+        return f"{''.join(shown)}\n{''.join(pad[: self.position])}^"
 
 
 class InputError(SuseError, ValueError):
-    """Bad events or parameters: decreasing timestamps, bad values, wrong types, missing columns."""
+    """Bad events or parameters: decreasing timestamps, bad values, wrong types, missing columns.
+
+    ``event`` is the 0-based index (within the batch) of the offending event when there is
+    one, and ``detail`` the message without the ``event N:`` prefix, so that a caller who
+    read the events from a file can name the line instead."""
+
+    def __init__(self, message: str, *, event: Optional[int] = None):
+        self.event = event
+        self.detail = message
+        super().__init__(message if event is None else f"event {event}: {message}")
 
 
 class StateError(InputError):

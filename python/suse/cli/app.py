@@ -1,13 +1,20 @@
-"""The `suse` command line: one typer app; each command lives in its own module."""
+"""The `suse` command line: one typer app; each command lives in its own module.
+
+Every failure ends in one line on standard error and exit code 2 (bad input, including bad
+options) or 1 (a bug of ours, with a request to report it); never a traceback. Nothing the
+user typed or supplied is read as rich markup.
+"""
 from __future__ import annotations
 
 import functools
 import os
 import sys
-from typing import Callable, TypeVar
+from typing import Callable, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
+from typer.core import TyperArgument, TyperCommand
 
 from suse.errors import QueryError, SuseError
 
@@ -17,8 +24,39 @@ app = typer.Typer(
     help="Aggregate regular-expression subsequence matches over event streams.",
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-err_console = Console(stderr=True, soft_wrap=True)
+
+
+class _PlainArgument(TyperArgument):
+    """Arguments shown as `QUERY` / `[FILE]`, not `{QUERY}` / `QUERY <str>`."""
+
+    def _usage_display_name(self) -> str:
+        return self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+
+    def display_type(self, ctx) -> str:
+        return ""
+
+
+class Command(TyperCommand):
+    """The class of every `suse` command (`@app.command(..., cls=Command)`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if type(param) is TyperArgument:
+                param.__class__ = _PlainArgument
+
+
+err_console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
+
+
+def stdout_console() -> Console:
+    """Console for results. Piped output is not cut to 80 columns: tables keep their width."""
+    console = Console(highlight=False, soft_wrap=True, emoji=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, soft_wrap=True, emoji=False, width=10_000)
+    return console
 
 
 def _show_version(value: bool) -> None:
@@ -38,6 +76,30 @@ def _root(
 F = TypeVar("F", bound=Callable[..., object])
 
 
+def one_line(message: str) -> str:
+    """Messages with one problem per line (job files) joined into one line."""
+    parts = [p.strip() for p in str(message).splitlines() if p.strip()]
+    if len(parts) <= 1:
+        return parts[0] if parts else ""
+    head, rest = parts[0], "; ".join(parts[1:])
+    return f"{head} {rest}" if head.endswith(":") else f"{head}; {rest}"
+
+
+def print_error(message: str, label: str = "error") -> None:
+    # Text, not a markup string: a message may quote '[/x]' or 'data[old].csv' from the input.
+    err_console.print(Text.assemble((f"{label}:", "bold red"), " ", one_line(message)))
+
+
+def _quiet_broken_pipe() -> NoReturn:
+    """The reader went away (`suse ... | head`): stop quietly, like Unix tools (128 + SIGPIPE)."""
+    try:  # later flushes (at exit) must not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (in-process runs)
+        pass
+    raise SystemExit(141)
+
+
 def friendly_errors(func: F) -> F:
     """Turn suse errors into a clear message and exit code 2 instead of a traceback."""
 
@@ -46,31 +108,59 @@ def friendly_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except QueryError as exc:
-            err_console.print(f"[bold red]query error:[/] {exc.message} (position {exc.position})")
-            err_console.print(exc.caret(), markup=False, highlight=False)
+            print_error(f"{exc.message} (position {exc.position})", "query error")
+            err_console.print(Text(exc.caret()))
             raise typer.Exit(2) from None
         except SuseError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+            print_error(str(exc))
             raise typer.Exit(2) from None
-        except FileNotFoundError as exc:
-            err_console.print(f"[bold red]error:[/] no such file: {exc.filename}")
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+        except OSError as exc:  # a file we were pointed at: missing, a directory, unreadable
+            name = exc.filename if exc.filename is not None else "input"
+            print_error(f"cannot read {str(name)!r}: {exc.strerror or exc}")
             raise typer.Exit(2) from None
         except (typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug of ours: say so plainly; SUSE_DEBUG=1 shows the traceback
             if os.environ.get("SUSE_DEBUG"):
                 raise
-            err_console.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {exc}\n"
-                "This is a bug in suse; rerun with SUSE_DEBUG=1 for the traceback and report it.",
-                highlight=False,
+            print_error(
+                f"{type(exc).__name__}: {exc}. This is a bug in suse; rerun with SUSE_DEBUG=1 "
+                "for the traceback and report it.",
+                "internal error",
             )
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
 
 
-def main(argv: list[str] | None = None) -> None:
+def _usage_error(exc: typer.TyperException) -> int:
+    """Option-parser errors as one line, without the validation library's wording."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # bare `suse` or `suse run`: show the help
+        exc.show()
+        return 2
+    ctx = getattr(exc, "ctx", None)
+    message = exc.format_message().replace("Value error, ", "")
+    hint = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
+    print_error(message.rstrip(".") + hint)
+    return getattr(exc, "exit_code", 2)
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
     from suse.cli import commands  # noqa: F401  (registers the commands on `app`)
 
-    app(args=argv if argv is not None else sys.argv[1:], prog_name="suse")
+    try:
+        try:
+            code = app(args=argv if argv is not None else sys.argv[1:], prog_name="suse", standalone_mode=False)
+        finally:
+            sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except typer.TyperException as exc:
+        code = _usage_error(exc)
+    except typer.Abort:
+        code = 1
+    except KeyboardInterrupt:
+        code = 130
+    raise SystemExit(code if isinstance(code, int) else 0)

@@ -9,16 +9,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import suse
-from suse.cli.app import app, friendly_errors
+from suse.cli.app import Command, app, friendly_errors, stdout_console
 from suse.errors import InputError
 from suse.io.formats import read_probabilities, read_stream
 from suse.query import compile_regex
-
-out = Console(highlight=False, soft_wrap=True)  # soft_wrap: long lines stay whole when piped
 
 
 class Stage(str, Enum):
@@ -58,30 +56,51 @@ class Times(list):
     """Evaluation timestamps; a list subclass so typer takes `--evaluate-at` once, not repeated."""
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _integer(text: str, minimum: int, example: str = "") -> int:
+    text = str(text).strip()
+    try:
+        value = int(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not an integer{example}") from None
+    if value < minimum:
+        raise typer.BadParameter(f"must be at least {minimum}, got {value}")
+    if value > _INT64_MAX:
+        raise typer.BadParameter(f"{value} is too large (at most {_INT64_MAX})")
+    return value
+
+
+def _at_least(minimum: int):
+    """An integer option parser with our wording (typer's own range check speaks pydantic)."""
+    return lambda text: _integer(text, minimum)
+
+
 def _parse_times(text: str) -> Times:
-    """`--evaluate-at 10,20,30` -> [10, 20, 30]."""
-    times = Times()
-    for part in text.split(","):
-        try:
-            times.append(int(part.strip()))
-        except ValueError:
-            raise typer.BadParameter(f"{part.strip()!r} is not an integer (expected e.g. 10,20,30)") from None
-    return times
+    """`--evaluate-at 10,20,30` -> [10, 20, 30], in the order given."""
+    return Times(_integer(part, -(2**63), " (expected e.g. 10,20,30)") for part in str(text).split(","))
 
 
 # Parameters shared by the commands; typer builds each command's signature from these defaults.
-QUERY = typer.Argument(..., help="The query, e.g. 'A(B*C)*D'.", show_default=False)
+QUERY = typer.Argument(..., metavar="QUERY", help="The query, e.g. 'A(B*C)*D'.", show_default=False)
 # A plain string, not a typer Path: typer's Path checks do not accept the "-" default.
 # read_stream reports a missing or unreadable file itself.
 STREAM = typer.Argument(
     "-", metavar="FILE", help="Stream file (text 'A 0 B 1 ...' or CSV char,timestamp[,value]); '-' reads stdin.",
 )
-WINDOW = typer.Option(..., "--window", "-w", min=0, help="Time window: first and last event of a match are at most this far apart.")
-AGGREGATE = typer.Option(Aggregate.count, "--aggregate", help="Aggregate the summary optimises for.")
+WINDOW = typer.Option(
+    ..., "--window", "-w", metavar="INTEGER", parser=_at_least(0),
+    help="Time window: first and last event of a match are at most this far apart.",
+)
+AGGREGATE = typer.Option(
+    Aggregate.count, "--aggregate",
+    help="Aggregate the summary's selection optimises for; all three are always reported.",
+)
 POLICY = typer.Option(Policy.any, "--policy", help="any = skip-till-any-match, next = skip-till-next-match.")
 EVALUATE_AT = typer.Option(
     None, "--evaluate-at", metavar="T1,T2,...", parser=_parse_times,
-    help="Also report the aggregate over all events with timestamp <= each T.",
+    help="Also report the aggregate over all events with timestamp <= each T (rows in this order).",
 )
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
 FORMAT = typer.Option(StreamFormat.auto, "--format", help="Stream format; auto = CSV if the first line has a comma.")
@@ -104,7 +123,7 @@ def _print_json(data: dict) -> None:
 
 
 # --------------------------------------------------------------------------------------- compile
-@app.command("compile")
+@app.command("compile", cls=Command)
 @friendly_errors
 def compile_cmd(
     query: str = QUERY,
@@ -112,6 +131,7 @@ def compile_cmd(
     stage: Stage = typer.Option(Stage.trimmed, "--stage", help="Pipeline stage to show; 'trimmed' is the minimal DFA used for counting."),
 ) -> None:
     """Compile QUERY and print its automaton (or one intermediate stage)."""
+    out = stdout_console()
     automaton = compile_regex(query)
     shown = automaton if stage is Stage.trimmed else automaton.stages[stage.value]
     if dot:
@@ -123,7 +143,8 @@ def compile_cmd(
     symbols = list(shown.alphabet) + (["ε"] if any(ch == "ε" for _, ch in moves) else [])
     out.print(
         f"query {query!r} ({stage.value}): {shown.n_states} states, start {shown.start}, "
-        f"finals {', '.join(map(str, sorted(shown.finals))) or 'none'}, alphabet {shown.alphabet}"
+        f"finals {', '.join(map(str, sorted(shown.finals))) or 'none'}, alphabet {shown.alphabet}",
+        markup=False,
     )
     table = _table("state", *symbols)
     for state in shown.states:
@@ -131,7 +152,7 @@ def compile_cmd(
         cells = [",".join(map(str, sorted(moves.get((state, ch), [])))) or "·" for ch in symbols]
         table.add_row(f"{marks}{state}", *cells)
     out.print(table)
-    out.print("→ start, * final, · no transition (dead)")
+    out.print("→ start, * final, · no transition (dead)", markup=False)
 
 
 # ----------------------------------------------------------------------------------------- exact
@@ -139,22 +160,26 @@ def _evaluation_dict(ev: suse.Evaluation) -> dict[str, Any]:
     return {"timestamp": ev.timestamp, "count": ev.count, "sum": ev.sum, "avg": ev.avg, "partial_count": ev.partial_count}
 
 
-@app.command("exact")
+@app.command("exact", cls=Command)
 @friendly_errors
 def exact_cmd(
     query: str = QUERY,
     stream: str = STREAM,
     window: int = WINDOW,
-    aggregate: Aggregate = AGGREGATE,
     policy: Policy = POLICY,
     evaluate_at: Optional[Times] = EVALUATE_AT,
     as_json: bool = JSON,
     fmt: StreamFormat = FORMAT,
+    aggregate: Aggregate = typer.Option(
+        Aggregate.count, "--aggregate", hidden=True,
+        help="No effect: exact results always carry count, sum and avg (kept for old scripts).",
+    ),
 ) -> None:
     """Count (and sum) every match of QUERY over the whole stream, exactly."""
     q = suse.Query(query, window, aggregate.value, policy.value)
     events = read_stream(stream, fmt.value)
-    r = suse.exact(q, events, evaluate_at=evaluate_at)
+    with events.located():
+        r = suse.exact(q, events, evaluate_at=evaluate_at)
     data = {
         "count": r.count, "sum": r.sum, "avg": r.avg, "partial_count": r.partial_count,
         "skipped": r.skipped, "events": r.events,
@@ -163,7 +188,8 @@ def exact_cmd(
     if as_json:
         _print_json(data)
         return
-    out.print(f"[bold]{query}[/] window {window}, policy {policy.value}: {r.events} events, {r.skipped} skipped")
+    out = stdout_console()
+    out.print(f"[bold]{escape(query)}[/] window {window}, policy {policy.value}: {r.events} events, {r.skipped} skipped")
     table = _table("", "count", "sum", "avg", "partial_count")
     for ev in r.evaluations:
         table.add_row(f"t ≤ {ev.timestamp}", str(ev.count), str(ev.sum), _avg_text(ev.avg), str(ev.partial_count))
@@ -172,15 +198,16 @@ def exact_cmd(
 
 
 # ------------------------------------------------------------------------------------------ eval
-def _load_probabilities(path: Optional[Path]) -> Optional[dict[str, float]]:
+def _load_probabilities(path: Optional[Path], alphabet: str) -> Optional[dict[str, float]]:
     if path is None:
         return None
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read probabilities {str(path)!r}: {exc}") from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"cannot read probabilities {str(path)!r}: {reason}") from None
     try:
-        return read_probabilities(text)
+        return suse.api.check_probabilities(read_probabilities(text), alphabet)
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
 
@@ -195,22 +222,28 @@ def _paper_text(elements: list[tuple[str, int, int]], limit: int = 40) -> str:
     return "  ".join([*map(fmt, elements[:half]), f"… {len(elements) - limit} more …", *map(fmt, elements[-half:])])
 
 
-@app.command("eval")
+@app.command("eval", cls=Command)
 @friendly_errors
 def eval_cmd(
     query: str = QUERY,
     stream: str = STREAM,
     window: int = WINDOW,
-    size: int = typer.Option(..., "--size", "-n", min=1, help="Most elements the summary retains."),
+    size: int = typer.Option(..., "--size", "-n", metavar="INTEGER", parser=_at_least(1), help="Most elements the summary retains."),
     strategy: Strategy = typer.Option(..., "--strategy", help="Which elements to keep when the summary is full."),
     aggregate: Aggregate = AGGREGATE,
     policy: Policy = POLICY,
     probabilities: Optional[Path] = typer.Option(
-        None, "--probabilities", exists=True, dir_okay=False,
-        help="File of 'CHAR P' pairs (e.g. 'A 0.25 B 0.75'); default: estimated from the stream.",
+        None, "--probabilities", metavar="FILE",
+        help="File of 'CHAR P' pairs, one per character of the query, summing to 1 (e.g. 'A 0.25 B 0.75'); "
+        "default: estimated from the stream.",
     ),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Random seed (default: a fresh one, reported)."),
-    time_to_live: Optional[int] = typer.Option(None, "--time-to-live", min=0, help="Evict elements older than this."),
+    seed: Optional[int] = typer.Option(
+        None, "--seed", metavar="INTEGER", parser=_at_least(0),
+        help="Random seed (default: a fresh one, printed with the results so the run can be repeated).",
+    ),
+    time_to_live: Optional[int] = typer.Option(
+        None, "--time-to-live", metavar="INTEGER", parser=_at_least(0), help="Evict elements older than this.",
+    ),
     evaluate_at: Optional[Times] = EVALUATE_AT,
     compare_exact: bool = typer.Option(False, "--compare-exact", help="Also run the exact engine and report its count and sum."),
     as_json: bool = JSON,
@@ -218,19 +251,20 @@ def eval_cmd(
 ) -> None:
     """Run a bounded summary of SIZE elements over the stream and report what it counts."""
     q = suse.Query(query, window, aggregate.value, policy.value)
-    summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities), seed, time_to_live)
+    summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities, q.alphabet), seed, time_to_live)
     events = read_stream(stream, fmt.value)
-    started = time.perf_counter()
-    evaluations = summary.extend(events=events, evaluate_at=evaluate_at)
-    elapsed = time.perf_counter() - started
+    with events.located():
+        started = time.perf_counter()
+        evaluations = summary.extend(events=events, evaluate_at=evaluate_at)
+        elapsed = time.perf_counter() - started
+        exact = suse.exact(q, events, evaluate_at=evaluate_at) if compare_exact else None
     r = summary.result()
-    exact = suse.exact(q, events, evaluate_at=evaluate_at) if compare_exact else None
 
     rows = []
     for i, ev in enumerate(evaluations):
         row = _evaluation_dict(ev) | {"detected_count": ev.detected_count, "detected_sum": ev.detected_sum}
         if exact is not None:
-            # Both engines sort and answer the same evaluation times, so rows line up.
+            # Both engines answer the evaluation times in the order given, so rows line up.
             row |= {"exact_count": exact.evaluations[i].count, "exact_sum": exact.evaluations[i].sum}
         rows.append(row)
     data: dict[str, Any] = {
@@ -248,11 +282,12 @@ def eval_cmd(
         _print_json(data)
         return
 
+    out = stdout_console()
     out.print(
-        f"[bold]{query}[/] window {window}, {strategy.value} summary of size {size}: {r.events} events "
+        f"[bold]{escape(query)}[/] window {window}, {strategy.value} summary of size {size}: {r.events} events "
         f"({r.skipped} skipped)"
     )
-    out.print(f"{data['evictions']} evictions, {data['events_per_second'] or 0:,.0f} events/s")
+    out.print(f"{data['evictions']} evictions, {data['events_per_second'] or 0:,.0f} events/s, seed {summary.seed}")
     columns = ["", "count", "sum", "avg", "detected_count"] + (["exact_count", "exact_sum"] if exact else [])
     table = _table(*columns)
     for row in rows:

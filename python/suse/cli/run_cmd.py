@@ -6,17 +6,17 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from suse.cli.app import app, err_console, friendly_errors
+from suse.cli.app import Command, app, err_console, friendly_errors, stdout_console
 from suse.errors import InputError
 
 
-@app.command("run")
+@app.command("run", cls=Command)
 @friendly_errors
 def run(
-    job: Path = typer.Argument(..., help="Job file (TOML); see docs/SPARK.md and examples/."),
+    job: Path = typer.Argument(..., metavar="JOB", help="Job file (TOML); see docs/SPARK.md and examples/."),
     master: Optional[str] = typer.Option(None, help="Spark master, overriding spark.master (e.g. local[4])."),
     output: Optional[str] = typer.Option(None, help="Output path, overriding output.path."),
 ) -> None:
@@ -32,19 +32,19 @@ def run(
     if output:
         cfg.output.path = output
     report = run_job(cfg, err_console)
-    out = Console()
+    out = stdout_console()
     if report.top:
-        table = Table(title=f"{cfg.name}: largest partitions", title_justify="left")
+        table = Table(title=Text(f"{cfg.name}: largest partitions"), title_justify="left")
         columns = [c for c in report.top[0] if c in _SHOWN or c in report.keys or c == "query"]
         if len(cfg.queries) == 1 and "query" in columns:
             columns.remove("query")
         for c in columns:
             table.add_column(c, justify="right" if c in _NUMERIC else "left", no_wrap=True)
         for row in report.top:
-            table.add_row(*[_cell(row[c]) for c in columns])
+            table.add_row(*[Text(_cell(row[c])) for c in columns])  # Text: partition keys are data, not markup
         out.print(table)
     extra = f", {report.batches} micro-batches" if report.batches is not None else ""
-    out.print(f"output: {report.output} ({cfg.output.format}{extra}, {report.seconds:.1f} s)")
+    out.print(f"output: {report.output} ({cfg.output.format}{extra}, {report.seconds:.1f} s)", markup=False)
 
 
 _SHOWN = ("evaluated_at", "count", "exact_count", "detected_count", "events", "late_events")

@@ -8,10 +8,13 @@ Formats
   blanks ignored), optionally ``value``; other columns are ignored. Blank lines are skipped.
 * **Probabilities**: pairs ``CHAR PROBABILITY``, e.g. ``A 0.25 B 0.75``.
 
+A leading UTF-8 byte-order mark is ignored in every format.
+
 A character is one ASCII letter or digit; timestamps and values are integers that fit in
 int64, and values are non-negative. Timestamp order is *not* checked here: the engine
 checks it and reports late events itself. Every problem raises ``InputError`` naming the
-line (and token, for the whitespace formats).
+line (1-based; and token, for the whitespace formats); ``Events.located()`` does the same for
+errors the engine finds later (decreasing timestamps).
 """
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ import math
 import os
 import re
 import sys
-from dataclasses import dataclass
+import contextlib
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
@@ -47,6 +51,8 @@ class Events:
     chars: str
     timestamps: np.ndarray
     values: np.ndarray | None = None
+    #: Where each event was read (e.g. "line 3" or "line 1, token 5"), when read from text.
+    origin: list[str] | None = field(default=None, repr=False)
 
     def __post_init__(self):
         # Coerce so callers may pass lists; frozen dataclasses need object.__setattr__.
@@ -64,6 +70,16 @@ class Events:
 
     def __len__(self) -> int:
         return len(self.chars)
+
+    @contextlib.contextmanager
+    def located(self) -> Iterator[None]:
+        """Re-raise an ``InputError`` about event i as one about the line it was read from."""
+        try:
+            yield
+        except InputError as exc:
+            if exc.event is None or self.origin is None or not 0 <= exc.event < len(self.origin):
+                raise
+            raise InputError(f"{self.origin[exc.event]}: {exc.detail}") from None
 
     def __iter__(self) -> Iterator[tuple[str, int, int | None]]:
         values = [None] * len(self) if self.values is None else self.values.tolist()
@@ -85,8 +101,13 @@ class Events:
 
 
 # --------------------------------------------------------------------------- tokens
+def _no_bom(text: str) -> str:
+    return text[1:] if text.startswith("\ufeff") else text
+
+
 def _tokens(text: str) -> list[tuple[str, int, int]]:
     """(token, line, token number), both 1-based."""
+    text = _no_bom(text)
     out = []
     for line_no, line in enumerate(text.splitlines(), start=1):
         for tok in line.split():
@@ -135,11 +156,12 @@ def _parse_value(tok: str, where: str) -> int:
 # --------------------------------------------------------------------------- streams
 def read_text_stream(text: str) -> Events:
     """Parse the paper's format: whitespace-separated ``CHAR TIMESTAMP`` pairs."""
-    chars, stamps = [], []
+    chars, stamps, origin = [], [], []
     for (c, c_line, c_no), (t, t_line, t_no) in _pairs(text, "stream"):
         chars.append(_check_char(c, f"line {c_line}, token {c_no}"))
         stamps.append(_parse_int(t, f"line {t_line}, token {t_no}", "timestamp"))
-    return Events("".join(chars), np.array(stamps, dtype=np.int64))
+        origin.append(f"line {c_line}, token {c_no}")
+    return Events("".join(chars), np.array(stamps, dtype=np.int64), origin=origin)
 
 
 def _looks_like_path(s: str) -> bool:
@@ -149,10 +171,11 @@ def _looks_like_path(s: str) -> bool:
 
 def _read_file(path) -> str:
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        with open(path, encoding="utf-8-sig", newline="") as f:
             return f.read()
     except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read {os.fspath(path)!r}: {e}") from e
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise InputError(f"cannot read {os.fspath(path)!r}: {reason}") from None
 
 
 def read_csv_stream(text_or_path) -> Events:
@@ -172,9 +195,10 @@ def read_csv_stream(text_or_path) -> Events:
 
 def _parse_csv(text: str) -> Events:
     try:
-        return _parse_csv_rows(csv.reader(io.StringIO(text)))
-    except csv.Error as e:  # malformed quoting and the like
-        raise InputError(f"malformed CSV: {e}") from e
+        reader = csv.reader(io.StringIO(_no_bom(text)))
+        return _parse_csv_rows(reader)
+    except csv.Error as e:  # malformed quoting, NUL bytes and the like
+        raise InputError(f"line {reader.line_num}: malformed CSV: {e}") from None
 
 
 def _parse_csv_rows(reader) -> Events:
@@ -189,12 +213,13 @@ def _parse_csv_rows(reader) -> Events:
     for required in ("char", "timestamp"):
         if required not in names:
             raise InputError(
-                f"{where_header}: missing column {required!r} (header has {', '.join(names)})"
+                f"{where_header}: missing column {required!r} "
+                f"(header has {', '.join(n if n.isprintable() else repr(n) for n in names)})"
             )
     i_char, i_ts = names.index("char"), names.index("timestamp")
     i_val = names.index("value") if "value" in names else None
 
-    chars, stamps, values = [], [], []
+    chars, stamps, values, origin = [], [], [], []
     for row in reader:
         if not row:
             continue
@@ -205,12 +230,14 @@ def _parse_csv_rows(reader) -> Events:
         stamps.append(_parse_int(row[i_ts], where, "timestamp"))
         if i_val is not None:
             values.append(_parse_value(row[i_val], where))
+        origin.append(where)
     if not chars:
         raise InputError("empty stream: the CSV has a header but no rows")
     return Events(
         "".join(chars),
         np.array(stamps, dtype=np.int64),
         None if i_val is None else np.array(values, dtype=np.int64),
+        origin=origin,
     )
 
 
@@ -222,7 +249,14 @@ def read_stream(path_or_dash, fmt: str = "auto") -> Events:
     """
     if fmt not in ("auto", "text", "csv"):
         raise InputError(f"unknown stream format {fmt!r}: expected 'auto', 'text' or 'csv'")
-    text = sys.stdin.read() if os.fspath(path_or_dash) == "-" else _read_file(path_or_dash)
+    if os.fspath(path_or_dash) == "-":
+        try:  # bytes, decoded here: the same strict UTF-8 whatever the locale
+            stdin = getattr(sys.stdin, "buffer", None)
+            text = _no_bom(stdin.read().decode("utf-8") if stdin is not None else sys.stdin.read())
+        except UnicodeDecodeError as e:
+            raise InputError(f"cannot read standard input: not UTF-8 ({e.reason} at byte {e.start})") from None
+    else:
+        text = _read_file(path_or_dash)
     if fmt == "auto":
         first = next((line for line in text.splitlines() if line.strip()), "")
         fmt = "csv" if "," in first else "text"
@@ -230,7 +264,8 @@ def read_stream(path_or_dash, fmt: str = "auto") -> Events:
 
 
 def read_probabilities(text: str) -> dict[str, float]:
-    """Parse ``CHAR PROBABILITY`` pairs; probabilities must be finite, >= 0 and sum to 1."""
+    """Parse ``CHAR PROBABILITY`` pairs; probabilities must be finite, >= 0 and sum to 1
+    (checked by ``suse.api.check_probabilities``, as for ``Summary``)."""
     probs: dict[str, float] = {}
     for (c, c_line, c_no), (p, p_line, p_no) in _pairs(text, "probabilities"):
         char = _check_char(c, f"line {c_line}, token {c_no}")
@@ -246,7 +281,7 @@ def read_probabilities(text: str) -> dict[str, float]:
         if x < 0:
             raise InputError(f"{where}: probability {x} is negative")
         probs[char] = x
-    total = math.fsum(probs.values())
-    if abs(total - 1.0) > 1e-6:
-        raise InputError(f"probabilities sum to {total!r}, not 1 (tolerance 1e-6)")
+    from suse.api import check_probabilities
+
+    check_probabilities(probs, None)
     return probs

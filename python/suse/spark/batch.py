@@ -70,7 +70,7 @@ def prepare(
     window_units = events.axis.span(window, "window")
     trigger = parse_trigger(evaluate, events.axis, window_units)
     if probabilities == "estimate":
-        probabilities = estimate_probabilities(events)
+        probabilities = estimate_probabilities(events, alphabet)
     elif isinstance(probabilities, str):
         raise InputError(f"probabilities must be a mapping, 'estimate' or None, got {probabilities!r}")
     plan = Plan(
@@ -82,12 +82,12 @@ def prepare(
     return events, plan
 
 
-def estimate_probabilities(events: Events) -> dict[str, float]:
+def estimate_probabilities(events: Events, alphabet: str) -> dict[str, float]:
     counts = {r[0]: r[1] for r in events.frame.groupBy(RANK).count().collect()}
     total = sum(counts.values())
     if total == 0:
         raise InputError("probabilities = 'estimate' needs events, but no row got a character of the query")
-    return {events.order[rank]: n / total for rank, n in counts.items()}
+    return {c: counts.get(events.order.find(c), 0) / total for c in alphabet}  # every query character, 0 if absent
 
 
 def output_schema(events: Events, exact: bool) -> T.StructType:

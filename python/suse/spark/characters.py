@@ -78,9 +78,9 @@ def time_axis(df: DataFrame, column: str, fmt: str | None = None) -> tuple[TimeA
     f = field(df, column, "timestamp")
     col = quoted(f.name)
     t = f.dataType
+    if fmt and not isinstance(t, T.StringType):  # only strings are parsed; say so for every other type
+        raise InputError(f"timestamp_format applies to string columns, but timestamp column '{column}' has type {t.simpleString()}")
     if isinstance(t, _INTEGRAL):
-        if fmt:
-            raise InputError(f"timestamp_format is given but timestamp column '{column}' holds integers")
         return TimeAxis(f.name, "integer"), col.cast("long")
     if isinstance(t, (T.TimestampType, T.TimestampNTZType)):
         return TimeAxis(f.name, "timestamp"), F.unix_seconds(col.cast("timestamp"))

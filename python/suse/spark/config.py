@@ -149,9 +149,11 @@ def load_config(path: str | Path) -> JobConfig:
     """Read and validate a job file; problems raise ConfigError naming the key."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # -sig: a leading BOM is not TOML
     except FileNotFoundError:
         raise ConfigError(f"no such job file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:  # a directory, no permission, not UTF-8
+        raise ConfigError(f"cannot read job file {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     return parse_config(data, str(path))

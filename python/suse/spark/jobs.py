@@ -13,6 +13,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 import suse
@@ -186,6 +187,7 @@ def _watch(query, console: Console, name: str, timeout: float | None) -> int:
     """Wait for a streaming query, showing micro-batches as they finish; Ctrl-C stops it.
     Returns how many micro-batches read input."""
     deadline = None if timeout is None else time.monotonic() + timeout
+    name = escape(name)  # the job's name is text, not rich markup
     rows: dict[int, int] = {}  # batch id -> input rows
 
     def note() -> None:
@@ -238,7 +240,7 @@ def spark_progress(spark: SparkSession, console: Console, description: str) -> I
     """A progress bar fed by Spark's status tracker (tasks of the running stages)."""
     tracker = spark.sparkContext.statusTracker()
     stop = threading.Event()
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),  # job names are text
                TextColumn("{task.completed}/{task.total} tasks"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(description, total=None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 from suse.errors import InputError
 
@@ -20,26 +21,36 @@ _UNITS = {
     "d": 86400, "day": 86400, "days": 86400,
     "w": 604800, "week": 604800, "weeks": 604800,
 }  # fmt: skip
-_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*")
+_PART = re.compile(r"\s*([+-]?)\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*")
 
 DATETIME_KINDS = ("timestamp", "date", "string")
 
 
 def parse_duration(text: str) -> int:
-    """Seconds in a duration such as "90 minutes", "1 day 12 hours" or "2h30m"."""
-    pos, total = 0, 0.0
+    """Seconds in a duration such as "90 minutes", "1 day 12 hours", "2h30m" or "0 days".
+
+    Summed exactly ("1.1 hours" is 3960 s); the result must be a whole number of seconds and
+    not negative. Zero is allowed here; callers that need a positive length say so."""
+    if not isinstance(text, str):
+        raise InputError(f"duration {text!r} must be a string such as '3 days'")
+    pos, total, negative = 0, Fraction(0), False
     text = text.strip()
     while pos < len(text):
         m = _PART.match(text, pos)
-        if not m or m.group(2).lower() not in _UNITS:
+        if not m or m.group(3).lower() not in _UNITS:
             raise InputError(
                 f"cannot read duration {text!r}: expected a number and a unit "
                 f"(seconds, minutes, hours, days, weeks), e.g. '3 days' or '90 minutes'"
             )
-        total += float(m.group(1)) * _UNITS[m.group(2).lower()]
+        negative |= m.group(1) == "-"
+        total += Fraction(m.group(2)) * _UNITS[m.group(3).lower()]
         pos = m.end()
-    if not text or total <= 0 or total != int(total):
-        raise InputError(f"duration {text!r} must be a positive whole number of seconds")
+    if not text:
+        raise InputError("duration is empty: give e.g. '3 days' or '90 minutes'")
+    if negative:
+        raise InputError(f"duration {text!r} must be positive (or zero)")
+    if total.denominator != 1:
+        raise InputError(f"duration {text!r} must be a whole number of seconds, it is {float(total):g} s")
     return int(total)
 
 
@@ -51,10 +62,12 @@ def is_duration(value: object) -> bool:
 
 def duration_seconds(value: str | dt.timedelta) -> int:
     if isinstance(value, dt.timedelta):
-        secs = value.total_seconds()
-        if secs <= 0 or secs != int(secs):
-            raise InputError(f"duration {value} must be a positive whole number of seconds")
-        return int(secs)
+        seconds, rest = divmod(value, dt.timedelta(seconds=1))  # exact: timedelta is integral
+        if value < dt.timedelta(0):
+            raise InputError(f"duration {value} must be positive (or zero)")
+        if rest:
+            raise InputError(f"duration {value} must be a whole number of seconds")
+        return seconds
     return parse_duration(value)
 
 
@@ -74,6 +87,8 @@ class TimeAxis:
     def span(self, value: object, what: str) -> int:
         """A window-like length (window, Poisson period) in this axis' unit."""
         if self.is_datetime:
+            if value in (0, "0") and not isinstance(value, bool):  # zero needs no unit
+                return 0
             if not is_duration(value):
                 raise InputError(
                     f"{what} {value!r} is a plain number but timestamp column "
