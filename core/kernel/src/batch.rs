@@ -104,7 +104,17 @@ mod tests {
         };
         let b = Batch::new(b"axa", &[1, 2, 3], None, &[0, 2, 9], None).unwrap();
         let mut seen = Vec::new();
-        let rows = b.run(&mut seen, &lookup, |s, ev| Ok(s.push(ev.map(|e| e.t))), |s, t| (t, s.len())).unwrap();
+        let rows = b
+            .run(
+                &mut seen,
+                &lookup,
+                |s, ev| {
+                    s.push(ev.map(|e| e.t));
+                    Ok(())
+                },
+                |s, t| (t, s.len()),
+            )
+            .unwrap();
         assert_eq!(rows, vec![(0, 0), (2, 2), (9, 3)]);
         assert_eq!(seen, vec![Some(1), None, Some(3)]);
     }

@@ -118,7 +118,7 @@ impl Dfa {
         if start as usize >= n {
             return Err(format!("start state {start} is not one of the {n} states"));
         }
-        if finals.len() != n || table.len() != n.checked_mul(k).unwrap_or(usize::MAX) {
+        if finals.len() != n || table.len() != n.saturating_mul(k) {
             return Err("automaton table has the wrong size".into());
         }
         let mut next = vec![NONE; n * k];

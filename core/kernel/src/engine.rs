@@ -58,6 +58,9 @@ impl ExactEngine {
     }
 }
 
+/// Present benefits and active local rows as `(count, sum)` floats.
+pub type FloatEstimates = (Vec<(f64, f64)>, Vec<Vec<(f64, f64)>>);
+
 /// A bounded summary under either policy.
 #[derive(Clone, Serialize, Deserialize)]
 pub enum SummaryEngine {
@@ -124,7 +127,7 @@ impl SummaryEngine {
     }
 
     /// Selection estimates as `f64` (infinite past 10^308; tests and inspection only).
-    pub fn estimates(&mut self) -> (Vec<(f64, f64)>, Vec<Vec<(f64, f64)>>) {
+    pub fn estimates(&mut self) -> FloatEstimates {
         let (pres, al) = with_policy!(self, SummaryEngine, |s| s.estimates());
         let f = |d: &crate::dual::DualX| (d.c.to_f64(), d.s.to_f64());
         (pres.iter().map(f).collect(), al.iter().map(|r| r.iter().map(f).collect()).collect())
@@ -134,7 +137,7 @@ impl SummaryEngine {
         with_policy!(self, SummaryEngine, |s| s.exact_locals())
     }
 
-    pub fn active_check(&self) -> Result<(Vec<crate::dual::Dual<BigUint>>, Vec<crate::dual::Dual<BigUint>>), Error> {
+    pub fn active_check(&self) -> Result<crate::summary::KeptAndFresh, Error> {
         with_policy!(self, SummaryEngine, |s| s.active_check())
     }
 

@@ -128,13 +128,60 @@ fn array(a: &Option<PyReadonlyArray1<'_, i64>>) -> Option<Vec<i64>> {
     a.as_ref().map(|x| x.as_array().to_vec())
 }
 
+/// The arrays of one `extend` call.
+struct Arrays {
+    ts: Vec<i64>,
+    vals: Option<Vec<i64>>,
+    evals: Vec<i64>,
+}
+
+impl Arrays {
+    fn new(ts: PyReadonlyArray1<'_, i64>, vals: Option<PyReadonlyArray1<'_, i64>>, evals: Option<PyReadonlyArray1<'_, i64>>) -> Self {
+        Arrays { ts: ts.as_array().to_vec(), vals: array(&vals), evals: array(&evals).unwrap_or_default() }
+    }
+
+    /// Validate and run a batch over `state` without the GIL, under the panic guard, and
+    /// advance `last_t` when it succeeds.
+    #[allow(clippy::too_many_arguments)]
+    fn run<S: Send, Row: Send>(
+        &self,
+        py: Python<'_>,
+        chars: &[u8],
+        dead: &mut Option<String>,
+        last_t: &mut Option<i64>,
+        lookup: &[u8],
+        state: &mut S,
+        on_event: impl FnMut(&mut S, Option<Ev>) -> Result<(), Error> + Send,
+        snap: impl Fn(&S, i64) -> Row + Send + Sync,
+    ) -> PyResult<Vec<Row>> {
+        py.allow_threads(|| {
+            guard(dead, || {
+                let batch = Batch::new(chars, &self.ts, self.vals.as_deref(), &self.evals, *last_t)?;
+                let rows = batch.run(state, lookup, on_event, snap)?;
+                if let Some(t) = batch.last_timestamp() {
+                    *last_t = Some(t);
+                }
+                Ok(rows)
+            })
+        })
+    }
+}
+
+/// What the exact engine counts beside its totals.
+struct ExactState {
+    engine: KExact,
+    events: u64,
+    skipped: u64,
+}
+
+/// Two lists of `(count, sum)` pairs.
+type PairLists = (Vec<(BigUint, BigUint)>, Vec<(BigUint, BigUint)>);
+
 /// Exact aggregation over a whole stream (the ground truth).
 #[pyclass(name = "ExactEngine", module = "suse._core")]
 struct ExactEngine {
-    engine: KExact,
+    state: ExactState,
     last_t: Option<i64>,
-    events: u64,
-    skipped: u64,
     dead: Option<String>,
 }
 
@@ -145,7 +192,7 @@ impl ExactEngine {
     fn new(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>) -> PyResult<Self> {
         guard_ro(|| {
             let engine = KExact::new(dfa.inner.clone(), window, policy(policy_name)?, &limits(memory_limit))?;
-            Ok(ExactEngine { engine, last_t: None, events: 0, skipped: 0, dead: None })
+            Ok(ExactEngine { state: ExactState { engine, events: 0, skipped: 0 }, last_t: None, dead: None })
         })
     }
 
@@ -159,63 +206,54 @@ impl ExactEngine {
         values: Option<PyReadonlyArray1<'_, i64>>,
         evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
     ) -> PyResult<Vec<NativeEvaluation>> {
-        let (ts, vals, evals) = (timestamps.as_array().to_vec(), array(&values), array(&evaluate_at).unwrap_or_default());
-        let mut dead = self.dead.take();
-        let out = py.allow_threads(|| {
-            guard(&mut dead, || {
-                let batch = Batch::new(chars, &ts, vals.as_deref(), &evals, self.last_t)?;
-                let lookup = self.engine.dfa().lookup.clone();
-                let rows = batch.run(
-                    &mut *self,
-                    &lookup,
-                    |me, ev| {
-                        me.events += 1;
-                        match ev {
-                            None => {
-                                me.skipped += 1;
-                                Ok(())
-                            }
-                            Some(ev) => me.engine.push(ev),
-                        }
-                    },
-                    |me, t| {
-                        let (count, sum, partial_count) = me.engine.totals();
-                        NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None }
-                    },
-                )?;
-                if let Some(t) = batch.last_timestamp() {
-                    self.last_t = Some(t);
+        let lookup = self.state.engine.dfa().lookup.clone();
+        Arrays::new(timestamps, values, evaluate_at).run(
+            py,
+            chars,
+            &mut self.dead,
+            &mut self.last_t,
+            &lookup,
+            &mut self.state,
+            |me, ev| {
+                me.events += 1;
+                match ev {
+                    None => {
+                        me.skipped += 1;
+                        Ok(())
+                    }
+                    Some(ev) => me.engine.push(ev),
                 }
-                Ok(rows)
-            })
-        });
-        self.dead = dead;
-        out
+            },
+            |me, t| {
+                let (count, sum, partial_count) = me.engine.totals();
+                NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None }
+            },
+        )
     }
 
     fn totals(&self) -> NativeTotals {
-        let (count, sum, partial_count) = self.engine.totals();
+        let (count, sum, partial_count) = self.state.engine.totals();
         NativeTotals { count, sum, partial_count }
     }
 
     #[getter]
     fn events(&self) -> u64 {
-        self.events
+        self.state.events
     }
 
     #[getter]
     fn skipped(&self) -> u64 {
-        self.skipped
+        self.state.skipped
     }
 
     #[getter]
     fn tier(&self) -> &'static str {
-        self.engine.tier()
+        self.state.engine.tier()
     }
 
     #[getter]
     fn is_big(&self) -> bool {
-        self.engine.tier() != "u128"
+        self.state.engine.tier() != "u128"
     }
 
     #[getter]
@@ -232,25 +270,23 @@ struct SummaryEngine {
     dead: Option<String>,
 }
 
-impl SummaryEngine {
-    fn evaluation(&self, t: i64, with_elements: bool) -> NativeEvaluation {
-        let r = self.inner.readout();
-        let (count, sum, partial_count) = split_totals(self.inner.dfa(), &r.g);
-        NativeEvaluation {
-            timestamp: t,
-            count,
-            sum,
-            partial_count,
-            detected_count: Some(r.detected.c),
-            detected_sum: Some(r.detected.s),
-            elements: with_elements.then(|| self.element_list()),
-        }
+fn evaluation(s: &KSummary, t: i64, with_elements: bool) -> NativeEvaluation {
+    let r = s.readout();
+    let (count, sum, partial_count) = split_totals(s.dfa(), &r.g);
+    NativeEvaluation {
+        timestamp: t,
+        count,
+        sum,
+        partial_count,
+        detected_count: Some(r.detected.c),
+        detected_sum: Some(r.detected.s),
+        elements: with_elements.then(|| element_list(s)),
     }
+}
 
-    fn element_list(&self) -> Vec<(char, i64, u64)> {
-        let alphabet = &self.inner.dfa().alphabet;
-        self.inner.elements().iter().map(|e: &Ev| (alphabet[e.sym as usize] as char, e.t, e.v)).collect()
-    }
+fn element_list(s: &KSummary) -> Vec<(char, i64, u64)> {
+    let alphabet = &s.dfa().alphabet;
+    s.elements().iter().map(|e: &Ev| (alphabet[e.sym as usize] as char, e.t, e.v)).collect()
 }
 
 #[pymethods]
@@ -293,36 +329,27 @@ impl SummaryEngine {
         evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
         with_elements: bool,
     ) -> PyResult<Vec<NativeEvaluation>> {
-        let (ts, vals, evals) = (timestamps.as_array().to_vec(), array(&values), array(&evaluate_at).unwrap_or_default());
-        let mut dead = self.dead.take();
-        let out = py.allow_threads(|| {
-            guard(&mut dead, || {
-                let batch = Batch::new(chars, &ts, vals.as_deref(), &evals, self.last_t)?;
-                let lookup = self.inner.dfa().lookup.clone();
-                let rows = batch.run(
-                    &mut *self,
-                    &lookup,
-                    |me, ev| match ev {
-                        None => {
-                            me.inner.skip();
-                            Ok(())
-                        }
-                        Some(ev) => me.inner.observe(ev),
-                    },
-                    |me, t| me.evaluation(t, with_elements),
-                )?;
-                if let Some(t) = batch.last_timestamp() {
-                    self.last_t = Some(t);
+        let lookup = self.inner.dfa().lookup.clone();
+        Arrays::new(timestamps, values, evaluate_at).run(
+            py,
+            chars,
+            &mut self.dead,
+            &mut self.last_t,
+            &lookup,
+            &mut self.inner,
+            |s, ev| match ev {
+                None => {
+                    s.skip();
+                    Ok(())
                 }
-                Ok(rows)
-            })
-        });
-        self.dead = dead;
-        out
+                Some(ev) => s.observe(ev),
+            },
+            |s, t| evaluation(s, t, with_elements),
+        )
     }
 
     fn result(&self) -> NativeEvaluation {
-        self.evaluation(self.inner.now().unwrap_or(0), false)
+        evaluation(&self.inner, self.inner.now().unwrap_or(0), false)
     }
 
     #[getter]
@@ -346,7 +373,7 @@ impl SummaryEngine {
     }
 
     fn elements(&self) -> Vec<(char, i64, u64)> {
-        self.element_list()
+        element_list(&self.inner)
     }
 
     fn __len__(&self) -> usize {
@@ -384,9 +411,9 @@ impl SummaryEngine {
     }
 
     /// The saved form (format [`FORMAT_VERSION`]), carrying `meta` (the caller's description).
-    fn to_bytes<'py>(&mut self, py: Python<'py>, meta: String) -> PyResult<Bound<'py, PyBytes>> {
+    fn to_bytes<'py>(&self, py: Python<'py>, meta: String) -> PyResult<Bound<'py, PyBytes>> {
         let saved = Saved { meta, last_t: self.last_t, summary: self.inner.clone() };
-        let bytes = guard(&mut self.dead, || state::save(&saved))?;
+        let bytes = guard_ro(|| state::save(&saved))?;
         Ok(PyBytes::new(py, &bytes))
     }
 
@@ -405,7 +432,7 @@ impl SummaryEngine {
     // ---- inspection hooks for tests ----
 
     /// Selection estimates: (present benefit per element, active local rows), as floats.
-    fn _estimates(&mut self) -> (Vec<(f64, f64)>, Vec<Vec<(f64, f64)>>) {
+    fn _estimates(&mut self) -> suse_kernel::engine::FloatEstimates {
         self.inner.estimates()
     }
 
@@ -415,7 +442,7 @@ impl SummaryEngine {
     }
 
     /// Exact active counters as maintained, and as recomputed from the elements.
-    fn _active_counters(&self) -> PyResult<(Vec<(BigUint, BigUint)>, Vec<(BigUint, BigUint)>)> {
+    fn _active_counters(&self) -> PyResult<PairLists> {
         guard_ro(|| {
             let (kept, fresh) = self.inner.active_check()?;
             let conv = |v: Vec<suse_kernel::dual::Dual<BigUint>>| v.into_iter().map(|d| (d.c, d.s)).collect();

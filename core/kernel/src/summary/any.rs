@@ -101,7 +101,7 @@ impl SummaryPolicy for AnyMatch {
             crate::promoting!(&mut s.exact, &ctx, |p| (|| {
                 for i in start..end {
                     for j in 0..z {
-                        let d = std::mem::replace(&mut p.v[i * z + j], Dual::zero());
+                        let d = std::mem::take(&mut p.v[i * z + j]);
                         p.a[j].sub_assign(&d)?;
                     }
                 }

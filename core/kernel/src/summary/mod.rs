@@ -125,6 +125,9 @@ impl<P: SummaryPolicy> Clone for Summary<P> {
     }
 }
 
+/// Counters as maintained and as recomputed from the retained elements.
+pub type KeptAndFresh = (Vec<Dual<BigUint>>, Vec<Dual<BigUint>>);
+
 /// The reported numbers: the sets per state over the retained elements, and `detected`.
 pub struct Readout {
     pub g: Vec<Dual<BigUint>>,
@@ -249,7 +252,7 @@ impl<P: SummaryPolicy> Summary<P> {
     }
 
     /// Exact active counters as maintained, and recomputed from the elements (for tests).
-    pub fn active_check(&self) -> Result<(Vec<Dual<BigUint>>, Vec<Dual<BigUint>>), Error> {
+    pub fn active_check(&self) -> Result<KeptAndFresh, Error> {
         let kept = crate::on_tier!(&self.exact, |p| p.a.iter().map(|d| d.to_big()).collect());
         let fresh = Counters::<BigUint>::rebuild::<P>(&self.retained(), &Dual::zero()).map_err(|_| Error::internal("rebuild failed"))?;
         Ok((kept, fresh.a))
