@@ -70,6 +70,7 @@ class Query:
         self._dfa = _core.Dfa(
             self.automaton.n_states,
             self.automaton.alphabet,
+            getattr(self.automaton, "negated", ""),
             self.automaton.start,
             [s in self.automaton.finals for s in self.automaton.states],
             self.automaton.table(),

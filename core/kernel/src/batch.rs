@@ -1,7 +1,32 @@
 //! A batch of raw events with evaluation times, validated before anything is processed.
-use crate::dfa::UNKNOWN;
+use crate::dfa::{Dfa, GAP_BREAK, UNKNOWN};
 use crate::error::Error;
 use crate::semantics::Ev;
+
+/// One raw event as an engine sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Raw {
+    /// A letter of the query: a possible element (its gap is filled in by the engine).
+    Element(Ev),
+    /// An event that can be no element: the gap bits it sets ([`GAP_BREAK`], and a negated
+    /// character's bit; [`GAP_BREAK`] alone is a character outside the query, counted as
+    /// skipped).
+    Gap(u32),
+}
+
+impl Raw {
+    #[inline]
+    pub fn classify(dfa: &Dfa, byte: u8, t: i64, v: u64) -> Raw {
+        let sym = dfa.lookup[byte as usize];
+        if sym != UNKNOWN {
+            return Raw::Element(Ev { sym, t, v, gap: 0 });
+        }
+        match dfa.neg_lookup[byte as usize] {
+            UNKNOWN => Raw::Gap(GAP_BREAK),
+            j => Raw::Gap(1 << j | GAP_BREAK), // any event between two elements breaks contiguity
+        }
+    }
+}
 
 pub struct Batch<'a> {
     chars: &'a [u8],
@@ -50,14 +75,14 @@ impl<'a> Batch<'a> {
         self.ts.last().copied()
     }
 
-    /// Feed every event (`None` for a character outside the alphabet); `snap(T)` is taken
-    /// before the first event later than each evaluation time T, so it covers every event
-    /// with timestamp <= T, and the rest after the batch.
+    /// Feed every event, classified by `dfa`; `snap(T)` is taken before the first event later
+    /// than each evaluation time T, so it covers every event with timestamp <= T, and the
+    /// rest after the batch.
     pub fn run<S, Row>(
         &self,
         state: &mut S,
-        lookup: &[u8],
-        mut on_event: impl FnMut(&mut S, Option<Ev>) -> Result<(), Error>,
+        dfa: &Dfa,
+        mut on_event: impl FnMut(&mut S, Raw) -> Result<(), Error>,
         snap: impl Fn(&S, i64) -> Row,
     ) -> Result<Vec<Row>, Error> {
         let mut rows = Vec::with_capacity(self.evals.len());
@@ -68,9 +93,8 @@ impl<'a> Batch<'a> {
                 rows.push(snap(state, self.evals[next_eval]));
                 next_eval += 1;
             }
-            let sym = lookup[byte as usize];
             let v = self.vals.map_or(1, |v| v[i] as u64);
-            on_event(state, if sym == UNKNOWN { None } else { Some(Ev { sym, t, v }) })?;
+            on_event(state, Raw::classify(dfa, byte, t, v))?;
         }
         for &e in &self.evals[next_eval..] {
             rows.push(snap(state, e));
@@ -97,25 +121,21 @@ mod tests {
 
     #[test]
     fn snapshots_cover_events_up_to_their_time() {
-        let lookup = {
-            let mut l = vec![UNKNOWN; 256];
-            l[b'a' as usize] = 0;
-            l
-        };
-        let b = Batch::new(b"axa", &[1, 2, 3], None, &[0, 2, 9], None).unwrap();
+        let dfa = crate::dfa::tests::negation(); // letters abcd, negated eg
+        let b = Batch::new(b"axge", &[1, 2, 3, 3], None, &[0, 2, 9], None).unwrap();
         let mut seen = Vec::new();
         let rows = b
             .run(
                 &mut seen,
-                &lookup,
-                |s, ev| {
-                    s.push(ev.map(|e| e.t));
+                &dfa,
+                |s, raw| {
+                    s.push(raw);
                     Ok(())
                 },
                 |s, t| (t, s.len()),
             )
             .unwrap();
-        assert_eq!(rows, vec![(0, 0), (2, 2), (9, 3)]);
-        assert_eq!(seen, vec![Some(1), None, Some(3)]);
+        assert_eq!(rows, vec![(0, 0), (2, 2), (9, 4)]);
+        assert_eq!(seen, vec![Raw::Element(Ev { sym: 0, t: 1, v: 1, gap: 0 }), Raw::Gap(GAP_BREAK), Raw::Gap(2 | GAP_BREAK), Raw::Gap(1 | GAP_BREAK)]);
     }
 }

@@ -124,10 +124,10 @@ impl Coefficients {
                     }
                     let to = dfa.step(q as u32, c as u8);
                     let moved = if to == NONE {
-                        prev[q].clone() // no transition: the set (or run) stays as it is
+                        P::expected_step(&prev[q], None) // no transition for this letter
                     } else {
                         let w = Dual { c: Xf::ONE, s: Xf::from_f64(self.means[c]) };
-                        P::expected_step(&prev[q], &prev[to as usize].times(&w))
+                        P::expected_step(&prev[q], Some(&prev[to as usize].times(&w)))
                     };
                     acc = acc.plus(&moved.scale(p));
                 }

@@ -12,15 +12,34 @@ pub const UNKNOWN: u8 = u8::MAX;
 /// for realistic configurations; this bounds what a saved state can ask for).
 pub const MAX_STATES: usize = 1 << 20;
 
+/// The most negated characters a query may have (one bit each in [`GAP_BREAK`]'s word).
+pub const MAX_NEGATED: usize = 31;
+/// Gap bit: an event that can be no element lay between two elements (breaks contiguity).
+pub const GAP_BREAK: u32 = 1 << 31;
+
 /// The defining fields: what is saved and what [`Dfa::new`] validates.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DfaSpec {
     pub n: usize,
+    /// Letters: the characters that can be elements of a match.
     pub alphabet: Vec<u8>,
+    /// Negated characters (`!X` in the query): events that kill or re-route the sets they fall
+    /// between. A character may be both a letter and negated.
+    pub negated: Vec<u8>,
     pub start: u32,
     pub finals: Vec<bool>,
-    /// `table[q * k + c]`: the next state, or -1 for none.
+    /// `table[q * (k + m) + c]`: the next state on letter `c` (c < k) or on negated
+    /// character `c − k`, or -1 for none.
     pub table: Vec<i64>,
+}
+
+/// How the sets that do not take an element fare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Skip {
+    /// They stay (skip-till-any/next-match), passing the element's negation filter if any.
+    Keep,
+    /// They die: every element of a match must follow the previous one directly (contiguity).
+    Kill,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -46,6 +65,13 @@ pub struct Dfa {
     pub row_order: Vec<Option<Vec<(u32, u32)>>>,
     /// The same for `col δ(q,c) += w · col q`.
     pub col_order: Vec<Option<Vec<(u32, u32)>>>,
+    pub negated: Vec<u8>,
+    /// `neg_next[q * m + j]`: where negated character `j` sends a set in state `q` (a filter).
+    pub neg_next: Vec<u32>,
+    /// Per letter, its negated index if the letter is also negated.
+    pub letter_neg: Vec<Option<u8>>,
+    /// Byte -> negated index, `UNKNOWN` for bytes that are not negated.
+    pub neg_lookup: Vec<u8>,
 }
 
 /// Order `trans` so that for every state, the transitions that read it come before every
@@ -98,8 +124,15 @@ impl From<Dfa> for DfaSpec {
 
 impl Dfa {
     pub fn new(spec: DfaSpec) -> Result<Dfa, String> {
-        let DfaSpec { n, alphabet, start, finals, table } = spec;
+        let DfaSpec { n, alphabet, negated, start, finals, table } = spec;
         let k = alphabet.len();
+        let m = negated.len();
+        if m > MAX_NEGATED {
+            return Err(format!("automaton has {m} negated characters; at most {MAX_NEGATED} are supported"));
+        }
+        if !negated.iter().all(|b| b.is_ascii_graphic()) {
+            return Err("negated characters must be printable ASCII".into());
+        }
         if n == 0 || n > MAX_STATES {
             return Err(format!("automaton has {n} states; 1 to {MAX_STATES} are supported"));
         }
@@ -109,31 +142,54 @@ impl Dfa {
         if !alphabet.iter().all(|b| b.is_ascii_graphic()) {
             return Err("automaton alphabet must be printable ASCII".into());
         }
-        let mut seen = [false; 256];
-        for &b in &alphabet {
-            if std::mem::replace(&mut seen[b as usize], true) {
-                return Err(format!("automaton alphabet repeats {:?}", b as char));
+        for list in [&alphabet, &negated] {
+            let mut seen = [false; 256];
+            for &b in list {
+                if std::mem::replace(&mut seen[b as usize], true) {
+                    return Err(format!("automaton alphabet repeats {:?}", b as char));
+                }
             }
         }
         if start as usize >= n {
             return Err(format!("start state {start} is not one of the {n} states"));
         }
-        if finals.len() != n || table.len() != n.saturating_mul(k) {
+        let width = k + m;
+        if finals.len() != n || table.len() != n.saturating_mul(width) {
             return Err("automaton table has the wrong size".into());
         }
         let mut next = vec![NONE; n * k];
+        let mut neg_next = vec![NONE; n * m];
         let mut by_sym = vec![Vec::new(); k];
         for q in 0..n {
-            for c in 0..k {
-                let t = table[q * k + c];
+            for c in 0..width {
+                let t = table[q * width + c];
                 if t >= 0 {
                     if t as usize >= n {
                         return Err(format!("transition to unknown state {t}"));
                     }
-                    next[q * k + c] = t as u32;
-                    by_sym[c].push((q as u32, t as u32));
+                    if c < k {
+                        next[q * k + c] = t as u32;
+                        by_sym[c].push((q as u32, t as u32));
+                    } else {
+                        neg_next[q * m + c - k] = t as u32;
+                    }
                 } else if t != -1 {
                     return Err(format!("transition entry {t} is neither a state nor -1"));
+                }
+            }
+        }
+        // Gaps merge by union when an element between them goes: that needs negation
+        // transitions to be filters that are idempotent and commute.
+        let apply = |q: u32, j: usize| if q == NONE { NONE } else { neg_next[q as usize * m + j] };
+        for q in 0..n as u32 {
+            for i in 0..m {
+                if apply(apply(q, i), i) != apply(q, i) {
+                    return Err(format!("negation of {:?} is not idempotent at state {q}", negated[i] as char));
+                }
+                for j in 0..i {
+                    if apply(apply(q, i), j) != apply(apply(q, j), i) {
+                        return Err(format!("negations of {:?} and {:?} do not commute at state {q}", negated[i] as char, negated[j] as char));
+                    }
                 }
             }
         }
@@ -142,18 +198,78 @@ impl Dfa {
         for (i, &b) in alphabet.iter().enumerate() {
             lookup[b as usize] = i as u8;
         }
+        let mut neg_lookup = vec![UNKNOWN; 256];
+        for (j, &b) in negated.iter().enumerate() {
+            neg_lookup[b as usize] = j as u8;
+        }
+        let letter_neg = alphabet.iter().map(|&b| (neg_lookup[b as usize] != UNKNOWN).then_some(neg_lookup[b as usize])).collect();
         let row_order = by_sym.iter().map(|t| in_place_order(t, |&(_, to)| to, |&(from, _)| from)).collect();
         let col_order = by_sym.iter().map(|t| in_place_order(t, |&(from, _)| from, |&(_, to)| to)).collect();
-        Ok(Dfa { n, start, alphabet, finals, next, by_sym, init, lookup, row_order, col_order })
+        Ok(Dfa { n, start, alphabet, finals, next, by_sym, init, lookup, row_order, col_order, negated, neg_next, letter_neg, neg_lookup })
     }
 
     pub fn spec(&self) -> DfaSpec {
-        DfaSpec {
-            n: self.n,
-            alphabet: self.alphabet.clone(),
-            start: self.start,
-            finals: self.finals.clone(),
-            table: self.next.iter().map(|&t| if t == NONE { -1 } else { t as i64 }).collect(),
+        let (k, m) = (self.k(), self.negated.len());
+        let cell = |t: u32| if t == NONE { -1 } else { t as i64 };
+        let table = (0..self.n).flat_map(|q| (0..k).map(move |c| cell(self.next[q * k + c])).chain((0..m).map(move |j| cell(self.neg_next[q * m + j])))).collect();
+        DfaSpec { n: self.n, alphabet: self.alphabet.clone(), negated: self.negated.clone(), start: self.start, finals: self.finals.clone(), table }
+    }
+
+    /// The bit an element of letter `c` leaves in the gap when it is not retained.
+    #[inline]
+    pub fn absorbed(&self, c: u8) -> u32 {
+        GAP_BREAK | self.letter_neg[c as usize].map_or(0, |j| 1 << j)
+    }
+
+    /// Whether an element's operator is the plain `I + w·T_c` (no gap, no own negation).
+    #[inline]
+    pub fn plain(&self, sym: u8, gap: u32, skip: Skip) -> bool {
+        skip == Skip::Keep && gap & !GAP_BREAK == 0 && self.letter_neg[sym as usize].is_none()
+    }
+
+    /// A set in state `q` after the events of `gap` (before the element): filtered by each
+    /// negated character present; under [`Skip::Kill`] an interruption kills it.
+    #[inline]
+    pub fn after_gap(&self, q: u32, gap: u32, skip: Skip) -> u32 {
+        if gap == 0 {
+            return q;
+        }
+        if gap & GAP_BREAK != 0 && skip == Skip::Kill {
+            return NONE;
+        }
+        let m = self.negated.len();
+        let mut bits = gap & !GAP_BREAK;
+        let mut q = q;
+        while bits != 0 && q != NONE {
+            let j = bits.trailing_zeros() as usize;
+            q = self.neg_next[q as usize * m + j];
+            bits &= bits - 1;
+        }
+        q
+    }
+
+    /// Where a set in state `q` goes when it takes element (`sym`, `gap`), or `NONE`.
+    #[inline]
+    pub fn take(&self, q: u32, sym: u8, gap: u32, skip: Skip) -> u32 {
+        let p = self.after_gap(q, gap, skip);
+        if p == NONE {
+            NONE
+        } else {
+            self.step(p, sym)
+        }
+    }
+
+    /// Where a set in state `q` goes when it skips element (`sym`, `gap`), or `NONE`.
+    #[inline]
+    pub fn pass(&self, q: u32, sym: u8, gap: u32, skip: Skip) -> u32 {
+        if skip == Skip::Kill {
+            return NONE;
+        }
+        let p = self.after_gap(q, gap, skip);
+        match (p, self.letter_neg[sym as usize]) {
+            (NONE, _) => NONE,
+            (p, Some(j)) => self.neg_next[p as usize * self.negated.len() + j as usize],
+            (p, None) => p,
         }
     }
 
@@ -192,7 +308,7 @@ impl Dfa {
             }
             finals[q] = true;
         }
-        Dfa::new(DfaSpec { n: finals.len(), alphabet: alphabet.as_bytes().to_vec(), start: 0, finals, table }).unwrap()
+        Dfa::new(DfaSpec { n: finals.len(), alphabet: alphabet.as_bytes().to_vec(), negated: Vec::new(), start: 0, finals, table }).unwrap()
     }
 }
 
@@ -216,7 +332,47 @@ pub mod tests {
         set(3, 'e', 4);
         set(3, 'f', 4);
         set(4, 'g', 4);
-        Dfa::new(DfaSpec { n: 5, alphabet: alphabet.into(), start: 0, finals: vec![false, false, false, false, true], table }).unwrap()
+        Dfa::new(DfaSpec { n: 5, alphabet: alphabet.into(), negated: Vec::new(), start: 0, finals: vec![false, false, false, false, true], table }).unwrap()
+    }
+
+    /// `a(b!e c)*d` with `e` negated between `b` and the `c` after it, and `g` negated
+    /// between `a` and anything: `a!g(b!e c)*d`. Built by hand as the compiler would:
+    /// states 0 start, 1 after a (guard g), 2 after b (guard e), 3 after c, 4 after d (final).
+    pub fn negation() -> Dfa {
+        let (letters, neg) = ("abcd", "eg");
+        let w = 6;
+        let mut table = vec![-1i64; 5 * w];
+        let mut set = |q: usize, col: usize, to: i64| table[q * w + col] = to;
+        set(0, 0, 1); // a
+        set(1, 1, 2); // b
+        set(1, 3, 4); // d
+        set(2, 2, 3); // c
+        set(3, 1, 2); // b
+        set(3, 3, 4); // d
+        // filters: e kills state 2; g kills state 1; everything else stays
+        for q in 0..5 {
+            if q != 2 {
+                set(q, 4, q as i64);
+            }
+            if q != 1 {
+                set(q, 5, q as i64);
+            }
+        }
+        Dfa::new(DfaSpec { n: 5, alphabet: letters.into(), negated: neg.into(), start: 0, finals: vec![false, false, false, false, true], table }).unwrap()
+    }
+
+    /// `ab!a b`: `a` is a letter and also negated between the two b's.
+    pub fn letter_negated() -> Dfa {
+        // states: 0 start, 1 after a, 2 after first b (guard a), 3 final
+        let w = 3;
+        let mut table = vec![-1i64; 4 * w];
+        table[0] = 1;
+        table[w + 1] = 2;
+        table[2 * w + 1] = 3;
+        for q in [0, 1, 3] {
+            table[q * w + 2] = q as i64;
+        }
+        Dfa::new(DfaSpec { n: 4, alphabet: b"ab".to_vec(), negated: b"a".to_vec(), start: 0, finals: vec![false, false, false, true], table }).unwrap()
     }
 
     #[test]
@@ -235,6 +391,31 @@ pub mod tests {
         assert!(bad(&|s| s.alphabet[1] = b'a').contains("repeats"));
         assert!(bad(&|s| s.n = 0).contains("states"));
         assert!(bad(&|s| s.alphabet.clear()).contains("symbols"));
+        let neg = negation().spec();
+        assert_eq!(Dfa::new(neg.clone()).unwrap().spec(), neg);
+        let mut swap = neg.clone();
+        swap.table[6 + 4] = 3; // e moves state 1 to 3: not a filter that commutes/idempotes
+        assert!(Dfa::new(swap).is_err());
+    }
+
+    #[test]
+    fn gaps_filter_and_elements_pass_or_take() {
+        let d = negation();
+        let (e, g) = (1u32 << 0, 1u32 << 1);
+        assert_eq!(d.after_gap(2, e, Skip::Keep), NONE);
+        assert_eq!(d.after_gap(2, g, Skip::Keep), 2);
+        assert_eq!(d.after_gap(1, e | g, Skip::Keep), NONE);
+        assert_eq!(d.after_gap(3, GAP_BREAK, Skip::Keep), 3);
+        assert_eq!(d.after_gap(3, GAP_BREAK, Skip::Kill), NONE);
+        assert_eq!(d.take(2, 2, 0, Skip::Keep), 3);
+        assert_eq!(d.take(2, 2, e, Skip::Keep), NONE);
+        assert_eq!(d.pass(2, 2, 0, Skip::Kill), NONE);
+        let l = letter_negated();
+        // An a between the two b's: a set after the first b cannot skip it.
+        assert_eq!(l.pass(2, 0, 0, Skip::Keep), NONE);
+        assert_eq!(l.pass(1, 0, 0, Skip::Keep), 1);
+        assert!(!l.plain(0, 0, Skip::Keep) && l.plain(1, GAP_BREAK, Skip::Keep) && !l.plain(1, 0, Skip::Kill));
+        assert_eq!(l.absorbed(0), GAP_BREAK | 1);
     }
 
     /// The order is the one the definition gives: repeatedly the first ready transition.
@@ -267,7 +448,7 @@ pub mod tests {
     #[test]
     fn start_state_need_not_be_zero() {
         // "ab" with the start state numbered 2.
-        let spec = DfaSpec { n: 3, alphabet: b"ab".to_vec(), start: 2, finals: vec![false, true, false], table: vec![-1, 1, -1, -1, 0, -1] };
+        let spec = DfaSpec { n: 3, alphabet: b"ab".to_vec(), negated: Vec::new(), start: 2, finals: vec![false, true, false], table: vec![-1, 1, -1, -1, 0, -1] };
         let d = Dfa::new(spec.clone()).unwrap();
         assert_eq!(d.init, vec![0, NONE]);
         assert_eq!(d.spec(), spec);

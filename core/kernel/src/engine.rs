@@ -2,10 +2,11 @@
 //!
 //! Everything below is generic over [`Semantics`](crate::semantics::Semantics); this is the
 //! one place that turns a run-time [`Policy`] into a type.
+use crate::batch::Raw;
 use crate::dfa::Dfa;
 use crate::error::Error;
 use crate::limits::Limits;
-use crate::semantics::{AnyMatch, Ev, NextMatch, Policy};
+use crate::semantics::{AnyMatch, Contiguous, Ev, NextMatch, Policy};
 use crate::summary::{Config, Readout, Summary};
 use crate::window::{split_totals, ExactWindow};
 use num_bigint::BigUint;
@@ -15,15 +16,24 @@ use std::sync::Arc;
 /// Exact aggregation over a whole stream (the ground truth).
 #[derive(Clone)]
 pub enum ExactEngine {
-    Any(ExactWindow<AnyMatch>),
-    Next(ExactWindow<NextMatch>),
+    Any(ExactWindow<AnyMatch>, u32),
+    Next(ExactWindow<NextMatch>, u32),
+    Contiguous(ExactWindow<Contiguous>, u32),
 }
 
 macro_rules! with_policy {
-    ($engine:expr, $ty:ident, |$e:ident| $body:expr) => {
+    ($engine:expr, ExactEngine, |$e:ident, $g:ident| $body:expr) => {
         match $engine {
-            $ty::Any($e) => $body,
-            $ty::Next($e) => $body,
+            ExactEngine::Any($e, $g) => $body,
+            ExactEngine::Next($e, $g) => $body,
+            ExactEngine::Contiguous($e, $g) => $body,
+        }
+    };
+    ($engine:expr, SummaryEngine, |$e:ident| $body:expr) => {
+        match $engine {
+            SummaryEngine::Any($e) => $body,
+            SummaryEngine::Next($e) => $body,
+            SummaryEngine::Contiguous($e) => $body,
         }
     };
 }
@@ -35,26 +45,37 @@ impl ExactEngine {
         }
         limits.check_exact(&dfa)?;
         Ok(match policy {
-            Policy::Any => ExactEngine::Any(ExactWindow::new(dfa, tau)),
-            Policy::Next => ExactEngine::Next(ExactWindow::new(dfa, tau)),
+            Policy::Any => ExactEngine::Any(ExactWindow::new(dfa, tau), 0),
+            Policy::Next => ExactEngine::Next(ExactWindow::new(dfa, tau), 0),
+            Policy::Contiguous => ExactEngine::Contiguous(ExactWindow::new(dfa, tau), 0),
         })
     }
 
-    pub fn push(&mut self, ev: Ev) -> Result<(), Error> {
-        with_policy!(self, ExactEngine, |e| e.push(ev))
+    /// Process one raw event: an element (with the gap since the previous one) or a gap event.
+    pub fn feed(&mut self, raw: Raw) -> Result<(), Error> {
+        with_policy!(self, ExactEngine, |e, gap| match raw {
+            Raw::Element(ev) => {
+                let ev = Ev { gap: std::mem::take(gap), ..ev };
+                e.push(ev)
+            }
+            Raw::Gap(bit) => {
+                *gap |= bit;
+                Ok(())
+            }
+        })
     }
 
     /// `(count, sum, partial count)` over everything processed.
     pub fn totals(&self) -> (BigUint, BigUint, BigUint) {
-        with_policy!(self, ExactEngine, |e| split_totals(e.dfa(), &e.totals_big()))
+        with_policy!(self, ExactEngine, |e, _g| split_totals(e.dfa(), &e.totals_big()))
     }
 
     pub fn dfa(&self) -> &Arc<Dfa> {
-        with_policy!(self, ExactEngine, |e| e.dfa())
+        with_policy!(self, ExactEngine, |e, _g| e.dfa())
     }
 
     pub fn tier(&self) -> &'static str {
-        with_policy!(self, ExactEngine, |e| e.ladder.tier())
+        with_policy!(self, ExactEngine, |e, _g| e.ladder.tier())
     }
 }
 
@@ -66,6 +87,7 @@ pub type FloatEstimates = (Vec<(f64, f64)>, Vec<Vec<(f64, f64)>>);
 pub enum SummaryEngine {
     Any(Summary<AnyMatch>),
     Next(Summary<NextMatch>),
+    Contiguous(Summary<Contiguous>),
 }
 
 impl SummaryEngine {
@@ -75,6 +97,7 @@ impl SummaryEngine {
         Ok(match policy {
             Policy::Any => SummaryEngine::Any(Summary::new(dfa, cfg)),
             Policy::Next => SummaryEngine::Next(Summary::new(dfa, cfg)),
+            Policy::Contiguous => SummaryEngine::Contiguous(Summary::new(dfa, cfg)),
         })
     }
 
@@ -82,6 +105,7 @@ impl SummaryEngine {
         match self {
             SummaryEngine::Any(_) => Policy::Any,
             SummaryEngine::Next(_) => Policy::Next,
+            SummaryEngine::Contiguous(_) => Policy::Contiguous,
         }
     }
 
@@ -89,8 +113,15 @@ impl SummaryEngine {
         with_policy!(self, SummaryEngine, |s| s.observe(ev))
     }
 
-    pub fn skip(&mut self) {
-        with_policy!(self, SummaryEngine, |s| s.skip())
+    /// Process one raw event: an element, or a gap event (a negated or unknown character).
+    pub fn feed(&mut self, raw: Raw) -> Result<(), Error> {
+        match raw {
+            Raw::Element(ev) => self.observe(ev),
+            Raw::Gap(bit) => {
+                with_policy!(self, SummaryEngine, |s| s.gap_event(bit));
+                Ok(())
+            }
+        }
     }
 
     pub fn readout(&self) -> Readout {
@@ -139,6 +170,16 @@ impl SummaryEngine {
 
     pub fn active_check(&self) -> Result<crate::summary::KeptAndFresh, Error> {
         with_policy!(self, SummaryEngine, |s| s.active_check())
+    }
+
+    /// The sets over the retained elements, recounted from scratch.
+    pub fn recount(&self) -> crate::num::R<Vec<crate::dual::Dual<BigUint>>> {
+        use crate::window::Window;
+        match self {
+            SummaryEngine::Any(x) => Window::<BigUint, AnyMatch>::run(x.dfa.clone(), x.cfg.tau, &x.elems).map(|w| w.totals),
+            SummaryEngine::Next(x) => Window::<BigUint, NextMatch>::run(x.dfa.clone(), x.cfg.tau, &x.elems).map(|w| w.totals),
+            SummaryEngine::Contiguous(x) => Window::<BigUint, Contiguous>::run(x.dfa.clone(), x.cfg.tau, &x.elems).map(|w| w.totals),
+        }
     }
 
     pub fn validate(&self, limits: &Limits) -> Result<(), Error> {

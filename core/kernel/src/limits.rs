@@ -51,7 +51,7 @@ impl Limits {
         let (z, n) = (dfa.n as u64, size as u64);
         let rows = n.saturating_mul(3).saturating_mul(z);
         let matrices = match policy {
-            Policy::Any => n.saturating_add(1).saturating_mul(2).saturating_mul(z).saturating_mul(z),
+            Policy::Any | Policy::Contiguous => n.saturating_add(1).saturating_mul(2).saturating_mul(z).saturating_mul(z),
             Policy::Next => z.saturating_mul(z),
         };
         rows.saturating_add(matrices).saturating_mul(CELL)
@@ -88,7 +88,7 @@ mod tests {
         let table = (0..n).map(|q| if q + 1 < n { q as i64 + 1 } else { -1 }).collect();
         let mut finals = vec![false; n];
         finals[n - 1] = true;
-        Dfa::new(DfaSpec { n, alphabet: b"a".to_vec(), start: 0, finals, table }).unwrap()
+        Dfa::new(DfaSpec { n, alphabet: b"a".to_vec(), negated: Vec::new(), start: 0, finals, table }).unwrap()
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! contributes (`start`, `retract`), and what an element forms from the active sets
 //! (`formed`, `advance`). The exact window engine, its overflow promotion and the summary's
 //! exact counters are generic over this trait; nothing else needs to know the policy.
-use crate::dfa::{Dfa, NONE};
+use crate::dfa::{Dfa, Skip, NONE};
 use crate::dual::{Dual, DualX};
 use crate::num::{Scalar, R};
 use crate::step::{self, Dir, Layout};
@@ -16,6 +16,10 @@ pub struct Ev {
     pub sym: u8,
     pub t: i64,
     pub v: u64,
+    /// What lay between the previous element and this one without being an element: a bit
+    /// per negated character that occurred, and [`GAP_BREAK`](crate::dfa::GAP_BREAK) if any
+    /// event did. Sets pass the gap before they meet the element.
+    pub gap: u32,
 }
 
 /// Whether an element at `old` has left the window of an element at `now` (no wrapping).
@@ -30,27 +34,29 @@ pub enum Policy {
     Any,
     /// Skip-till-next-match: each initiator starts one run that takes every element it can.
     Next,
+    /// Contiguity: a match's elements are consecutive events of the stream.
+    Contiguous,
 }
 
 impl Policy {
-    pub const NAMES: [&'static str; 2] = ["any", "next"];
+    pub const NAMES: [&'static str; 3] = ["any", "next", "contiguous"];
     pub fn parse(s: &str) -> Option<Policy> {
         match s {
             "any" => Some(Policy::Any),
             "next" => Some(Policy::Next),
+            "contiguous" => Some(Policy::Contiguous),
             _ => None,
         }
     }
     pub fn name(self) -> &'static str {
-        match self {
-            Policy::Any => "any",
-            Policy::Next => "next",
-        }
+        Self::NAMES[self as usize]
     }
 }
 
 pub trait Semantics: Clone + Copy + Default + Send + Sync + 'static {
     const POLICY: Policy;
+    /// What happens to the sets that do not take an element.
+    const SKIP: Skip;
     /// The product of the step operators of a range of elements.
     type Agg<S: Scalar>: Clone + Send + Sync;
     /// What one initiator contributes to the active vector, pushed to a stack boundary.
@@ -64,10 +70,11 @@ pub trait Semantics: Clone + Copy + Default + Send + Sync + 'static {
     fn start<S: Scalar>(dfa: &Dfa, ev: &Ev, after: &Self::Agg<S>) -> R<Option<Self::Cursor<S>>>;
     /// `out -= cursor · back`.
     fn retract<S: Scalar>(dfa: &Dfa, cursor: &Self::Cursor<S>, back: &Self::Agg<S>, out: &mut [Dual<S>]) -> R<()>;
-    /// The sets (matches, partial matches) `ev` forms per state, given the active vector `a`.
+    /// The sets (matches, partial matches) `ev` forms per state, given the active vector `a`:
+    /// every active set that takes it, and `{ev}` itself.
     fn formed<S: Scalar>(dfa: &Dfa, a: &[Dual<S>], ev: &Ev, formed: &mut [Dual<S>]) -> R<()> {
         formed.iter_mut().for_each(|f| *f = Dual::zero());
-        for &(q, q2) in &dfa.by_sym[ev.sym as usize] {
+        for &(q, q2) in step::takes(dfa, ev, Self::SKIP).iter() {
             if !a[q as usize].is_zero() {
                 formed[q2 as usize].add_assign(&a[q as usize].take(ev.v)?)?;
             }
@@ -80,9 +87,35 @@ pub trait Semantics: Clone + Copy + Default + Send + Sync + 'static {
     }
     /// Apply `ev` to the active vector, given what it formed.
     fn advance<S: Scalar>(dfa: &Dfa, a: &mut [Dual<S>], ev: &Ev, formed: &[Dual<S>]) -> R<()>;
-    /// In expectation: what one set becomes when an element with a transition from its
-    /// state arrives, given the set as it is (`kept`) and moved along the transition.
-    fn expected_step(kept: &DualX, moved: &DualX) -> DualX;
+    /// In expectation: what one set becomes when an element arrives, given the set as it is
+    /// (`kept`) and moved along the element's transition (`None`: the state has none).
+    fn expected_step(kept: &DualX, moved: Option<&DualX>) -> DualX;
+}
+
+/// `a ← a·(pass map) + formed`: the sets that skip `ev` go where [`Dfa::pass`] sends them.
+fn pass_and_add<S: Scalar>(dfa: &Dfa, a: &mut [Dual<S>], ev: &Ev, skip: Skip, formed: &[Dual<S>], taken_move: bool) -> R<()> {
+    let old: Vec<Dual<S>> = a.to_vec();
+    a.iter_mut().for_each(|x| *x = Dual::zero());
+    for (q, x) in old.iter().enumerate() {
+        if x.is_zero() {
+            continue;
+        }
+        let q = q as u32;
+        // A run that takes the element moves on (skip-till-next-match) instead of staying.
+        if taken_move && dfa.take(q, ev.sym, ev.gap, skip) != NONE {
+            continue;
+        }
+        let to = dfa.pass(q, ev.sym, ev.gap, skip);
+        if to != NONE {
+            a[to as usize].add_assign(x)?;
+        }
+    }
+    for (x, f) in a.iter_mut().zip(formed) {
+        if !f.is_zero() {
+            x.add_assign(f)?;
+        }
+    }
+    Ok(())
 }
 
 /// Skip-till-any-match: the step is `I + (1+vε)·T_c`, so products are |Z|×|Z| matrices.
@@ -91,6 +124,7 @@ pub struct AnyMatch;
 
 impl Semantics for AnyMatch {
     const POLICY: Policy = Policy::Any;
+    const SKIP: Skip = Skip::Keep;
     type Agg<S: Scalar> = Vec<Dual<S>>; // |Z|×|Z| row-major
     type Cursor<S: Scalar> = Vec<Dual<S>>; // a row vector
 
@@ -99,11 +133,11 @@ impl Semantics for AnyMatch {
     }
 
     fn append<S: Scalar>(dfa: &Dfa, agg: &mut Self::Agg<S>, ev: &Ev, scratch: &mut Self::Agg<S>) -> R<()> {
-        step::step(dfa, ev.sym, ev.v, agg, Dir::Forward, Layout::Cols, scratch)
+        step::step(dfa, ev, Skip::Keep, agg, Dir::Forward, Layout::Cols, scratch)
     }
 
     fn prepend<S: Scalar>(dfa: &Dfa, ev: &Ev, agg: &mut Self::Agg<S>, scratch: &mut Self::Agg<S>) -> R<()> {
-        step::step(dfa, ev.sym, ev.v, agg, Dir::Backward, Layout::Rows, scratch)
+        step::step(dfa, ev, Skip::Keep, agg, Dir::Backward, Layout::Rows, scratch)
     }
 
     fn start<S: Scalar>(dfa: &Dfa, ev: &Ev, after: &Self::Agg<S>) -> R<Option<Self::Cursor<S>>> {
@@ -132,7 +166,10 @@ impl Semantics for AnyMatch {
         Ok(())
     }
 
-    fn advance<S: Scalar>(_dfa: &Dfa, a: &mut [Dual<S>], _ev: &Ev, formed: &[Dual<S>]) -> R<()> {
+    fn advance<S: Scalar>(dfa: &Dfa, a: &mut [Dual<S>], ev: &Ev, formed: &[Dual<S>]) -> R<()> {
+        if !dfa.plain(ev.sym, ev.gap, Skip::Keep) {
+            return pass_and_add(dfa, a, ev, Skip::Keep, formed, false);
+        }
         for (x, f) in a.iter_mut().zip(formed) {
             if !f.is_zero() {
                 x.add_assign(f)?;
@@ -141,72 +178,185 @@ impl Semantics for AnyMatch {
         Ok(())
     }
 
-    fn expected_step(kept: &DualX, moved: &DualX) -> DualX {
-        kept.plus(moved) // the set is also kept without the element
+    fn expected_step(kept: &DualX, moved: Option<&DualX>) -> DualX {
+        match moved {
+            Some(m) => kept.plus(m), // the set is also kept without the element
+            None => kept.clone(),
+        }
     }
 }
 
-/// Skip-till-next-match: the step maps each state to one state (`δ(q,c)` or `q`), so products
-/// are functions on states with the weight of the elements taken.
+/// Products of the run semantics below are functions on states: per start state, the end
+/// state (`NONE` once the run has died) and the weight of the elements taken.
+type StateFn<S> = Vec<(u32, Dual<S>)>;
+
+/// Where a run in state `q` goes on `ev` and whether it took it, or `None` if it dies.
+type RunStep = fn(&Dfa, u32, &Ev) -> Option<(u32, bool)>;
+
+fn fn_identity<S: Scalar>(dfa: &Dfa) -> StateFn<S> {
+    (0..dfa.n as u32).map(|q| (q, Dual::one())).collect()
+}
+
+fn fn_append<S: Scalar>(dfa: &Dfa, agg: &mut StateFn<S>, ev: &Ev, run: RunStep) -> R<()> {
+    for entry in agg.iter_mut() {
+        if entry.0 == NONE {
+            continue;
+        }
+        *entry = match run(dfa, entry.0, ev) {
+            None => (NONE, Dual::zero()),
+            Some((to, true)) => (to, entry.1.take(ev.v)?),
+            Some((to, false)) => (to, entry.1.clone()),
+        };
+    }
+    Ok(())
+}
+
+fn fn_prepend<S: Scalar>(dfa: &Dfa, ev: &Ev, agg: &mut StateFn<S>, old: &mut StateFn<S>, run: RunStep) -> R<()> {
+    old.clone_from_slice(agg);
+    for q in 0..dfa.n as u32 {
+        agg[q as usize] = match run(dfa, q, ev) {
+            None => (NONE, Dual::zero()),
+            Some((to, took)) => {
+                let (end, w) = &old[to as usize];
+                if *end == NONE {
+                    (NONE, Dual::zero())
+                } else {
+                    (*end, if took { w.take(ev.v)? } else { w.clone() })
+                }
+            }
+        };
+    }
+    Ok(())
+}
+
+fn fn_start<S: Scalar>(dfa: &Dfa, ev: &Ev, after: &StateFn<S>) -> R<Option<(u32, Dual<S>)>> {
+    let q = dfa.init[ev.sym as usize];
+    if q == NONE {
+        return Ok(None);
+    }
+    let (end, w) = &after[q as usize];
+    Ok(Some((*end, w.take(ev.v)?)))
+}
+
+fn fn_retract<S: Scalar>(cursor: &(u32, Dual<S>), back: &StateFn<S>, out: &mut [Dual<S>]) -> R<()> {
+    if cursor.0 == NONE {
+        return Ok(());
+    }
+    let (end, w) = &back[cursor.0 as usize];
+    if *end == NONE {
+        return Ok(());
+    }
+    out[*end as usize].sub_assign(&cursor.1.mul(w)?)
+}
+
+/// Skip-till-next-match: each initiator starts one run that takes every later element with a
+/// transition from its current state; negated characters filter it like any set.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NextMatch;
 
+impl NextMatch {
+    /// One element for one run.
+    pub fn run_step(dfa: &Dfa, q: u32, ev: &Ev) -> Option<(u32, bool)> {
+        let took = dfa.take(q, ev.sym, ev.gap, Skip::Keep);
+        if took != NONE {
+            return Some((took, true));
+        }
+        let stay = dfa.pass(q, ev.sym, ev.gap, Skip::Keep);
+        (stay != NONE).then_some((stay, false))
+    }
+}
+
 impl Semantics for NextMatch {
     const POLICY: Policy = Policy::Next;
-    type Agg<S: Scalar> = Vec<(u32, Dual<S>)>; // per start state: (end state, weight taken)
+    const SKIP: Skip = Skip::Keep;
+    type Agg<S: Scalar> = StateFn<S>;
     type Cursor<S: Scalar> = (u32, Dual<S>);
 
     fn identity<S: Scalar>(dfa: &Dfa) -> Self::Agg<S> {
-        (0..dfa.n as u32).map(|q| (q, Dual::one())).collect()
+        fn_identity(dfa)
     }
 
     fn append<S: Scalar>(dfa: &Dfa, agg: &mut Self::Agg<S>, ev: &Ev, _scratch: &mut Self::Agg<S>) -> R<()> {
-        for entry in agg.iter_mut() {
-            let to = dfa.step(entry.0, ev.sym);
-            if to != NONE {
-                *entry = (to, entry.1.take(ev.v)?);
+        fn_append(dfa, agg, ev, NextMatch::run_step)
+    }
+
+    fn prepend<S: Scalar>(dfa: &Dfa, ev: &Ev, agg: &mut Self::Agg<S>, old: &mut Self::Agg<S>) -> R<()> {
+        fn_prepend(dfa, ev, agg, old, NextMatch::run_step)
+    }
+
+    fn start<S: Scalar>(dfa: &Dfa, ev: &Ev, after: &Self::Agg<S>) -> R<Option<Self::Cursor<S>>> {
+        fn_start(dfa, ev, after)
+    }
+
+    fn retract<S: Scalar>(_dfa: &Dfa, cursor: &Self::Cursor<S>, back: &Self::Agg<S>, out: &mut [Dual<S>]) -> R<()> {
+        fn_retract(cursor, back, out)
+    }
+
+    fn advance<S: Scalar>(dfa: &Dfa, a: &mut [Dual<S>], ev: &Ev, formed: &[Dual<S>]) -> R<()> {
+        if !dfa.plain(ev.sym, ev.gap, Skip::Keep) {
+            return pass_and_add(dfa, a, ev, Skip::Keep, formed, true);
+        }
+        for &(q, _) in &dfa.by_sym[ev.sym as usize] {
+            a[q as usize] = Dual::zero(); // the run moves on instead of being duplicated
+        }
+        for (x, f) in a.iter_mut().zip(formed) {
+            if !f.is_zero() {
+                x.add_assign(f)?;
             }
         }
         Ok(())
     }
 
+    fn expected_step(kept: &DualX, moved: Option<&DualX>) -> DualX {
+        moved.unwrap_or(kept).clone() // the run moves on, or stays
+    }
+}
+
+/// Contiguity: every set must take the next event or die, so the step is `(1+vε)·T_c` and
+/// products are functions on states, like runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Contiguous;
+
+impl Contiguous {
+    pub fn run_step(dfa: &Dfa, q: u32, ev: &Ev) -> Option<(u32, bool)> {
+        let took = dfa.take(q, ev.sym, ev.gap, Skip::Kill);
+        (took != NONE).then_some((took, true))
+    }
+}
+
+impl Semantics for Contiguous {
+    const POLICY: Policy = Policy::Contiguous;
+    const SKIP: Skip = Skip::Kill;
+    type Agg<S: Scalar> = StateFn<S>;
+    type Cursor<S: Scalar> = (u32, Dual<S>);
+
+    fn identity<S: Scalar>(dfa: &Dfa) -> Self::Agg<S> {
+        fn_identity(dfa)
+    }
+
+    fn append<S: Scalar>(dfa: &Dfa, agg: &mut Self::Agg<S>, ev: &Ev, _scratch: &mut Self::Agg<S>) -> R<()> {
+        fn_append(dfa, agg, ev, Contiguous::run_step)
+    }
+
     fn prepend<S: Scalar>(dfa: &Dfa, ev: &Ev, agg: &mut Self::Agg<S>, old: &mut Self::Agg<S>) -> R<()> {
-        old.clone_from_slice(agg);
-        for q in 0..dfa.n as u32 {
-            let to = dfa.step(q, ev.sym);
-            agg[q as usize] = if to == NONE {
-                old[q as usize].clone()
-            } else {
-                let (end, w) = &old[to as usize];
-                (*end, w.take(ev.v)?)
-            };
-        }
-        Ok(())
+        fn_prepend(dfa, ev, agg, old, Contiguous::run_step)
     }
 
     fn start<S: Scalar>(dfa: &Dfa, ev: &Ev, after: &Self::Agg<S>) -> R<Option<Self::Cursor<S>>> {
-        let q = dfa.init[ev.sym as usize];
-        if q == NONE {
-            return Ok(None);
-        }
-        let (end, w) = &after[q as usize];
-        Ok(Some((*end, w.take(ev.v)?)))
+        fn_start(dfa, ev, after)
     }
 
     fn retract<S: Scalar>(_dfa: &Dfa, cursor: &Self::Cursor<S>, back: &Self::Agg<S>, out: &mut [Dual<S>]) -> R<()> {
-        let (end, w) = &back[cursor.0 as usize];
-        out[*end as usize].sub_assign(&cursor.1.mul(w)?)
+        fn_retract(cursor, back, out)
     }
 
-    fn advance<S: Scalar>(dfa: &Dfa, a: &mut [Dual<S>], ev: &Ev, formed: &[Dual<S>]) -> R<()> {
-        for &(q, _) in &dfa.by_sym[ev.sym as usize] {
-            a[q as usize] = Dual::zero(); // the run moves on instead of being duplicated
-        }
-        AnyMatch::advance(dfa, a, ev, formed)
+    fn advance<S: Scalar>(_dfa: &Dfa, a: &mut [Dual<S>], _ev: &Ev, formed: &[Dual<S>]) -> R<()> {
+        a.clone_from_slice(formed); // only the sets that took the element live on
+        Ok(())
     }
 
-    fn expected_step(_kept: &DualX, moved: &DualX) -> DualX {
-        moved.clone() // the run moves on
+    fn expected_step(_kept: &DualX, moved: Option<&DualX>) -> DualX {
+        moved.cloned().unwrap_or_default()
     }
 }
 
@@ -217,6 +367,7 @@ pub struct Run<'a> {
     pub taken: &'a [usize],
     /// For each taken element, whether the run was in a final state right after it.
     pub complete: &'a [bool],
+    /// The state the run is in after the last element, `NONE` if it died.
     pub end: u32,
 }
 
@@ -239,11 +390,18 @@ pub fn walk_runs(dfa: &Dfa, tau: i64, elems: &[Ev], mut visit: impl FnMut(Run<'_
             if expired(elems[i].t, e.t, tau) {
                 break;
             }
-            let to = dfa.step(state, e.sym);
-            if to != NONE {
-                state = to;
-                taken.push(j);
-                complete.push(dfa.finals[to as usize]);
+            match NextMatch::run_step(dfa, state, e) {
+                None => {
+                    state = NONE; // a negated event killed the run
+                    break;
+                }
+                Some((to, took)) => {
+                    state = to;
+                    if took {
+                        taken.push(j);
+                        complete.push(dfa.finals[to as usize]);
+                    }
+                }
             }
         }
         visit(Run { initiator: i, taken: &taken, complete: &complete, end: state });

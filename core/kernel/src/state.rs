@@ -82,11 +82,7 @@ pub fn load(data: &[u8], limits: &Limits) -> Result<Saved, Error> {
 fn check_counters(s: &SummaryEngine) -> Result<(), Error> {
     let (kept, fresh) = s.active_check()?;
     let readout = s.readout();
-    let g_fresh = match s {
-        SummaryEngine::Any(x) => crate::window::Window::<num_bigint::BigUint, crate::semantics::AnyMatch>::run(x.dfa.clone(), x.cfg.tau, &x.elems).map(|w| w.totals),
-        SummaryEngine::Next(x) => crate::window::Window::<num_bigint::BigUint, crate::semantics::NextMatch>::run(x.dfa.clone(), x.cfg.tau, &x.elems).map(|w| w.totals),
-    }
-    .map_err(|_| Error::internal("recomputation failed"))?;
+    let g_fresh = s.recount().map_err(|_| Error::internal("recomputation failed"))?;
     if kept != fresh || readout.g != g_fresh {
         return Err(Error::State("saved summary is inconsistent: its counters do not match its retained elements".into()));
     }

@@ -7,9 +7,11 @@
 //! `(1+vε)·` another. [`step`] is that update, written once; callers say which side and which
 //! layout. It runs in place in a dependency-safe transition order when the automaton has one
 //! (precomputed in [`Dfa`]), and from a copy otherwise.
-use crate::dfa::Dfa;
+use crate::dfa::{Dfa, Skip, NONE};
 use crate::dual::Dual;
 use crate::num::{Scalar, R};
+use crate::semantics::Ev;
+use std::borrow::Cow;
 
 /// Which state of a transition `(q, q2 = δ(q,c))` gains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,10 +33,16 @@ pub enum Layout {
     Cols,
 }
 
-/// Apply the step of an element (`sym`, value `v`) to `m`, reading old values only.
-/// `scratch` is working space, used when the symbol's transitions form a cycle.
+/// Apply the step of element `ev` to `m`, reading old values only. `scratch` is working
+/// space, used when the symbol's transitions form a cycle and for the general operator.
+///
+/// The plain operator is `I + (1+vε)·T_c`. In general (a gap with negated characters, an
+/// element whose letter is also negated, or contiguity) each state `q` has a place it goes
+/// when the set skips the element ([`Dfa::pass`]) and one when it takes it ([`Dfa::take`]),
+/// either possibly "nowhere": the operator is still linear, one entry per state and side.
 #[inline]
-pub fn step<S: Scalar>(dfa: &Dfa, sym: u8, v: u64, m: &mut [Dual<S>], dir: Dir, layout: Layout, scratch: &mut Vec<Dual<S>>) -> R<()> {
+pub fn step<S: Scalar>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut [Dual<S>], dir: Dir, layout: Layout, scratch: &mut Vec<Dual<S>>) -> R<()> {
+    let (sym, v) = (ev.sym, ev.v);
     let c = sym as usize;
     let z = dfa.n;
     let (width, state_stride, k_stride) = match layout {
@@ -42,6 +50,44 @@ pub fn step<S: Scalar>(dfa: &Dfa, sym: u8, v: u64, m: &mut [Dual<S>], dir: Dir, 
         Layout::Rows => (z, z, 1),
         Layout::Cols => (z, 1, z),
     };
+    if !dfa.plain(sym, ev.gap, skip) {
+        scratch.clear();
+        scratch.extend_from_slice(m);
+        let cell = |q: u32, k: usize| q as usize * state_stride + k * k_stride;
+        match dir {
+            Dir::Forward => {
+                m.iter_mut().for_each(|x| *x = Dual::zero());
+                for q in 0..z as u32 {
+                    let (to_pass, to_take) = (dfa.pass(q, sym, ev.gap, skip), dfa.take(q, sym, ev.gap, skip));
+                    for k in 0..width {
+                        let from = &scratch[cell(q, k)];
+                        if from.is_zero() {
+                            continue;
+                        }
+                        if to_pass != NONE {
+                            m[cell(to_pass, k)].add_assign(from)?;
+                        }
+                        if to_take != NONE {
+                            m[cell(to_take, k)].add_assign(&from.take(v)?)?;
+                        }
+                    }
+                }
+            }
+            Dir::Backward => {
+                for q in 0..z as u32 {
+                    let (to_pass, to_take) = (dfa.pass(q, sym, ev.gap, skip), dfa.take(q, sym, ev.gap, skip));
+                    for k in 0..width {
+                        let mut x = if to_pass != NONE { scratch[cell(to_pass, k)].clone() } else { Dual::zero() };
+                        if to_take != NONE && !scratch[cell(to_take, k)].is_zero() {
+                            x.add_assign(&scratch[cell(to_take, k)].take(v)?)?;
+                        }
+                        m[cell(q, k)] = x;
+                    }
+                }
+            }
+        }
+        return Ok(());
+    }
     let ends = |&(q, q2): &(u32, u32)| match dir {
         Dir::Forward => (q2 as usize * state_stride, q as usize * state_stride),
         Dir::Backward => (q as usize * state_stride, q2 as usize * state_stride),
@@ -82,15 +128,23 @@ pub fn step<S: Scalar>(dfa: &Dfa, sym: u8, v: u64, m: &mut [Dual<S>], dir: Dir, 
     Ok(())
 }
 
+/// The `(from, to)` state pairs of taking element `ev`: the symbol's transitions for a plain
+/// element (in the dependency-safe order when there is one), else [`Dfa::take`] per state.
+pub fn takes<'a>(dfa: &'a Dfa, ev: &Ev, skip: Skip) -> Cow<'a, [(u32, u32)]> {
+    let c = ev.sym as usize;
+    if dfa.plain(ev.sym, ev.gap, skip) {
+        return Cow::Borrowed(dfa.col_order[c].as_deref().unwrap_or(&dfa.by_sym[c]));
+    }
+    Cow::Owned((0..dfa.n as u32).filter_map(|q| Some((q, dfa.take(q, ev.sym, ev.gap, skip))).filter(|p| p.1 != NONE)).collect())
+}
+
 /// The sets a vector `x` moves into final states when it takes an element (before [`step`]),
 /// summed in the same transition order [`step`] uses, so estimates built either way agree.
-pub fn gain_into_finals<S: Scalar>(dfa: &Dfa, sym: u8, v: u64, x: &[Dual<S>]) -> R<Dual<S>> {
-    let c = sym as usize;
-    let trans = dfa.col_order[c].as_deref().unwrap_or(&dfa.by_sym[c]);
+pub fn gain_into_finals<S: Scalar>(dfa: &Dfa, ev: &Ev, skip: Skip, x: &[Dual<S>]) -> R<Dual<S>> {
     let mut gained = Dual::zero();
-    for &(q, q2) in trans {
+    for &(q, q2) in takes(dfa, ev, skip).iter() {
         if dfa.finals[q2 as usize] && !x[q as usize].is_zero() {
-            gained.add_assign(&x[q as usize].take(v)?)?;
+            gained.add_assign(&x[q as usize].take(ev.v)?)?;
         }
     }
     Ok(gained)
@@ -119,15 +173,23 @@ pub fn final_sum<S: Scalar>(dfa: &Dfa, x: &[Dual<S>]) -> R<Dual<S>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::tests::paper;
+    use crate::dfa::tests::{letter_negated, negation, paper};
+    use crate::dfa::GAP_BREAK;
     use proptest::prelude::*;
 
-    /// Dense `M_c` for checking the sparse update against a plain matrix product.
-    fn dense(dfa: &Dfa, sym: u8, v: u64) -> Vec<Dual<u128>> {
+    /// The dense operator of an element by definition: row q has 1 where skipping sends the
+    /// set and `1+vε` where taking it does.
+    fn dense(dfa: &Dfa, ev: &Ev, skip: Skip) -> Vec<Dual<u128>> {
         let z = dfa.n;
-        let mut m = identity::<u128>(z);
-        for &(q, q2) in &dfa.by_sym[sym as usize] {
-            m[q as usize * z + q2 as usize].add_assign(&Dual::weight(v)).unwrap();
+        let mut m = vec![Dual::zero(); z * z];
+        for q in 0..z as u32 {
+            let (p, t) = (dfa.pass(q, ev.sym, ev.gap, skip), dfa.take(q, ev.sym, ev.gap, skip));
+            if p != NONE {
+                m[q as usize * z + p as usize].add_assign(&Dual::one()).unwrap();
+            }
+            if t != NONE {
+                m[q as usize * z + t as usize].add_assign(&Dual::weight(ev.v)).unwrap();
+            }
         }
         m
     }
@@ -152,17 +214,21 @@ mod tests {
     /// A cyclic automaton: symbol 0 swaps states 0 and 1 (forces the copy path).
     fn cyclic() -> Dfa {
         use crate::dfa::DfaSpec;
-        Dfa::new(DfaSpec { n: 3, alphabet: b"xy".to_vec(), start: 0, finals: vec![false, true, true], table: vec![1, 2, 0, -1, -1, 2] }).unwrap()
+        Dfa::new(DfaSpec { n: 3, alphabet: b"xy".to_vec(), negated: Vec::new(), start: 0, finals: vec![false, true, true], table: vec![1, 2, 0, -1, -1, 2] }).unwrap()
     }
 
     proptest! {
         #[test]
-        fn every_layout_is_a_matrix_product(seed in proptest::collection::vec(0u128..5, 49), sym in 0u8..7, v in 0u64..9, which in 0usize..2) {
-            let dfa = if which == 0 { paper() } else { cyclic() };
+        fn every_layout_is_a_matrix_product(seed in proptest::collection::vec(0u128..5, 49), sym in 0u8..7, v in 0u64..9,
+                                           which in 0usize..4, gap in 0u32..4, brk in any::<bool>(), kill in any::<bool>()) {
+            let dfa = [paper(), cyclic(), negation(), letter_negated()][which].clone();
             let sym = sym % dfa.k() as u8;
+            let gap = (gap & ((1u32 << dfa.negated.len()) - 1)) | if brk { GAP_BREAK } else { 0 };
+            let skip = if kill { Skip::Kill } else { Skip::Keep };
+            let ev = Ev { sym, t: 0, v, gap };
             let z = dfa.n;
             let x: Vec<Dual<u128>> = seed.iter().take(z * z).enumerate().map(|(i, &c)| Dual { c, s: i as u128 % 3 }).collect();
-            let m = dense(&dfa, sym, v);
+            let m = dense(&dfa, &ev, skip);
             let mut scratch = Vec::new();
             let cases = [
                 (Dir::Forward, Layout::Cols, matmul(&x, &m, z)),                                  // X · M
@@ -172,17 +238,19 @@ mod tests {
             ];
             for (dir, layout, want) in cases {
                 let mut got = x.clone();
-                step(&dfa, sym, v, &mut got, dir, layout, &mut scratch).unwrap();
+                step(&dfa, &ev, skip, &mut got, dir, layout, &mut scratch).unwrap();
                 prop_assert_eq!(got, want, "{:?} {:?}", dir, layout);
             }
-            // A vector is one row of the Cols layout.
+            // A vector is one row of the Cols layout; what it moves into finals by taking.
             let row: Vec<Dual<u128>> = x[..z].to_vec();
-            let gained = gain_into_finals(&dfa, sym, v, &row).unwrap();
             let mut got = row.clone();
-            step(&dfa, sym, v, &mut got, Dir::Forward, Layout::Vector, &mut scratch).unwrap();
+            step(&dfa, &ev, skip, &mut got, Dir::Forward, Layout::Vector, &mut scratch).unwrap();
             prop_assert_eq!(&got[..], &matmul(&x, &m, z)[..z]);
-            let moved = final_sum(&dfa, &got).unwrap().sub(&final_sum(&dfa, &row).unwrap()).unwrap();
-            prop_assert_eq!(gained, moved);
+            let mut taken = vec![Dual::zero(); z];
+            for &(q, q2) in takes(&dfa, &ev, skip).iter() {
+                taken[q2 as usize].add_assign(&row[q as usize].take(v).unwrap()).unwrap();
+            }
+            prop_assert_eq!(gain_into_finals(&dfa, &ev, skip, &row).unwrap(), final_sum(&dfa, &taken).unwrap());
         }
     }
 }

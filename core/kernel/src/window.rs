@@ -219,7 +219,7 @@ pub fn per_initiator_totals(dfa: &Dfa, tau: i64, events: &[Ev]) -> Option<Vec<Du
             t.add_assign(f).ok()?;
         }
         for (_, v) in runs.iter_mut() {
-            step::step(dfa, ev.sym, ev.v, v, Dir::Forward, Layout::Vector, &mut scratch).ok()?;
+            step::step(dfa, ev, crate::dfa::Skip::Keep, v, Dir::Forward, Layout::Vector, &mut scratch).ok()?;
         }
         AnyMatch::advance(dfa, &mut a, ev, &formed).ok()?;
         let q = dfa.init[ev.sym as usize];
@@ -235,45 +235,134 @@ pub fn per_initiator_totals(dfa: &Dfa, tau: i64, events: &[Ev]) -> Option<Vec<Du
 #[cfg(test)]
 pub mod tests {
     use super::*;
-    use crate::dfa::tests::paper;
-    use crate::semantics::NextMatch;
+    use crate::batch::Raw;
+    use crate::dfa::tests::{letter_negated, negation, paper};
+    use crate::dfa::{Skip, NONE};
+    use crate::semantics::{Contiguous, NextMatch};
     use proptest::prelude::*;
 
-    /// Brute force: every index subset within the window whose word the automaton accepts
-    /// (skip-till-any-match), with its value sum. Exponential: tiny streams only.
-    pub fn brute_any(dfa: &Dfa, tau: i64, evs: &[Ev]) -> (u128, u128) {
-        let n = evs.len();
+    /// A raw event: a byte of the stream, its timestamp and value.
+    pub type RawEv = (u8, i64, u64);
+
+    /// The elements of a raw stream with their gaps, as the engines see them.
+    pub fn elements(dfa: &Dfa, raw: &[RawEv]) -> Vec<Ev> {
+        let mut pending = 0;
+        let mut out = Vec::new();
+        for &(b, t, v) in raw {
+            match Raw::classify(dfa, b, t, v) {
+                Raw::Element(ev) => out.push(Ev { gap: std::mem::take(&mut pending), ..ev }),
+                Raw::Gap(bit) => pending |= bit,
+            }
+        }
+        out
+    }
+
+    /// Brute force over index subsets of the raw stream (exponential: tiny streams only):
+    /// chosen letters within the window (consecutive raw positions under contiguity), run
+    /// through the automaton with every negated event strictly between two chosen elements
+    /// applied as its filter. Skip-till-any-match and contiguity.
+    pub fn brute_sets(dfa: &Dfa, tau: i64, skip: Skip, raw: &[RawEv]) -> (u128, u128) {
+        let letters: Vec<usize> = (0..raw.len()).filter(|&i| dfa.lookup[raw[i].0 as usize] != crate::dfa::UNKNOWN).collect();
         let (mut c, mut s) = (0u128, 0u128);
-        for mask in 1u32..(1 << n) {
-            let idx: Vec<usize> = (0..n).filter(|i| mask >> i & 1 == 1).collect();
-            if expired(evs[idx[0]].t, evs[*idx.last().unwrap()].t, tau) {
+        for mask in 1u32..(1 << letters.len()) {
+            let idx: Vec<usize> = (0..letters.len()).filter(|i| mask >> i & 1 == 1).map(|i| letters[i]).collect();
+            if expired(raw[idx[0]].1, raw[*idx.last().unwrap()].1, tau) {
+                continue;
+            }
+            if skip == Skip::Kill && idx.windows(2).any(|w| w[1] != w[0] + 1) {
                 continue;
             }
             let mut q = dfa.start;
-            for &i in &idx {
-                q = dfa.step(q, evs[i].sym);
-                if q == NONE {
-                    break;
+            for (k, &i) in idx.iter().enumerate() {
+                if k > 0 {
+                    for between in &raw[idx[k - 1] + 1..i] {
+                        let j = dfa.neg_lookup[between.0 as usize];
+                        if j != crate::dfa::UNKNOWN && q != NONE {
+                            q = dfa.neg_next[q as usize * dfa.negated.len() + j as usize];
+                        }
+                    }
+                }
+                if q != NONE {
+                    q = dfa.step(q, dfa.lookup[raw[i].0 as usize]);
                 }
             }
             if q != NONE && dfa.finals[q as usize] {
                 c += 1;
-                s += idx.iter().map(|&i| evs[i].v as u128).sum::<u128>();
+                s += idx.iter().map(|&i| raw[i].2 as u128).sum::<u128>();
             }
         }
         (c, s)
     }
 
-    pub fn stream() -> impl Strategy<Value = Vec<Ev>> {
-        proptest::collection::vec((0u8..7, 0i64..3, 0u64..5), 0..13).prop_map(|raw| {
+    /// Skip-till-next-match by definition: each initiator's run takes every later letter it
+    /// can within its window; a negated event it is guarded against kills it.
+    pub fn brute_runs(dfa: &Dfa, tau: i64, raw: &[RawEv]) -> (u128, u128) {
+        let (mut c, mut s) = (0u128, 0u128);
+        let m = dfa.negated.len();
+        for i in 0..raw.len() {
+            let sym = dfa.lookup[raw[i].0 as usize];
+            if sym == crate::dfa::UNKNOWN || dfa.init[sym as usize] == NONE {
+                continue;
+            }
+            let mut q = dfa.init[sym as usize];
+            let mut value = raw[i].2 as u128;
+            if dfa.finals[q as usize] {
+                c += 1;
+                s += value;
+            }
+            for e in &raw[i + 1..] {
+                let (letter, neg) = (dfa.lookup[e.0 as usize], dfa.neg_lookup[e.0 as usize]);
+                if letter != crate::dfa::UNKNOWN {
+                    if expired(raw[i].1, e.1, tau) {
+                        break;
+                    }
+                    let to = dfa.step(q, letter);
+                    if to != NONE {
+                        q = to;
+                        value += e.2 as u128;
+                        if dfa.finals[q as usize] {
+                            c += 1;
+                            s += value;
+                        }
+                        continue;
+                    }
+                }
+                if neg != crate::dfa::UNKNOWN {
+                    q = dfa.neg_next[q as usize * m + neg as usize];
+                    if q == NONE {
+                        break;
+                    }
+                }
+            }
+        }
+        (c, s)
+    }
+
+    /// Raw streams over `bytes` (letters, negated and foreign characters mixed).
+    pub fn raw_stream(bytes: &'static [u8], max: usize) -> impl Strategy<Value = Vec<RawEv>> {
+        proptest::collection::vec((0..bytes.len(), 0i64..3, 0u64..5), 0..max).prop_map(move |raw| {
             let mut t = 0;
             raw.into_iter()
-                .map(|(sym, dt, v)| {
+                .map(|(b, dt, v)| {
                     t += dt;
-                    Ev { sym, t, v }
+                    (bytes[b], t, v)
                 })
                 .collect()
         })
+    }
+
+    /// Elements of the paper's query, no gaps (the common case).
+    pub fn stream() -> impl Strategy<Value = Vec<Ev>> {
+        raw_stream(b"abcdefg", 13).prop_map(|raw| elements(&paper(), &raw))
+    }
+
+    /// An automaton and a raw stream over its letters, negated characters and a stranger.
+    pub fn case() -> impl Strategy<Value = (Arc<Dfa>, Vec<RawEv>)> {
+        prop_oneof![
+            raw_stream(b"abcdefgx", 13).prop_map(|r| (Arc::new(paper()), r)),
+            raw_stream(b"abcdegx", 13).prop_map(|r| (Arc::new(negation()), r)),
+            raw_stream(b"abx", 13).prop_map(|r| (Arc::new(letter_negated()), r)),
+        ]
     }
 
     fn count<P: Semantics>(dfa: &Arc<Dfa>, tau: i64, evs: &[Ev]) -> (BigUint, BigUint) {
@@ -286,20 +375,28 @@ pub mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
         #[test]
-        fn any_match_equals_brute_force(evs in stream(), tau in 0i64..12) {
-            let dfa = Arc::new(paper());
-            let (c, s) = count::<AnyMatch>(&dfa, tau, &evs);
-            let (bc, bs) = brute_any(&dfa, tau, &evs);
-            prop_assert_eq!((c, s), (BigUint::from(bc), BigUint::from(bs)));
-            // The per-initiator baseline agrees.
-            let (pc, ps, _) = split_totals(&dfa, &per_initiator_totals(&dfa, tau, &evs).unwrap().iter().map(|d| d.to_big()).collect::<Vec<_>>());
-            prop_assert_eq!((pc, ps), (BigUint::from(bc), BigUint::from(bs)));
+        fn every_policy_equals_brute_force((dfa, raw) in case(), tau in 0i64..12) {
+            let evs = elements(&dfa, &raw);
+            let big = |(c, s): (u128, u128)| (BigUint::from(c), BigUint::from(s));
+            prop_assert_eq!(count::<AnyMatch>(&dfa, tau, &evs), big(brute_sets(&dfa, tau, Skip::Keep, &raw)), "any");
+            prop_assert_eq!(count::<Contiguous>(&dfa, tau, &evs), big(brute_sets(&dfa, tau, Skip::Kill, &raw)), "contiguous");
+            prop_assert_eq!(count::<NextMatch>(&dfa, tau, &evs), big(brute_runs(&dfa, tau, &raw)), "next");
         }
 
         #[test]
-        fn next_match_equals_run_walk(evs in stream(), tau in 0i64..12) {
+        fn per_initiator_baseline_agrees(evs in stream(), tau in 0i64..12) {
             let dfa = Arc::new(paper());
+            let (c, s) = count::<AnyMatch>(&dfa, tau, &evs);
+            let (pc, ps, _) = split_totals(&dfa, &per_initiator_totals(&dfa, tau, &evs).unwrap().iter().map(|d| d.to_big()).collect::<Vec<_>>());
+            prop_assert_eq!((pc, ps), (c, s));
+        }
+
+        #[test]
+        fn next_match_equals_run_walk((dfa, raw) in case(), tau in 0i64..12) {
+            let evs = elements(&dfa, &raw);
             let (c, s) = count::<NextMatch>(&dfa, tau, &evs);
             let (mut wc, mut ws) = (0u128, 0u128);
             crate::semantics::walk_runs(&dfa, tau, &evs, |run| {
@@ -317,11 +414,11 @@ pub mod tests {
     #[test]
     fn promotes_through_every_tier_with_exact_results() {
         // "a+" over n a's in one window has 2^n - 1 matches: crosses 2^128 and 2^256.
-        let dfa = Arc::new(Dfa::new(crate::dfa::DfaSpec { n: 2, alphabet: b"a".to_vec(), start: 0, finals: vec![false, true], table: vec![1, 1] }).unwrap());
+        let dfa = Arc::new(Dfa::new(crate::dfa::DfaSpec { n: 2, alphabet: b"a".to_vec(), negated: Vec::new(), start: 0, finals: vec![false, true], table: vec![1, 1] }).unwrap());
         let mut w = ExactWindow::<AnyMatch>::new(dfa.clone(), 1_000_000);
         let mut tiers = Vec::new();
         for i in 0..300u64 {
-            w.push(Ev { sym: 0, t: i as i64, v: 1 }).unwrap();
+            w.push(Ev { sym: 0, t: i as i64, v: 1, gap: 0 }).unwrap();
             let (c, s, _) = split_totals(&dfa, &w.totals_big());
             let n = i + 1;
             assert_eq!(c, (BigUint::from(1u8) << n) - 1u8, "count after {n}");
@@ -339,7 +436,7 @@ pub mod tests {
         let dfa = Arc::new(paper());
         let mut w = ExactWindow::<AnyMatch>::new(dfa.clone(), i64::MAX);
         for (i, t) in [i64::MIN, i64::MIN + 1, 0, i64::MAX - 1, i64::MAX].into_iter().enumerate() {
-            w.push(Ev { sym: (i % 2) as u8, t, v: 1 }).unwrap();
+            w.push(Ev { sym: (i % 2) as u8, t, v: 1, gap: 0 }).unwrap();
         }
         assert!(expired(i64::MIN, i64::MAX, i64::MAX));
         assert!(!expired(0, i64::MAX, i64::MAX));

@@ -9,8 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use suse_kernel::batch::Batch;
-use suse_kernel::dfa::{Dfa, DfaSpec, UNKNOWN};
+use suse_kernel::batch::{Batch, Raw};
+use suse_kernel::dfa::{Dfa, DfaSpec, GAP_BREAK, UNKNOWN};
 use suse_kernel::engine::{ExactEngine as KExact, SummaryEngine as KSummary};
 use suse_kernel::error::Error;
 use suse_kernel::limits::{Limits, DEFAULT_MAX_BYTES};
@@ -74,13 +74,13 @@ struct PyDfa {
 #[pymethods]
 impl PyDfa {
     #[new]
-    #[pyo3(signature = (n_states, alphabet, start, finals, table))]
-    fn new(n_states: usize, alphabet: &str, start: u32, finals: Vec<bool>, table: Vec<i64>) -> PyResult<Self> {
+    #[pyo3(signature = (n_states, alphabet, negated, start, finals, table))]
+    fn new(n_states: usize, alphabet: &str, negated: &str, start: u32, finals: Vec<bool>, table: Vec<i64>) -> PyResult<Self> {
         guard_ro(|| {
-            if !alphabet.is_ascii() {
+            if !alphabet.is_ascii() || !negated.is_ascii() {
                 return Err(Error::input("alphabet must be ASCII"));
             }
-            let spec = DfaSpec { n: n_states, alphabet: alphabet.as_bytes().to_vec(), start, finals, table };
+            let spec = DfaSpec { n: n_states, alphabet: alphabet.as_bytes().to_vec(), negated: negated.as_bytes().to_vec(), start, finals, table };
             Dfa::new(spec).map(|d| PyDfa { inner: Arc::new(d) }).map_err(Error::Input)
         })
     }
@@ -149,15 +149,15 @@ impl Arrays {
         chars: &[u8],
         dead: &mut Option<String>,
         last_t: &mut Option<i64>,
-        lookup: &[u8],
+        dfa: &Dfa,
         state: &mut S,
-        on_event: impl FnMut(&mut S, Option<Ev>) -> Result<(), Error> + Send,
+        on_event: impl FnMut(&mut S, Raw) -> Result<(), Error> + Send,
         snap: impl Fn(&S, i64) -> Row + Send + Sync,
     ) -> PyResult<Vec<Row>> {
         py.allow_threads(|| {
             guard(dead, || {
                 let batch = Batch::new(chars, &self.ts, self.vals.as_deref(), &self.evals, *last_t)?;
-                let rows = batch.run(state, lookup, on_event, snap)?;
+                let rows = batch.run(state, dfa, on_event, snap)?;
                 if let Some(t) = batch.last_timestamp() {
                     *last_t = Some(t);
                 }
@@ -206,23 +206,20 @@ impl ExactEngine {
         values: Option<PyReadonlyArray1<'_, i64>>,
         evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
     ) -> PyResult<Vec<NativeEvaluation>> {
-        let lookup = self.state.engine.dfa().lookup.clone();
+        let dfa = self.state.engine.dfa().clone();
         Arrays::new(timestamps, values, evaluate_at).run(
             py,
             chars,
             &mut self.dead,
             &mut self.last_t,
-            &lookup,
+            &dfa,
             &mut self.state,
-            |me, ev| {
+            |me, raw| {
                 me.events += 1;
-                match ev {
-                    None => {
-                        me.skipped += 1;
-                        Ok(())
-                    }
-                    Some(ev) => me.engine.push(ev),
+                if raw == Raw::Gap(GAP_BREAK) {
+                    me.skipped += 1;
                 }
+                me.engine.feed(raw)
             },
             |me, t| {
                 let (count, sum, partial_count) = me.engine.totals();
@@ -329,21 +326,15 @@ impl SummaryEngine {
         evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
         with_elements: bool,
     ) -> PyResult<Vec<NativeEvaluation>> {
-        let lookup = self.inner.dfa().lookup.clone();
+        let dfa = self.inner.dfa().clone();
         Arrays::new(timestamps, values, evaluate_at).run(
             py,
             chars,
             &mut self.dead,
             &mut self.last_t,
-            &lookup,
+            &dfa,
             &mut self.inner,
-            |s, ev| match ev {
-                None => {
-                    s.skip();
-                    Ok(())
-                }
-                Some(ev) => s.observe(ev),
-            },
+            |s, raw| s.feed(raw),
             |s, t| evaluation(s, t, with_elements),
         )
     }
@@ -464,7 +455,7 @@ fn per_initiator_exact(dfa: &PyDfa, window: i64, chars: &[u8], timestamps: PyRea
         .zip(ts.iter())
         .filter_map(|(&c, &t)| {
             let sym = dfa.inner.lookup[c as usize];
-            (sym != UNKNOWN).then_some(Ev { sym, t, v: 1 })
+            (sym != UNKNOWN).then_some(Ev { sym, t, v: 1, gap: 0 })
         })
         .collect();
     let totals = per_initiator_totals(&dfa.inner, window, &events)?;

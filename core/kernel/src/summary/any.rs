@@ -1,4 +1,6 @@
-//! Skip-till-any-match inside the summary: everything is maintained incrementally.
+//! Skip-till-any-match and contiguity inside the summary: everything is maintained
+//! incrementally. Both are "set" semantics (every subset that spells a word counts, under
+//! [`Skip::Keep`](crate::dfa::Skip) or [`Skip::Kill`](crate::dfa::Skip)), so one implementation serves both.
 //!
 //! Inserting extends every active set (exact `a`, `v` and `g`; the estimates' active rows and
 //! present benefits). Evicting `x` subtracts `L_x` from the exact counters and, from every
@@ -12,8 +14,8 @@ use crate::dfa::NONE;
 use crate::dual::{Dual, DualX};
 use crate::error::Error;
 use crate::num::{Num, Scalar, R};
-use crate::semantics::{AnyMatch, Ev, Semantics};
-use crate::step::{final_sum, gain_into_finals, identity, step, Dir, Layout};
+use crate::semantics::{AnyMatch, Contiguous, Ev, Semantics};
+use crate::step::{final_sum, gain_into_finals, identity, step, takes, Dir, Layout};
 use crate::xf::Xf;
 use num_bigint::BigUint;
 
@@ -24,125 +26,144 @@ macro_rules! retained {
     };
 }
 
-impl SummaryPolicy for AnyMatch {
-    /// `v_i = (1+v_iε)·e_{δ(q0,c_i)} · P(i+1..n-1)` for active initiators, `a = Σ v_i`.
-    fn rebuild_active<N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
-        let dfa = r.dfa;
-        let z = dfa.n;
-        let mut after = AnyMatch::identity::<N>(dfa);
-        let mut scratch = after.clone();
-        c.a = vec![Dual::zero(); z];
-        c.v = vec![Dual::zero(); r.elems.len() * z];
-        for i in (r.active_start..r.elems.len()).rev() {
-            let ev = &r.elems[i];
-            let q = dfa.init[ev.sym as usize];
-            if q != NONE {
+/// The summary hooks of a set semantics (`$p`: [`AnyMatch`] or [`Contiguous`]).
+macro_rules! set_policy {
+    ($p:ty) => {
+        impl SummaryPolicy for $p {
+            fn rebuild_active<N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
+                rebuild_active::<$p, N>(c, r)
+            }
+            fn insert(s: &mut Summary<Self>, ev: Ev) -> Result<(), Error> {
+                insert(s, ev)
+            }
+            fn remove(s: &mut Summary<Self>, p: usize) -> Result<(), Error> {
+                remove(s, p)
+            }
+            fn expire(s: &mut Summary<Self>, start: usize, end: usize) -> Result<(), Error> {
+                expire(s, start, end)
+            }
+            fn refresh_estimates(s: &mut Summary<Self>) {
+                if s.est.al_dirty {
+                    recompute_active_locals(s);
+                }
+            }
+            fn exact_locals(s: &Summary<Self>) -> Result<Vec<Dual<BigUint>>, Error> {
+                exact_locals(s)
+            }
+        }
+    };
+}
+
+set_policy!(AnyMatch);
+set_policy!(Contiguous);
+
+/// `v_i = (1+v_iε)·e_{δ(q0,c_i)} · P(i+1..n-1)` for active initiators, `a = Σ v_i`.
+fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
+    let dfa = r.dfa;
+    let z = dfa.n;
+    let mut after = identity::<N>(z);
+    let mut scratch = after.clone();
+    c.a = vec![Dual::zero(); z];
+    c.v = vec![Dual::zero(); r.elems.len() * z];
+    for i in (r.active_start..r.elems.len()).rev() {
+        let ev = &r.elems[i];
+        let q = dfa.init[ev.sym as usize];
+        if q != NONE {
+            for j in 0..z {
+                let d = after[q as usize * z + j].take(ev.v)?;
+                c.a[j].add_assign(&d)?;
+                c.v[i * z + j] = d;
+            }
+        }
+        step(dfa, ev, P::SKIP, &mut after, Dir::Backward, Layout::Rows, &mut scratch)?;
+    }
+    Ok(())
+}
+
+fn insert<P: SummaryPolicy>(s: &mut Summary<P>, ev: Ev) -> Result<(), Error> {
+    let z = s.dfa.n;
+    let formed = s.formed_estimate(&ev);
+    P::refresh_estimates(s);
+    let start = s.active_start;
+    let ctx = retained!(s);
+    crate::promoting!(&mut s.exact, &ctx, |p| insert_exact::<P, _>(p, &ctx, &ev))?;
+    let mut scratch = Vec::new();
+    for i in start..s.elems.len() {
+        let row = &mut s.est.al[i * z..(i + 1) * z];
+        let gained = gain_into_finals(&s.dfa, &ev, P::SKIP, row).unwrap_or_default();
+        let _ = step(&s.dfa, &ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch);
+        s.est.pres[i] = s.est.pres[i].plus(&gained);
+    }
+    s.est.push(final_sum(&s.dfa, &formed).unwrap_or_default(), &formed);
+    s.elems.push(ev);
+    Ok(())
+}
+
+fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
+    let z = s.dfa.n;
+    let start = s.active_start;
+    P::refresh_estimates(s);
+    // An active element that no active set contains leaves the active counters as they
+    // are (the estimates only ever add non-negative terms, so zero is exact zero).
+    let touches_active = p >= start && s.est.row(p, z).iter().any(|d| !d.c.is_zero());
+    let ctx = retained!(s);
+    crate::promoting!(&mut s.exact, &ctx, |part| remove_exact::<P, _>(part, &ctx, p, touches_active))?;
+    // Joint matches are a subset of x's own: none to subtract when x completes none.
+    if s.est.pres[p].c >= Xf::from_f64(0.5) {
+        if let Ok((lo, joint)) = joint_matches::<Xf>(&s.dfa, s.cfg.tau, P::SKIP, &s.elems, p) {
+            for (j, d) in joint.iter().enumerate() {
+                s.est.pres[lo + j] = s.est.pres[lo + j].minus(d);
+            }
+        }
+    }
+    s.drop_element(p);
+    if touches_active {
+        s.est.al_dirty = true;
+    }
+    Ok(())
+}
+
+fn expire<P: SummaryPolicy>(s: &mut Summary<P>, start: usize, end: usize) -> Result<(), Error> {
+    let z = s.dfa.n;
+    let leaving_initiator = s.elems[start..end].iter().any(|e| s.dfa.starts(e.sym));
+    s.est.al[start * z..end * z].iter_mut().for_each(|d| *d = Dual::zero());
+    if leaving_initiator {
+        s.est.al_dirty = true;
+        let ctx = retained!(s);
+        crate::promoting!(&mut s.exact, &ctx, |p| (|| {
+            for i in start..end {
                 for j in 0..z {
-                    let d = after[q as usize * z + j].take(ev.v)?;
-                    c.a[j].add_assign(&d)?;
-                    c.v[i * z + j] = d;
+                    let d = std::mem::take(&mut p.v[i * z + j]);
+                    p.a[j].sub_assign(&d)?;
                 }
             }
-            AnyMatch::prepend(dfa, ev, &mut after, &mut scratch)?;
-        }
-        Ok(())
+            Ok(())
+        })())?;
     }
+    s.active_start = end;
+    Ok(())
+}
 
-    fn insert(s: &mut Summary<Self>, ev: Ev) -> Result<(), Error> {
-        let z = s.dfa.n;
-        let formed = s.formed_estimate(&ev);
-        Self::refresh_estimates(s);
-        let start = s.active_start;
-        let ctx = retained!(s);
-        crate::promoting!(&mut s.exact, &ctx, |p| insert_exact(p, &ctx, &ev))?;
-        let mut scratch = Vec::new();
-        for i in start..s.elems.len() {
-            let row = &mut s.est.al[i * z..(i + 1) * z];
-            let gained = gain_into_finals(&s.dfa, ev.sym, ev.v, row).unwrap_or_default();
-            let _ = step(&s.dfa, ev.sym, ev.v, row, Dir::Forward, Layout::Vector, &mut scratch);
-            s.est.pres[i] = s.est.pres[i].plus(&gained);
-        }
-        s.est.push(final_sum(&s.dfa, &formed).unwrap_or_default(), &formed);
-        s.elems.push(ev);
-        Ok(())
-    }
-
-    fn remove(s: &mut Summary<Self>, p: usize) -> Result<(), Error> {
-        let z = s.dfa.n;
-        let start = s.active_start;
-        Self::refresh_estimates(s);
-        // An active element that no active set contains leaves the active counters as they
-        // are (the estimates only ever add non-negative terms, so zero is exact zero).
-        let touches_active = p >= start && s.est.row(p, z).iter().any(|d| !d.c.is_zero());
-        let ctx = retained!(s);
-        crate::promoting!(&mut s.exact, &ctx, |part| remove_exact(part, &ctx, p, touches_active))?;
-        // Joint matches are a subset of x's own: none to subtract when x completes none.
-        if s.est.pres[p].c >= Xf::from_f64(0.5) {
-            if let Ok((lo, joint)) = joint_matches::<Xf>(&s.dfa, s.cfg.tau, &s.elems, p) {
-                for (j, d) in joint.iter().enumerate() {
-                    s.est.pres[lo + j] = s.est.pres[lo + j].minus(d);
-                }
-            }
-        }
-        s.drop_element(p);
-        if touches_active {
-            s.est.al_dirty = true;
-        }
-        Ok(())
-    }
-
-    fn expire(s: &mut Summary<Self>, start: usize, end: usize) -> Result<(), Error> {
-        let z = s.dfa.n;
-        let leaving_initiator = s.elems[start..end].iter().any(|e| s.dfa.starts(e.sym));
-        s.est.al[start * z..end * z].iter_mut().for_each(|d| *d = Dual::zero());
-        if leaving_initiator {
-            s.est.al_dirty = true;
-            let ctx = retained!(s);
-            crate::promoting!(&mut s.exact, &ctx, |p| (|| {
-                for i in start..end {
-                    for j in 0..z {
-                        let d = std::mem::take(&mut p.v[i * z + j]);
-                        p.a[j].sub_assign(&d)?;
-                    }
-                }
-                Ok(())
-            })())?;
-        }
-        s.active_start = end;
-        Ok(())
-    }
-
-    fn refresh_estimates(s: &mut Summary<Self>) {
-        if s.est.al_dirty {
-            recompute_active_locals(s);
-        }
-    }
-
-    /// Leave-one-out: the matches of all retained elements minus those without each one.
-    fn exact_locals(s: &Summary<Self>) -> Result<Vec<Dual<BigUint>>, Error> {
-        let total = |elems: &[crate::semantics::Ev]| -> Result<Dual<BigUint>, Error> {
-            let w = crate::window::Window::<BigUint, AnyMatch>::run(s.dfa.clone(), s.cfg.tau, elems).map_err(|_| Error::internal("big"))?;
-            let (c, s, _) = crate::window::split_totals(&s.dfa, &w.totals);
-            Ok(Dual { c, s })
-        };
-        let all = total(&s.elems)?;
-        (0..s.elems.len())
-            .map(|i| {
-                let mut rest = s.elems.clone();
-                rest.remove(i);
-                all.sub(&total(&rest)?).map_err(|_| Error::internal("leave-one-out went negative"))
-            })
-            .collect()
-    }
+/// Leave-one-out: the matches of all retained elements minus those without each one.
+fn exact_locals<P: SummaryPolicy>(s: &Summary<P>) -> Result<Vec<Dual<BigUint>>, Error> {
+    let total = |elems: &[Ev]| -> Result<Dual<BigUint>, Error> {
+        let w = crate::window::Window::<BigUint, P>::run(s.dfa.clone(), s.cfg.tau, elems).map_err(|_| Error::internal("big"))?;
+        let (c, s, _) = crate::window::split_totals(&s.dfa, &w.totals);
+        Ok(Dual { c, s })
+    };
+    let all = total(&s.elems)?;
+    (0..s.elems.len())
+        .map(|i| all.sub(&total(&super::without(&s.dfa, &s.elems, i))?).map_err(|_| Error::internal("leave-one-out went negative")))
+        .collect()
 }
 
 /// Extend every active set by `ev`. Only `detected` is committed last: everything else is
 /// rebuilt from the retained elements if a counter overflows.
-fn insert_exact<N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev: &Ev) -> R<()> {
+fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev: &Ev) -> R<()> {
     let dfa = r.dfa;
     let z = dfa.n;
     let mut formed = vec![Dual::<N>::zero(); z];
-    AnyMatch::formed(dfa, &c.a, ev, &mut formed)?;
+    P::formed(dfa, &c.a, ev, &mut formed)?;
     let mut found = Dual::zero();
     for (q, f) in formed.iter().enumerate() {
         c.g[q].add_assign(f)?;
@@ -150,11 +171,11 @@ fn insert_exact<N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev: &Ev) -> R<()>
             found.add_assign(f)?;
         }
     }
-    AnyMatch::advance(dfa, &mut c.a, ev, &formed)?;
+    P::advance(dfa, &mut c.a, ev, &formed)?;
     let n = c.v.len() / z;
     let mut scratch = Vec::new();
     for i in r.active_start..n {
-        step(dfa, ev.sym, ev.v, &mut c.v[i * z..(i + 1) * z], Dir::Forward, Layout::Vector, &mut scratch)?;
+        step(dfa, ev, P::SKIP, &mut c.v[i * z..(i + 1) * z], Dir::Forward, Layout::Vector, &mut scratch)?;
     }
     c.v.extend(std::iter::repeat_n(Dual::zero(), z));
     let init = dfa.init[ev.sym as usize];
@@ -166,24 +187,23 @@ fn insert_exact<N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev: &Ev) -> R<()>
 }
 
 /// Subtract the sets containing element `p`.
-fn remove_exact<N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, touches_active: bool) -> R<()> {
+fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, touches_active: bool) -> R<()> {
     let z = r.dfa.n;
-    let local = local_sets::<N>(r.dfa, r.tau, r.elems, p)?;
+    let local = local_sets::<N>(r.dfa, r.tau, P::SKIP, r.elems, p)?;
     for (g, l) in c.g.iter_mut().zip(&local) {
         g.sub_assign(l)?;
     }
     c.v.drain(p * z..(p + 1) * z);
     if touches_active {
-        let mut rest = r.elems.to_vec();
-        rest.remove(p);
-        AnyMatch::rebuild_active(c, &Retained { elems: &rest, ..*r })?;
+        let rest = super::without(r.dfa, r.elems, p);
+        rebuild_active::<P, N>(c, &Retained { elems: &rest, ..*r })?;
     }
     Ok(())
 }
 
 /// Active local counters of every active element: the sets inside the active window that
 /// contain it, from one forward sweep of rows `e_{q0}·P(s..y−1)` and one backward product.
-fn recompute_active_locals(s: &mut Summary<AnyMatch>) {
+fn recompute_active_locals<P: SummaryPolicy>(s: &mut Summary<P>) {
     s.est.al_dirty = false;
     let dfa = s.dfa.clone();
     let z = dfa.n;
@@ -194,7 +214,7 @@ fn recompute_active_locals(s: &mut Summary<AnyMatch>) {
     for y in start..n {
         let (done, rest) = fwd.split_at_mut((y - start + 1) * z);
         rest[..z].clone_from_slice(&done[(y - start) * z..]);
-        let _ = step(&dfa, s.elems[y].sym, s.elems[y].v, &mut rest[..z], Dir::Forward, Layout::Vector, &mut scratch);
+        let _ = step(&dfa, &s.elems[y], P::SKIP, &mut rest[..z], Dir::Forward, Layout::Vector, &mut scratch);
     }
     let mut b = identity::<Xf>(z);
     for y in (start..n).rev() {
@@ -202,7 +222,7 @@ fn recompute_active_locals(s: &mut Summary<AnyMatch>) {
         let w = DualX::weight(ev.v);
         let row = &mut s.est.al[y * z..(y + 1) * z];
         row.iter_mut().for_each(|d| *d = DualX::zero());
-        for &(q, q2) in &dfa.by_sym[ev.sym as usize] {
+        for &(q, q2) in takes(&dfa, &ev, P::SKIP).iter() {
             let u = fwd[(y - start) * z + q as usize].times(&w);
             if u.is_zero() {
                 continue;
@@ -211,6 +231,6 @@ fn recompute_active_locals(s: &mut Summary<AnyMatch>) {
                 row[j] = row[j].plus(&u.times(&b[q2 as usize * z + j]));
             }
         }
-        let _ = step(&dfa, ev.sym, ev.v, &mut b, Dir::Backward, Layout::Rows, &mut scratch);
+        let _ = step(&dfa, &ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch);
     }
 }

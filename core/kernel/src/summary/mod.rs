@@ -100,6 +100,8 @@ pub struct Summary<P: SummaryPolicy> {
     pub skipped: u64,
     /// Elements evicted to make room for a new one.
     pub evictions: u64,
+    /// The gap since the last retained element (events and elements not retained).
+    pub(crate) pending_gap: u32,
     #[serde(skip)]
     _policy: PhantomData<P>,
 }
@@ -120,6 +122,7 @@ impl<P: SummaryPolicy> Clone for Summary<P> {
             events: self.events,
             skipped: self.skipped,
             evictions: self.evictions,
+            pending_gap: self.pending_gap,
             _policy: PhantomData,
         }
     }
@@ -154,6 +157,7 @@ impl<P: SummaryPolicy> Summary<P> {
             events: 0,
             skipped: 0,
             evictions: 0,
+            pending_gap: 0,
             _policy: PhantomData,
         }
     }
@@ -172,7 +176,8 @@ impl<P: SummaryPolicy> Summary<P> {
         self.active_start
     }
 
-    /// Process one element of the query's alphabet.
+    /// Process one element of the query's alphabet (its `gap`: what lay between it and the
+    /// previous element of the stream).
     pub fn observe(&mut self, ev: Ev) -> Result<(), Error> {
         self.events += 1;
         self.now = Some(ev.t);
@@ -185,24 +190,38 @@ impl<P: SummaryPolicy> Summary<P> {
         if self.estimator.observe(ev.sym, ev.t, ev.v) {
             self.coeffs = Coefficients::new(self.estimator.probabilities(), self.estimator.mean_values());
         }
-        if self.cfg.size == 0 {
-            return Ok(());
+        // What lies between the last retained element and this one.
+        let ev = Ev { gap: ev.gap | self.pending_gap, ..ev };
+        if self.cfg.size > self.elems.len() {
+            return self.retain(ev);
         }
-        if self.elems.len() < self.cfg.size {
-            return P::insert(self, ev);
+        if self.cfg.size > 0 {
+            if let Some(i) = self.cfg.strategy.choose(self, &ev) {
+                self.evictions += 1;
+                self.remove(i)?;
+                // An evicted last element is now part of this one's gap.
+                return self.retain(Ev { gap: ev.gap | self.pending_gap, ..ev });
+            }
         }
-        if let Some(i) = self.cfg.strategy.choose(self, &ev) {
-            self.evictions += 1;
-            self.remove(i)?;
-            P::insert(self, ev)?;
-        }
+        // Not retained: the element and its gap lie in the next one's gap.
+        self.pending_gap = ev.gap | self.dfa.absorbed(ev.sym);
         Ok(())
     }
 
-    /// A character outside the query's alphabet: counted, never retained.
-    pub fn skip(&mut self) {
+    fn retain(&mut self, ev: Ev) -> Result<(), Error> {
+        P::insert(self, ev)?;
+        self.pending_gap = 0;
+        Ok(())
+    }
+
+    /// An event that can be no element: a negated character (`bit` set) or, with `bit` 0,
+    /// a character outside the query (counted as skipped). Either lies in the next gap.
+    pub fn gap_event(&mut self, bit: u32) {
         self.events += 1;
-        self.skipped += 1;
+        if bit == crate::dfa::GAP_BREAK {
+            self.skipped += 1;
+        }
+        self.pending_gap |= bit;
     }
 
     /// Move the active window to the elements a new element at `now` can still match with.
@@ -223,9 +242,15 @@ impl<P: SummaryPolicy> Summary<P> {
         P::remove(self, p)
     }
 
-    /// Take element `p` out of the element list and its per-element estimates.
+    /// Take element `p` out of the element list and its per-element estimates; what it was
+    /// (and its gap) joins the gap of the element after it.
     pub(crate) fn drop_element(&mut self, p: usize) {
-        self.elems.remove(p);
+        let gone = self.elems.remove(p);
+        let merged = gone.gap | self.dfa.absorbed(gone.sym);
+        match self.elems.get_mut(p) {
+            Some(next) => next.gap |= merged,
+            None => self.pending_gap |= merged,
+        }
         self.est.drop_element(p, self.dfa.n);
         if p < self.active_start {
             self.active_start -= 1;
@@ -295,6 +320,17 @@ impl<P: SummaryPolicy> Summary<P> {
         }
         self.est.validate(n, z).map_err(Error::state)
     }
+}
+
+/// The retained elements without element `p`, its gap merged into the next one's: the
+/// stream a summary that never held `p` would see.
+pub fn without(dfa: &Dfa, elems: &[Ev], p: usize) -> Vec<Ev> {
+    let mut rest = elems.to_vec();
+    let gone = rest.remove(p);
+    if let Some(next) = rest.get_mut(p) {
+        next.gap |= gone.gap | dfa.absorbed(gone.sym);
+    }
+    rest
 }
 
 #[cfg(test)]

@@ -15,11 +15,30 @@
 //!
 //! Both are generic over the number type: exact counters use the first, selection estimates
 //! the second, and the tests check each against recomputation from scratch.
-use crate::dfa::{Dfa, NONE};
+use crate::dfa::{Dfa, Skip, NONE};
 use crate::dual::Dual;
 use crate::num::{Scalar, R};
 use crate::semantics::{expired, Ev};
-use crate::step::{final_sum, identity, step, Dir, Layout};
+use crate::step::{final_sum, identity, step, takes, Dir, Layout};
+
+/// Whether sets can leave the product before the window ends (a negation filter or
+/// contiguity kills them), so matches must be counted at the element they end at. Without
+/// kills the products keep every set, which gives the shorter formulas (and the estimates of
+/// earlier releases bit for bit).
+fn counts_at_ends(dfa: &Dfa, skip: Skip) -> bool {
+    skip == Skip::Kill || !dfa.negated.is_empty()
+}
+
+/// `w_y · [δ(q) final]` per state: the matches that taking `ev` completes, from each state.
+fn completes<S: Scalar>(dfa: &Dfa, ev: &Ev, skip: Skip) -> Vec<Dual<S>> {
+    let mut out = vec![Dual::<S>::zero(); dfa.n];
+    for &(q, t) in takes(dfa, ev, skip).iter() {
+        if dfa.finals[t as usize] {
+            out[q as usize] = Dual::weight(ev.v);
+        }
+    }
+    out
+}
 
 /// The first element within the window before `p` and the last one after it.
 fn span(elems: &[Ev], p: usize, tau: i64) -> (usize, usize) {
@@ -30,16 +49,16 @@ fn span(elems: &[Ev], p: usize, tau: i64) -> (usize, usize) {
 }
 
 /// `L_x` for `x = elems[p]`: the windowed sets containing it, per end state.
-pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, elems: &[Ev], p: usize) -> R<Vec<Dual<S>>> {
+pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<Vec<Dual<S>>> {
     let z = dfa.n;
     let x = elems[p];
     let (lo, hi) = span(elems, p, tau);
     let mut ends = vec![Dual::<S>::zero(); (hi - p + 1) * z]; // Σ_{K(i)=K} β_i, indexed K-p
     let mut k = hi;
     let mut scratch = Vec::new();
-    // Backward from x: `cur` = P(y+1..x-1) · w_x T_x.
+    // Backward from x: `cur` = P(y+1..x-1) · (taking x).
     let mut cur = vec![Dual::<S>::zero(); z * z];
-    for &(q, q2) in &dfa.by_sym[x.sym as usize] {
+    for &(q, q2) in takes(dfa, &x, skip).iter() {
         cur[q as usize * z + q2 as usize] = Dual::weight(x.v);
     }
     let xq = dfa.init[x.sym as usize];
@@ -63,14 +82,48 @@ pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, elems: &[Ev], p: usize) -> R<V
                 }
             }
         }
-        step(dfa, ev.sym, ev.v, &mut cur, Dir::Backward, Layout::Rows, &mut scratch)?;
+        step(dfa, ev, skip, &mut cur, Dir::Backward, Layout::Rows, &mut scratch)?;
     }
-    // Forward from x: `c_mat` = P(x+1..K).
     let mut local = vec![Dual::<S>::zero(); z];
     let mut c_mat = identity::<S>(z);
+    if counts_at_ends(dfa, skip) {
+        // Σ_i Σ_{y ≤ K(i)} (the sets from i through x that end at y): every initiator still in
+        // reach of y contributes β_i · P(x+1..y−1) · (taking y).
+        for k in (p..hi).rev() {
+            let (now, later) = ends.split_at_mut((k + 1 - p) * z);
+            for a in 0..z {
+                now[(k - p) * z + a].add_assign(&later[a])?;
+            }
+        }
+        local.clone_from_slice(&ends[..z]);
+        let mut row = vec![Dual::<S>::zero(); z];
+        for k in p + 1..=hi {
+            row.iter_mut().for_each(|r| *r = Dual::zero());
+            for a in 0..z {
+                let b = &ends[(k - p) * z + a];
+                if b.is_zero() {
+                    continue;
+                }
+                for q in 0..z {
+                    let m = &c_mat[a * z + q];
+                    if !m.is_zero() {
+                        row[q].add_assign(&b.mul(m)?)?;
+                    }
+                }
+            }
+            for &(q, t) in takes(dfa, &elems[k], skip).iter() {
+                if !row[q as usize].is_zero() {
+                    local[t as usize].add_assign(&row[q as usize].take(elems[k].v)?)?;
+                }
+            }
+            step(dfa, &elems[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
+        }
+        return Ok(local);
+    }
+    // Without kills every set stays in the product: `L_x = Σ_i β_i · P(x+1..K(i))`.
     for k in p..=hi {
         if k > p {
-            step(dfa, elems[k].sym, elems[k].v, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
+            step(dfa, &elems[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
         }
         for a in 0..z {
             let b = &ends[(k - p) * z + a];
@@ -90,7 +143,7 @@ pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, elems: &[Ev], p: usize) -> R<V
 
 /// For every element `y` within the window of `x = elems[p]`, the complete matches that
 /// contain both (count and value sum); `(lo, joint)` with `joint[y - lo]`, zero at `x`.
-pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, elems: &[Ev], p: usize) -> R<(usize, Vec<Dual<S>>)> {
+pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<(usize, Vec<Dual<S>>)> {
     let z = dfa.n;
     let zz = z * z;
     let el = elems;
@@ -113,23 +166,45 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, elems: &[Ev], p: usize) -> 
     // E_y = P(y+1..p-1) · w_x T_x for y in lo..p, built right to left (flat, |Z|² each).
     let mut e_mats = vec![Dual::<S>::zero(); (p - lo) * zz];
     let mut cur = vec![Dual::<S>::zero(); zz];
-    for &(q, q2) in &dfa.by_sym[x.sym as usize] {
+    for &(q, q2) in takes(dfa, &x, skip).iter() {
         cur[q as usize * z + q2 as usize] = wx.clone();
     }
     for y in (lo..p).rev() {
         e_mats[(y - lo) * zz..(y - lo + 1) * zz].clone_from_slice(&cur);
-        step(dfa, el[y].sym, el[y].v, &mut cur, Dir::Backward, Layout::Rows, &mut scratch)?;
+        step(dfa, &el[y], skip, &mut cur, Dir::Backward, Layout::Rows, &mut scratch)?;
     }
-    // ψ(K) = P(p+1..K) · 1_F for K in p..=hi.
+    // ψ(K) = the matches a set through x (in each state after x) completes by K:
+    // P(p+1..K) · 1_F without kills, 1_F + Σ_{y=p+1..K} P(p+1..y−1)·(taking y)·1_F with them.
+    let ends_mode = counts_at_ends(dfa, skip);
     let mut psi = vec![Dual::<S>::zero(); (hi - p + 1) * z];
     let mut c_mat = identity::<S>(z);
     for k in p..=hi {
-        if k > p {
-            step(dfa, el[k].sym, el[k].v, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
+        if !ends_mode {
+            if k > p {
+                step(dfa, &el[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
+            }
+            for r in 0..z {
+                psi[(k - p) * z + r] = final_sum(dfa, &c_mat[r * z..(r + 1) * z])?;
+            }
+            continue;
         }
+        if k == p {
+            for r in (0..z).filter(|&r| dfa.finals[r]) {
+                psi[r] = Dual::one();
+            }
+            continue;
+        }
+        let done = completes::<S>(dfa, &el[k], skip);
         for r in 0..z {
-            psi[(k - p) * z + r] = final_sum(dfa, &c_mat[r * z..(r + 1) * z])?;
+            let mut acc = psi[(k - p - 1) * z + r].clone();
+            for q in 0..z {
+                if !done[q].is_zero() && !c_mat[r * z + q].is_zero() {
+                    acc.add_assign(&c_mat[r * z + q].mul(&done[q])?)?;
+                }
+            }
+            psi[(k - p) * z + r] = acc;
         }
+        step(dfa, &el[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
     }
 
     // Neighbours after x: backward sweep of Γ_y, then forward sweep of D_y = P(p+1..y-1).
@@ -154,32 +229,69 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, elems: &[Ev], p: usize) -> 
         }
         let mut gammas = vec![Dual::<S>::zero(); (hi - p + 1) * zz];
         let mut gamma = vec![Dual::<S>::zero(); zz];
-        for y in (p + 1..=hi).rev() {
-            if y < hi {
-                step(dfa, el[y + 1].sym, el[y + 1].v, &mut gamma, Dir::Backward, Layout::Cols, &mut scratch)?;
+        if ends_mode {
+            // act(y) = Σ_{K(i) ≥ y} β_i. Γ'_y = Γ'_{y+1}·M_{y+1}ᵀ + act(y+1) ⊗ (taking y+1)·1_F
+            // counts the matches ending after y, Γ_y = Γ'_y + act(y) ⊗ 1_F those ending at y too.
+            for y in (p..hi).rev() {
+                let (now, later) = inject.split_at_mut((y + 1 - p) * z);
+                for a in 0..z {
+                    now[(y - p) * z + a].add_assign(&later[a])?;
+                }
             }
-            for a in 0..z {
-                let add = &inject[(y - p) * z + a];
-                if !add.is_zero() {
-                    for b in (0..z).filter(|&b| dfa.finals[b]) {
-                        gamma[a * z + b].add_assign(add)?;
+            for y in (p + 1..=hi).rev() {
+                if y < hi {
+                    step(dfa, &el[y + 1], skip, &mut gamma, Dir::Backward, Layout::Cols, &mut scratch)?;
+                    let done = completes::<S>(dfa, &el[y + 1], skip);
+                    for a in 0..z {
+                        let act = &inject[(y + 1 - p) * z + a];
+                        if act.is_zero() {
+                            continue;
+                        }
+                        for b in (0..z).filter(|&b| !done[b].is_zero()) {
+                            gamma[a * z + b].add_assign(&act.mul(&done[b])?)?;
+                        }
+                    }
+                }
+                let g = &mut gammas[(y - p) * zz..(y - p + 1) * zz];
+                g.clone_from_slice(&gamma);
+                for a in 0..z {
+                    let act = &inject[(y - p) * z + a];
+                    if !act.is_zero() {
+                        for b in (0..z).filter(|&b| dfa.finals[b]) {
+                            g[a * z + b].add_assign(act)?;
+                        }
                     }
                 }
             }
-            gammas[(y - p) * zz..(y - p + 1) * zz].clone_from_slice(&gamma);
+        } else {
+            for y in (p + 1..=hi).rev() {
+                if y < hi {
+                    step(dfa, &el[y + 1], skip, &mut gamma, Dir::Backward, Layout::Cols, &mut scratch)?;
+                }
+                for a in 0..z {
+                    let add = &inject[(y - p) * z + a];
+                    if !add.is_zero() {
+                        for b in (0..z).filter(|&b| dfa.finals[b]) {
+                            gamma[a * z + b].add_assign(add)?;
+                        }
+                    }
+                }
+                gammas[(y - p) * zz..(y - p + 1) * zz].clone_from_slice(&gamma);
+            }
         }
         let mut d = identity::<S>(z);
         for y in p + 1..=hi {
             let wy = Dual::<S>::weight(el[y].v);
             let g = &gammas[(y - p) * zz..(y - p + 1) * zz];
             let mut joint = Dual::<S>::zero();
-            for &(q, q2) in &dfa.by_sym[el[y].sym as usize] {
+            let pairs = if dfa.plain(el[y].sym, el[y].gap, skip) { std::borrow::Cow::Borrowed(&dfa.by_sym[el[y].sym as usize][..]) } else { takes(dfa, &el[y], skip) };
+            for &(q, q2) in pairs.iter() {
                 for a in 0..z {
                     joint.add_assign(&d[a * z + q as usize].mul(&g[a * z + q2 as usize])?)?;
                 }
             }
             joint_out[y - lo] = joint.mul(&wy)?;
-            step(dfa, el[y].sym, el[y].v, &mut d, Dir::Forward, Layout::Cols, &mut scratch)?;
+            step(dfa, &el[y], skip, &mut d, Dir::Forward, Layout::Cols, &mut scratch)?;
         }
     }
 
@@ -191,21 +303,36 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, elems: &[Ev], p: usize) -> 
         let wy = Dual::<S>::weight(el[y].v);
         let own = if is_init(y) { Some(&psi[(k_of[y - lo] - p) * z..(k_of[y - lo] - p + 1) * z]) } else { None };
         let mut joint = Dual::<S>::zero();
-        for &(a, q2) in &dfa.by_sym[el[y].sym as usize] {
-            let (a, q2) = (a as usize, q2 as usize);
-            for b in 0..z {
-                let mut left = phi[a * z + b].clone();
-                if a == start {
-                    if let Some(ps) = own {
-                        left.add_assign(&ps[b])?; // the sets that start at y itself
+        if dfa.plain(el[y].sym, el[y].gap, skip) {
+            for &(a, q2) in &dfa.by_sym[el[y].sym as usize] {
+                let (a, q2) = (a as usize, q2 as usize);
+                for b in 0..z {
+                    let mut left = phi[a * z + b].clone();
+                    if a == start {
+                        if let Some(ps) = own {
+                            left.add_assign(&ps[b])?; // the sets that start at y itself
+                        }
                     }
+                    joint.add_assign(&ey[q2 * z + b].mul(&left)?)?;
                 }
-                joint.add_assign(&ey[q2 * z + b].mul(&left)?)?;
+            }
+        } else {
+            // The sets before y pass its gap first; the sets that start at y do not.
+            for &(a, q2) in takes(dfa, &el[y], skip).iter() {
+                for b in 0..z {
+                    joint.add_assign(&ey[q2 as usize * z + b].mul(&phi[a as usize * z + b])?)?;
+                }
+            }
+            if let Some(ps) = own {
+                let q0 = dfa.init[el[y].sym as usize] as usize;
+                for b in 0..z {
+                    joint.add_assign(&ey[q0 * z + b].mul(&ps[b])?)?;
+                }
             }
         }
         joint_out[y - lo] = joint.mul(&wy)?;
         // Φ'_{y+1} = M_yᵀ Φ'_y + [y initiator] (w_y e_{δ(q0,c_y)}) ⊗ ψ(K(y)).
-        step(dfa, el[y].sym, el[y].v, &mut phi, Dir::Forward, Layout::Rows, &mut scratch)?;
+        step(dfa, &el[y], skip, &mut phi, Dir::Forward, Layout::Rows, &mut scratch)?;
         if let Some(ps) = own {
             let q0 = dfa.init[el[y].sym as usize] as usize;
             for b in 0..z {
@@ -219,53 +346,55 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, elems: &[Ev], p: usize) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::tests::paper;
-    use crate::semantics::AnyMatch;
-    use crate::window::{split_totals, tests::stream, Window};
+    use crate::semantics::{AnyMatch, Contiguous, Semantics};
+    use crate::summary::without;
+    use crate::window::{split_totals, tests::case, tests::elements, Window};
     use num_bigint::BigUint;
     use proptest::prelude::*;
+    use std::sync::Arc;
 
-    fn totals(dfa: &std::sync::Arc<Dfa>, tau: i64, evs: &[Ev]) -> Vec<Dual<BigUint>> {
-        Window::<BigUint, AnyMatch>::run(dfa.clone(), tau, evs).unwrap().totals
+    fn totals<P: Semantics>(dfa: &Arc<Dfa>, tau: i64, evs: &[Ev]) -> Vec<Dual<BigUint>> {
+        Window::<BigUint, P>::run(dfa.clone(), tau, evs).unwrap().totals
     }
 
-    fn without(evs: &[Ev], drop: &[usize]) -> Vec<Ev> {
-        evs.iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, e)| *e).collect()
+    fn drop_all(dfa: &Dfa, evs: &[Ev], drop: &[usize]) -> Vec<Ev> {
+        let mut sorted = drop.to_vec();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        sorted.into_iter().fold(evs.to_vec(), |acc, i| without(dfa, &acc, i))
+    }
+
+    fn check<P: Semantics>(dfa: &Arc<Dfa>, tau: i64, evs: &[Ev], p: usize) -> Result<(), TestCaseError> {
+        // L_x equals the sets of the stream minus the sets of the stream without x.
+        let all = totals::<P>(dfa, tau, evs);
+        let rest = totals::<P>(dfa, tau, &without(dfa, evs, p));
+        let local = local_sets::<BigUint>(dfa, tau, P::SKIP, evs, p).unwrap();
+        for q in 0..dfa.n {
+            prop_assert_eq!(&local[q], &all[q].sub(&rest[q]).unwrap(), "local state {} p {} skip {:?} evs {:?}", q, p, P::SKIP, evs);
+        }
+        // Joint matches by inclusion–exclusion: M(all) − M(−x) − M(−y) + M(−x−y).
+        let m = |drop: &[usize]| {
+            let (c, s, _) = split_totals(dfa, &totals::<P>(dfa, tau, &drop_all(dfa, evs, drop)));
+            Dual { c, s }
+        };
+        let (lo, joint) = joint_matches::<BigUint>(dfa, tau, P::SKIP, evs, p).unwrap();
+        for (j, got) in joint.iter().enumerate() {
+            let y = lo + j;
+            let want = if y == p { Dual::zero() } else { m(&[]).add(&m(&[p, y])).unwrap().sub(&m(&[p]).add(&m(&[y])).unwrap()).unwrap() };
+            prop_assert_eq!(got, &want, "x = {}, y = {}", p, y);
+        }
+        Ok(())
     }
 
     proptest! {
-        /// `L_x` equals the sets of the stream minus the sets of the stream without `x`.
-        #[test]
-        fn local_sets_are_leave_one_out(evs in stream(), tau in 0i64..12, pick in 0usize..100) {
-            prop_assume!(!evs.is_empty());
-            let dfa = std::sync::Arc::new(paper());
-            let p = pick % evs.len();
-            let all = totals(&dfa, tau, &evs);
-            let rest = totals(&dfa, tau, &without(&evs, &[p]));
-            let local = local_sets::<BigUint>(&dfa, tau, &evs, p).unwrap();
-            for q in 0..dfa.n {
-                prop_assert_eq!(&local[q], &all[q].sub(&rest[q]).unwrap());
-            }
-        }
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
-        /// Joint matches by inclusion–exclusion: M(all) − M(−x) − M(−y) + M(−x−y).
         #[test]
-        fn joint_matches_are_inclusion_exclusion(evs in stream(), tau in 0i64..12, pick in 0usize..100) {
+        fn neighbourhood_algebra_is_leave_one_out((dfa, raw) in case(), tau in 0i64..12, pick in 0usize..100) {
+            let evs = elements(&dfa, &raw);
             prop_assume!(!evs.is_empty());
-            let dfa = std::sync::Arc::new(paper());
             let p = pick % evs.len();
-            let m = |drop: &[usize]| {
-                let (c, s, _) = split_totals(&dfa, &totals(&dfa, tau, &without(&evs, drop)));
-                Dual { c, s }
-            };
-            let (lo, joint) = joint_matches::<BigUint>(&dfa, tau, &evs, p).unwrap();
-            for (j, got) in joint.iter().enumerate() {
-                let y = lo + j;
-                let want = if y == p { Dual::zero() } else {
-                    m(&[]).add(&m(&[p, y])).unwrap().sub(&m(&[p]).add(&m(&[y])).unwrap()).unwrap()
-                };
-                prop_assert_eq!(got, &want, "x = {}, y = {}", p, y);
-            }
+            check::<AnyMatch>(&dfa, tau, &evs, p)?;
+            check::<Contiguous>(&dfa, tau, &evs, p)?;
         }
     }
 }

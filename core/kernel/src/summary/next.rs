@@ -94,7 +94,7 @@ fn recompute_estimates(s: &mut Summary<NextMatch>) {
                 est.pres[run.taken[k]] = est.pres[run.taken[k]].plus(l);
             }
         }
-        if !expired(elems[run.initiator].t, now, tau) {
+        if run.end != crate::dfa::NONE && !expired(elems[run.initiator].t, now, tau) {
             let value = run.value::<Xf>(elems).unwrap_or(Xf::ZERO);
             for &k in run.taken {
                 let cell = &mut est.al[k * z + run.end as usize];

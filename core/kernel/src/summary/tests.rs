@@ -6,7 +6,9 @@ use crate::engine::{ExactEngine, SummaryEngine};
 use crate::limits::Limits;
 use crate::semantics::{AnyMatch, NextMatch, Policy};
 use crate::state::{load, save, Saved};
-use crate::window::{split_totals, tests::stream, Window};
+use crate::batch::Raw;
+use crate::semantics::Contiguous;
+use crate::window::{split_totals, tests::case, tests::elements, tests::stream, Window};
 use proptest::prelude::*;
 
 fn config(size: usize, tau: i64, strategy: StrategyKind, aggregate: Aggregate, ttl: Option<i64>) -> Config {
@@ -37,11 +39,18 @@ fn check_invariants<P: SummaryPolicy>(s: &mut Summary<P>) -> Result<(), TestCase
     Ok(())
 }
 
-fn run_checked<P: SummaryPolicy>(evs: &[Ev], cfg: Config) -> Result<(), TestCaseError> {
-    let mut s = Summary::<P>::new(Arc::new(paper()), cfg);
+fn run_checked<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Result<(), TestCaseError> {
+    let mut s = Summary::<P>::new(dfa.clone(), cfg.clone());
+    let mut exact = Summary::<P>::new(dfa.clone(), Config { size: 64, ..cfg });
     for e in evs {
         s.observe(*e).unwrap();
+        exact.observe(*e).unwrap();
         check_invariants(&mut s)?;
+        // Negation and contiguity are judged on the full stream: evicting an element never
+        // creates a match among the others, so the summary never counts more than the stream.
+        let (c, _, _) = split_totals(dfa, &s.readout().g);
+        let (all, _, _) = split_totals(dfa, &exact.readout().g);
+        prop_assert!(c <= all, "summary {} > stream {}", c, all);
     }
     Ok(())
 }
@@ -50,22 +59,26 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     #[test]
-    fn invariants_hold_after_every_step(evs in stream(), size in 1usize..7, tau in 0i64..12, strat in 0usize..4,
-                                        sum in any::<bool>(), ttl in proptest::option::of(0i64..10), next in any::<bool>()) {
+    fn invariants_hold_after_every_step((dfa, raw) in case(), size in 1usize..7, tau in 0i64..12, strat in 0usize..4,
+                                        sum in any::<bool>(), ttl in proptest::option::of(0i64..10), policy in 0usize..3) {
         let cfg = config(size, tau, strategy_of(strat), if sum { Aggregate::Sum } else { Aggregate::Count }, ttl);
-        if next { run_checked::<NextMatch>(&evs, cfg)? } else { run_checked::<AnyMatch>(&evs, cfg)? }
+        let evs = elements(&dfa, &raw);
+        match policy {
+            0 => run_checked::<AnyMatch>(&dfa, &evs, cfg)?,
+            1 => run_checked::<NextMatch>(&dfa, &evs, cfg)?,
+            _ => run_checked::<Contiguous>(&dfa, &evs, cfg)?,
+        }
     }
 
     #[test]
-    fn a_summary_larger_than_the_stream_is_exact(evs in stream(), tau in 0i64..12, next in any::<bool>()) {
-        let dfa = Arc::new(paper());
-        let policy = if next { Policy::Next } else { Policy::Any };
+    fn a_summary_larger_than_the_stream_is_exact((dfa, raw) in case(), tau in 0i64..12, policy in 0usize..3) {
+        let policy = [Policy::Any, Policy::Next, Policy::Contiguous][policy];
         let limits = Limits::default();
         let mut s = SummaryEngine::new(dfa.clone(), policy, config(20, tau, StrategyKind::Suse, Aggregate::Count, None), &limits).unwrap();
         let mut x = ExactEngine::new(dfa.clone(), tau, policy, &limits).unwrap();
-        for e in &evs {
-            s.observe(*e).unwrap();
-            x.push(*e).unwrap();
+        for &(b, t, v) in &raw {
+            s.feed(Raw::classify(&dfa, b, t, v)).unwrap();
+            x.feed(Raw::classify(&dfa, b, t, v)).unwrap();
         }
         let r = s.readout();
         let (c, sum, partial) = split_totals(&dfa, &r.g);
@@ -76,10 +89,10 @@ proptest! {
     /// Saved state: every corruption is refused with a state error, never a panic; an
     /// untouched state loads to the same bytes.
     #[test]
-    fn saved_state_is_checked(evs in stream(), tau in 0i64..12, next in any::<bool>(), pos in any::<usize>(),
+    fn saved_state_is_checked(evs in stream(), tau in 0i64..12, policy in 0usize..3, pos in any::<usize>(),
                               byte in any::<u8>(), kind in 0usize..4) {
         let dfa = Arc::new(paper());
-        let policy = if next { Policy::Next } else { Policy::Any };
+        let policy = [Policy::Any, Policy::Next, Policy::Contiguous][policy];
         let limits = Limits::default();
         let mut s = SummaryEngine::new(dfa, policy, config(4, tau, StrategyKind::Suse, Aggregate::Count, None), &limits).unwrap();
         for e in &evs {
@@ -108,7 +121,7 @@ fn consistent_checksum_with_inconsistent_content_is_refused() {
     let limits = Limits::default();
     let mut s = SummaryEngine::new(Arc::new(paper()), Policy::Any, config(4, 5, StrategyKind::Suse, Aggregate::Count, None), &limits).unwrap();
     for (t, sym) in [(0, 0u8), (1, 3), (2, 4)] {
-        s.observe(Ev { sym, t, v: 1 }).unwrap();
+        s.observe(Ev { sym, t, v: 1, gap: 0 }).unwrap();
     }
     let mut lying = s.clone();
     if let SummaryEngine::Any(x) = &mut lying {
@@ -134,18 +147,18 @@ fn consistent_checksum_with_inconsistent_content_is_refused() {
 /// still make the decisions exact arithmetic makes (here: which element is the cheapest).
 #[test]
 fn selection_stays_exact_past_f64() {
-    let spec = DfaSpec { n: 3, alphabet: b"ab".to_vec(), start: 0, finals: vec![false, false, true], table: vec![1, -1, 1, 2, -1, -1] };
+    let spec = DfaSpec { n: 3, alphabet: b"ab".to_vec(), negated: Vec::new(), start: 0, finals: vec![false, false, true], table: vec![1, -1, 1, 2, -1, -1] };
     let dfa = Arc::new(Dfa::new(spec).unwrap());
     let n_a = 1100;
     let mut s = Summary::<AnyMatch>::new(dfa, config(n_a + 2, 1 << 40, StrategyKind::Present, Aggregate::Count, None));
     let mut t = 0;
     for _ in 0..n_a {
-        s.observe(Ev { sym: 0, t, v: 1 }).unwrap();
+        s.observe(Ev { sym: 0, t, v: 1, gap: 0 }).unwrap();
         t += 1;
     }
     // b1, b2 fill the summary; every b then forms 2^1100 − 1 matches.
     for _ in 0..4 {
-        s.observe(Ev { sym: 1, t, v: 1 }).unwrap();
+        s.observe(Ev { sym: 1, t, v: 1, gap: 0 }).unwrap();
         t += 1;
     }
     // Every a is in 2·2^1099 matches, every b in 2^1100 − 1: the new b ties the cheapest b.
@@ -158,10 +171,10 @@ fn selection_stays_exact_past_f64() {
     assert_eq!(s.evictions, 0);
     let mut s2 = Summary::<AnyMatch>::new(s.dfa.clone(), config(n_a + 1, 1 << 40, StrategyKind::Present, Aggregate::Count, None));
     for i in 0..n_a as i64 {
-        s2.observe(Ev { sym: 0, t: i, v: 1 }).unwrap();
+        s2.observe(Ev { sym: 0, t: i, v: 1, gap: 0 }).unwrap();
     }
-    s2.observe(Ev { sym: 1, t: n_a as i64, v: 1 }).unwrap(); // full now: a's hold 2^1099 each
-    s2.observe(Ev { sym: 1, t: n_a as i64 + 1, v: 1 }).unwrap(); // 2^1100 − 1 > 2^1099: evicts an a
+    s2.observe(Ev { sym: 1, t: n_a as i64, v: 1, gap: 0 }).unwrap(); // full now: a's hold 2^1099 each
+    s2.observe(Ev { sym: 1, t: n_a as i64 + 1, v: 1, gap: 0 }).unwrap(); // 2^1100 − 1 > 2^1099: evicts an a
     assert_eq!(s2.evictions, 1, "a candidate worth 2^1100 must beat an element worth 2^1099");
     assert_eq!(s2.elems.iter().filter(|e| e.sym == 1).count(), 2);
 }
@@ -169,11 +182,12 @@ fn selection_stays_exact_past_f64() {
 #[test]
 fn strategies_choose_as_documented() {
     let dfa = Arc::new(paper());
-    let evs: Vec<Ev> = (0..40).map(|i| Ev { sym: [0, 1, 2, 3, 4, 6][i % 6], t: i as i64, v: 1 }).collect();
+    let evs: Vec<Ev> = (0..40).map(|i| Ev { sym: [0, 1, 2, 3, 4, 6][i % 6], t: i as i64, v: 1, gap: 0 }).collect();
     // fifo keeps the newest elements.
     let mut f = Summary::<AnyMatch>::new(dfa.clone(), config(5, 100, StrategyKind::Fifo, Aggregate::Count, None));
     evs.iter().for_each(|e| f.observe(*e).unwrap());
-    assert_eq!(f.elems, evs[35..].to_vec());
+    let plain = |e: &[Ev]| e.iter().map(|x| (x.sym, x.t, x.v)).collect::<Vec<_>>();
+    assert_eq!(plain(&f.elems), plain(&evs[35..]));
     // random is a pure function of the seed.
     let run = |seed| {
         let mut c = config(5, 100, StrategyKind::Random, Aggregate::Count, None);
@@ -209,7 +223,7 @@ fn paper_stream_keeps_its_counters_exact_through_every_tier() {
     for t in 0..400 {
         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let sym = [0u8, 1, 1, 1, 2, 2, 2, 2, 3, 4, 6][(x >> 33) as usize % 11];
-        s.observe(Ev { sym, t, v: 1 }).unwrap();
+        s.observe(Ev { sym, t, v: 1, gap: 0 }).unwrap();
         tiers.insert(s.tier());
         if t % 50 == 0 {
             let (kept, fresh) = s.active_check().unwrap();
