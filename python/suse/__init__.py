@@ -6,7 +6,7 @@
 2
 """
 from suse.api import Evaluation, Exact, ExactResult, Query, Summary, SummaryResult, exact
-from suse.errors import InputError, QueryError, SuseError
+from suse.errors import InputError, QueryError, SparkSetupError, SuseError, SuseWarning
 
 __all__ = [
     "Evaluation",
@@ -15,9 +15,11 @@ __all__ = [
     "InputError",
     "Query",
     "QueryError",
+    "SparkSetupError",
     "Summary",
     "SummaryResult",
     "SuseError",
+    "SuseWarning",
     "exact",
 ]
 __version__ = "0.1.0"

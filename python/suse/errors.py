@@ -22,3 +22,13 @@ class QueryError(SuseError, ValueError):
 
 class InputError(SuseError, ValueError):
     """Bad events or parameters: decreasing timestamps, bad values, wrong types, missing columns."""
+
+
+class SparkSetupError(SuseError):
+    """A Spark session that cannot run suse: its Python workers lack suse (or run another
+    version of it). The message says how to fix the session."""
+
+
+class SuseWarning(UserWarning):
+    """Something suse can run but that probably does not do what was meant, e.g. a query
+    letter no event can ever get."""
