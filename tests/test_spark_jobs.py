@@ -183,4 +183,5 @@ def test_errors_inside_python_workers_come_back_clean(spark, tmp_path):
                              '[input.columns]\nv = "CASE WHEN ts = 5 THEN NULL ELSE value END"')
     result = CliRunner().invoke(app, ["run", str(job(tmp_path, text=text))], env={"COLUMNS": "200"})
     assert result.exit_code == 2, result.output
-    assert "the value column is NULL for some events" in result.output and "Traceback" not in result.output
+    assert "value column 'v' is NULL in partition stream=" in result.output and "Traceback" not in result.output
+    assert '"ts":5' in result.output and '"v":null' in result.output  # the row

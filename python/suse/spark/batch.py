@@ -1,6 +1,7 @@
 """``aggregate``: a query over every partition of a DataFrame, as a DataFrame of results."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any, Mapping, Sequence
 
@@ -80,27 +81,30 @@ def prepare(
         partition_by = [partition_by]
     parsed = suse.Query(query, 0)  # QueryError with a position if malformed
     alphabet = parsed.alphabet
-    if not isinstance(characters, str):
-        check_predicates(parsed, characters)
-    check_workers(df.sparkSession)  # before any job: workers that cannot run suse fail now
     events = to_events(
         df, characters, alphabet, timestamp, partition_by, value, timestamp_format,
         list(replicate or ()), streaming,
     )
+    if not isinstance(characters, str):
+        check_predicates(parsed, characters)
     window_units = events.axis.span(window, "window")
     trigger = parse_trigger(evaluate, events.axis, window_units)
-    if isinstance(characters, str) and not streaming:
-        check_column_letters(parsed, df, characters)
-    if probabilities == "estimate":
-        probabilities = estimate_probabilities(events, parsed)
-    elif isinstance(probabilities, str):
+    estimate = probabilities == "estimate"
+    if isinstance(probabilities, str) and not estimate:
         raise InputError(f"probabilities must be a mapping, 'estimate' or None, got {probabilities!r}")
     plan = Plan(
         query, window_units, aggregate, policy, summary_size, strategy,
-        None if probabilities is None else tuple(sorted(probabilities.items())),
+        None if probabilities is None or estimate else tuple(sorted(probabilities.items())),
         seed, trigger, bool(exact), events.order,
     )
     plan.new_summary()  # fail now on a bad size, strategy, probabilities or seed
+    # Everything above is checked on the driver; the first Spark jobs start here.
+    check_workers(df.sparkSession)  # workers that cannot run suse fail now, not mid-job
+    if isinstance(characters, str) and not streaming:
+        check_column_letters(parsed, df, characters)
+    if estimate:
+        plan = dataclasses.replace(plan, probabilities=tuple(sorted(estimate_probabilities(events, parsed).items())))
+        plan.new_summary()
     return events, plan
 
 

@@ -222,7 +222,7 @@ def _checked_value(df: DataFrame, column: str, keys: Sequence[str], usable: Colu
     a NULL or negative value. Raised by the JVM (``raise_error``), so it is one line instead
     of a Python worker traceback, and it fires in batch and streaming alike."""
     v = quoted(column).cast("long")
-    row = F.substring(F.to_json(F.struct(*[quoted(c) for c in df.columns])), 1, 300)
+    row = F.substring(F.to_json(F.struct(*[quoted(c) for c in df.columns]), {"ignoreNullFields": "false"}), 1, 300)
     part = F.concat_ws(", ", *[F.concat(F.lit(f"{k}="), F.coalesce(quoted(k).cast("string"), F.lit("NULL")))
                                for k in keys]) if keys else F.lit("the only one")
     where = F.concat(F.lit(" in partition "), part, F.lit(", row "), F.coalesce(row, F.lit("?")))

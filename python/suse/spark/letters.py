@@ -12,12 +12,13 @@ Warnings are ``suse.SuseWarning``; ``suse run`` prints them as ``warning: ...`` 
 from __future__ import annotations
 
 import warnings
-from typing import Iterable, Mapping
-
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 import suse
 from suse.errors import InputError, SuseWarning
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def possible(query: suse.Query, letters: Iterable[str]) -> bool:
@@ -72,7 +73,7 @@ def check_predicates(query: suse.Query, characters: Mapping[str, object]) -> Non
         warn_letters(query, missing, "characters has no predicate for")
 
 
-def check_column_letters(query: suse.Query, df: DataFrame, column: str) -> None:
+def check_column_letters(query: suse.Query, df: "DataFrame", column: str) -> None:
     """One small Spark job: which query letters occur in the character column."""
     from suse.spark.characters import field, quoted
 

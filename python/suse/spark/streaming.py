@@ -166,8 +166,9 @@ def latest(results: DataFrame, keys: Sequence[str], by: str = "events") -> DataF
     from pyspark.sql.window import Window
 
     order = [F.col(by).desc()]
-    if "late_events" in results.columns:
-        order.append(F.col("late_events").desc())
+    for counter in ("late_events", "dropped_events", "corrupt_records"):  # all grow per partition
+        if counter in results.columns:
+            order.append(F.col(counter).desc())
     order.append(F.col("evaluated_at").desc())
     w = Window.partitionBy(*[quoted(k) for k in keys] or [F.lit(0)]).orderBy(*order)
     return results.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
