@@ -34,11 +34,11 @@ def _probe():
         import sys as _sys
 
         try:
+            import suse as _suse
+            import suse._core  # noqa: F401
             import numpy  # noqa: F401
             import pandas  # noqa: F401
             import pyarrow  # noqa: F401
-            import suse as _suse
-            import suse._core  # noqa: F401
         except Exception as exc:  # ImportError, or a broken native module
             yield (_sys.executable, None, f"{type(exc).__name__}: {exc}")
             return
@@ -77,14 +77,17 @@ def check_workers(spark: SparkSession) -> None:
     _passed.add(app)
 
 
-_REASONS = re.compile(
-    r"(Cannot run program[^\n]*|\[PYTHON_VERSION_MISMATCH\][^\n]*|\w+(?:Error|Exception): [^\n]+)"
-)
+_REASONS = [  # most telling first
+    re.compile(r'Cannot run program "[^"]*"[^\n]*'),
+    re.compile(r"\[PYTHON_VERSION_MISMATCH\][^\n]*"),
+    re.compile(r"\b\w+Error: [^\n]+"),
+]
 
 
 def _reason(exc: Exception) -> str:
     text = str(exc)
-    m = _REASONS.search(text)
-    line = m.group(1) if m else (text.strip().splitlines() or [type(exc).__name__])[0]
-    return line.strip().rstrip(".")
-
+    for pattern in _REASONS:
+        m = pattern.search(text)
+        if m:
+            return m.group(0).strip().rstrip(".")
+    return (text.strip().splitlines() or [type(exc).__name__])[0]
