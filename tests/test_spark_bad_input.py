@@ -201,3 +201,26 @@ def test_the_readme_spark_example_runs_and_order_changes_the_count(spark):
     out = aggregate(scope["df"].where("ticker = 'FB'"), "A(B|G)*A", "3 days", reordered, "date", ["ticker"])
     other = out.collect()[0]["count"]
     assert other != fb and re.search(rf"becomes {other} instead of {fb}", text)
+
+
+def test_a_streaming_job_file_counts_corrupt_json_lines(spark, tmp_path):
+    """`suse run` adds the corrupt-record column to a JSON/CSV schema by itself."""
+    from suse.spark.config import parse_config
+    from suse.spark.jobs import run_job
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.json").write_text('{"k": "p", "t": 1, "x": 0}\n{"k": "p", "t": 2, "x": 7}\n{"k": "p", "t": 3, "x": \n')
+    cfg = parse_config({
+        "mode": "streaming", "characters": {"A": "x < 3", "C": "x >= 6"},
+        "input": {"path": str(src), "format": "json", "schema": "k string, t long, x long", "timestamp": "t",
+                  "partition_by": "k"},
+        "query": {"regex": "AC+", "window": 10},
+        "output": {"path": str(tmp_path / "out"), "format": "parquet"},
+        "streaming": {"checkpoint": str(tmp_path / "ckpt")},
+    })
+    report = run_job(cfg)
+    assert report.corrupt == 1 and report.dropped == 0
+    # the corrupt line has no readable key: it is reported in the partition whose key is NULL
+    assert {(r["k"], r["count"], r["events"], r["corrupt_records"]) for r in report.top} == {
+        ("p", "1", 2, 0), (None, "0", 0, 1)}

@@ -109,8 +109,7 @@ def prepare(
 
 
 def estimate_probabilities(events: Events, query: suse.Query) -> dict[str, float]:
-    usable = events.frame.where(F.col(RANK) >= 0)
-    counts = {r[0]: r[1] for r in usable.groupBy(RANK).count().collect()}
+    counts = {r[0]: r[1] for r in events.usable.groupBy(RANK).count().collect()}
     total = sum(counts.values())
     if total == 0:
         raise InputError("probabilities = 'estimate' needs events, but no row got a character of the query")

@@ -159,6 +159,11 @@ class Events:
     order: str  # order[rank] is the character
     has_value: bool
 
+    @property
+    def usable(self) -> DataFrame:
+        """Only the events: without the rows that are counted, not fed (negative rank)."""
+        return self.frame.where(F.col(RANK) >= 0)
+
 
 def to_events(
     df: DataFrame,
