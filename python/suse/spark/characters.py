@@ -232,13 +232,9 @@ def _checked_value(df: DataFrame, column: str, keys: Sequence[str], usable: Colu
                                for k in keys]) if keys else F.lit("the only one")
     where = F.concat(F.lit(" in partition "), part, F.lit(", row "), F.coalesce(row, F.lit("?")))
     name = column.replace("'", "")
-    return (
-        F.when(usable & v.isNull(), F.raise_error(F.concat(F.lit(f"suse: value column '{name}' is NULL"), where)))
-        .when(usable & (v < 0), F.raise_error(
-            F.concat(F.lit(f"suse: value column '{name}' is negative ("), v.cast("string"), F.lit(")"), where)
-        ))
-        .otherwise(v)
-    )
+    what = F.when(v.isNull(), F.lit("NULL")).otherwise(F.concat(F.lit("negative ("), v.cast("string"), F.lit(")")))
+    message = F.concat(F.lit(f"suse: value column '{name}' is "), what, where)
+    return F.when(usable & (v.isNull() | (v < 0)), F.raise_error(message)).otherwise(v)
 
 
 def _tie(df: DataFrame) -> Column:

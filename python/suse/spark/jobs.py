@@ -145,16 +145,18 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
         keys = [f.name for f in result.schema.fields[1 : 1 + len(inp.partition_by)]]
         newest = latest(result, ["query", *keys], by="evaluated_at")
         top = _top(newest, cfg.output.show)
-        dropped, corrupt = _counted(newest.where(F.col("query") == cfg.queries[0].label))
+        dropped, corrupt = _counted(newest, by_query=True)
     finally:
         result.unpersist()
     return JobReport(cfg.output.path, keys, top, dropped=dropped, corrupt=corrupt)
 
 
-def _counted(newest: DataFrame) -> tuple[int, int]:
-    """Rows dropped and corrupt records over all partitions (one query's newest rows: every
-    query reads the same input)."""
-    row = newest.agg(F.sum("dropped_events").cast("long"), F.sum("corrupt_records").cast("long")).first()
+def _counted(newest: DataFrame, by_query: bool = False) -> tuple[int, int]:
+    """Rows dropped and corrupt records over all partitions. Every query reads the same
+    input but counts only rows with its own characters: report the largest count."""
+    sums = [F.sum("dropped_events").alias("d"), F.sum("corrupt_records").alias("c")]
+    per_query = newest.groupBy("query").agg(*sums) if by_query else newest.agg(*sums)
+    row = per_query.agg(F.max("d").cast("long"), F.max("c").cast("long")).first()
     return (row[0] or 0, row[1] or 0) if row else (0, 0)
 
 
