@@ -77,9 +77,12 @@ def check_column_letters(query: suse.Query, df: "DataFrame", column: str) -> Non
     """One small Spark job: which query letters occur in the character column."""
     from suse.spark.characters import field, quoted
 
+    from pyspark.sql import functions as F
+
     col = quoted(field(df, column, "character").name)
-    found = {r[0] for r in df.where(col.isin(list(query.alphabet))).select(col).distinct().collect()}
-    never = [c for c in query.alphabet if c not in found]
+    # One aggregate (no shuffle of distinct values): for each letter, does any row hold it?
+    seen = df.agg(*[F.max(F.when(col == c, 1)).alias(f"_{i}") for i, c in enumerate(query.alphabet)]).first()
+    never = [c for i, c in enumerate(query.alphabet) if seen is None or seen[i] is None]
     if not never:
         return
     held = [r[0] for r in df.where(col.isNotNull()).select(col).distinct().limit(6).collect()]
