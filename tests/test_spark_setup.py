@@ -70,44 +70,25 @@ def _venv(path, fake_version: str | None = None) -> str:
     return str(python)
 
 
-def test_workers_without_suse_or_with_another_version_are_refused_before_any_job(tmp_path):
+def test_workers_without_suse_with_another_version_or_not_starting_are_refused_before_any_job(tmp_path):
     bare = _venv(tmp_path / "bare")
     other = _venv(tmp_path / "other", fake_version="0.0.1-other")
+    missing = str(tmp_path / "no-such-python")
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "VIRTUAL_ENV")}
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, bare, other], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, bare, other, missing], capture_output=True, text=True,
                           env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 4 and "NO ERROR" not in proc.stdout, proc.stdout
+    assert len(lines) == 6 and "NO ERROR" not in proc.stdout, proc.stdout
     for line in lines[:2]:  # aggregate, aggregate_stream on workers without suse
         assert f"run {bare}, which cannot import suse (ModuleNotFoundError: No module named 'suse')" in line
-    for line in lines[2:]:  # ... and on workers with another suse
+    for line in lines[2:4]:  # ... with another suse
         assert f"run {other} with suse 0.0.1-other, but this is suse {suse.__version__}" in line
+    for line in lines[4:]:  # ... with an interpreter that does not exist
+        assert f"Spark's Python workers ({missing}) failed to start: Cannot run program" in line
     for line in lines:
         assert "PYSPARK_PYTHON" in line and sys.executable in line and "get_session()" in line
         assert float(line.split("s ", 1)[0]) < 30  # a probe job, not a failed real job with retries
-
-
-def test_workers_that_do_not_start_are_reported(tmp_path):
-    script = textwrap.dedent(
-        """
-        import os, sys
-        os.environ["PYSPARK_PYTHON"] = sys.argv[1]
-        from pyspark.sql import SparkSession
-        import suse
-        from suse.spark import check_workers
-        spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-        try:
-            check_workers(spark)
-        except suse.SparkSetupError as exc:
-            print(exc)
-        """
-    )
-    missing = str(tmp_path / "no-such-python")
-    proc = subprocess.run([sys.executable, "-c", script, missing], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert f"Spark's Python workers ({missing}) failed to start: Cannot run program" in proc.stdout
-    assert "PYSPARK_PYTHON" in proc.stdout and len(proc.stdout.strip().splitlines()) == 1
 
 
 def test_probe_runs_once_per_session(spark, monkeypatch):
