@@ -63,7 +63,7 @@ def main() -> None:
 
     # The same events for the direct run: characters computed once, sorted like the job sorts.
     keys = list(events.keys)
-    pdf = events.frame.toPandas().sort_values([*keys, TS, RANK, TIE], kind="stable")
+    pdf = events.usable.toPandas().sort_values([*keys, TS, RANK, TIE], kind="stable")
     n = len(pdf)
     groups = [
         (key, plan.chars(g[RANK].to_numpy()), g[TS].to_numpy(), g[VALUE].to_numpy() if events.has_value else None)

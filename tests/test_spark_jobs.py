@@ -76,8 +76,9 @@ def test_cli_runs_a_job_and_prints_the_largest_partitions(spark, tmp_path):
     [
         (("window = 40", "window = '40 days'"), "is a duration but timestamp column 'ts' holds integers"),
         (("size = 20", "size = 'big'"), "summary.size: Input should be a valid integer"),
-        (('characters = "symbol"', 'characters = {{ a = "symbol = = 1" }}'), "character a: invalid predicate"),
-        (('timestamp = "ts"', 'timestamp = "time"'), "timestamp column 'time' not found"),
+        (('characters = "symbol"', 'characters = {{ a = "symbol = = 1", d = "true", e = "true" }}'),
+         "character a: invalid predicate"),
+        (('timestamp = "ts"', 'timestamp = "time"'), "input.timestamp: column 'time' is not in the input"),
         (("[query]", "[querry]"), "querry: unknown key"),
     ],
 )
@@ -157,9 +158,8 @@ def test_streaming_job_resumes_where_it_stopped(spark, tmp_path):
 
 def test_streaming_job_rejects_batch_only_options(spark, tmp_path):
     text = STREAMING.format(src=tmp_path, out=tmp_path / "out", ckpt=tmp_path / "ckpt")
-    cfg = parse_config(__import__("tomllib").loads(text + "\n[evaluate]\nexact = true\n"))
-    with pytest.raises(InputError, match="evaluate"):
-        run_job(cfg)
+    with pytest.raises(InputError, match="evaluate"):  # when the file is read, before Spark
+        parse_config(__import__("tomllib").loads(text + "\n[evaluate]\nexact = true\n"))
 
 
 def test_local_cluster_equals_local(spark, tmp_path):
@@ -183,4 +183,5 @@ def test_errors_inside_python_workers_come_back_clean(spark, tmp_path):
                              '[input.columns]\nv = "CASE WHEN ts = 5 THEN NULL ELSE value END"')
     result = CliRunner().invoke(app, ["run", str(job(tmp_path, text=text))], env={"COLUMNS": "200"})
     assert result.exit_code == 2, result.output
-    assert "the value column is NULL for some events" in result.output and "Traceback" not in result.output
+    assert "value column 'v' is NULL in partition stream=" in result.output and "Traceback" not in result.output
+    assert '"ts":5' in result.output and '"v":null' in result.output  # the row

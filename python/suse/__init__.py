@@ -6,7 +6,16 @@
 2
 """
 from suse.api import Evaluation, Exact, ExactResult, Query, Summary, SummaryResult, exact
-from suse.errors import InputError, InternalError, LimitError, QueryError, StateError, SuseError
+from suse.errors import (
+    InputError,
+    InternalError,
+    LimitError,
+    QueryError,
+    SparkSetupError,
+    StateError,
+    SuseError,
+    SuseWarning,
+)
 
 __all__ = [
     "Evaluation",
@@ -18,9 +27,11 @@ __all__ = [
     "Query",
     "StateError",
     "QueryError",
+    "SparkSetupError",
     "Summary",
     "SummaryResult",
     "SuseError",
+    "SuseWarning",
     "exact",
 ]
 __version__ = "0.1.0"

@@ -62,3 +62,13 @@ class LimitError(SuseError, ValueError):
 class InternalError(SuseError, RuntimeError):
     """A bug in suse: an invariant of the native kernel did not hold. The engine that raised it
     refuses further work; please report it with the input that caused it."""
+
+
+class SparkSetupError(SuseError):
+    """A Spark session that cannot run suse: its Python workers lack suse (or run another
+    version of it). The message says how to fix the session."""
+
+
+class SuseWarning(UserWarning):
+    """Something suse can run but that probably does not do what was meant, e.g. a query
+    letter no event can ever get."""

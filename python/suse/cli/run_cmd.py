@@ -1,16 +1,18 @@
 """`suse run JOB.toml`: a batch or streaming Spark job described by a job file."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
 from suse.cli.app import Command, app, err_console, friendly_errors, stdout_console
-from suse.errors import InputError
+from suse.errors import InputError, SuseWarning
 
 
 @app.command("run", cls=Command)
@@ -31,7 +33,8 @@ def run(
         cfg.spark.master = master
     if output:
         cfg.output.path = output
-    report = run_job(cfg, err_console)
+    with _suse_warnings_on(err_console):
+        report = run_job(cfg, err_console)
     out = stdout_console()
     if report.top:
         table = Table(title=Text(f"{cfg.name}: largest partitions"), title_justify="left")
@@ -43,8 +46,34 @@ def run(
         for row in report.top:
             table.add_row(*[Text(_cell(row[c])) for c in columns])  # Text: partition keys are data, not markup
         out.print(table)
+    if report.dropped or report.corrupt:
+        err_console.print(
+            Text("warning: ", style="bold yellow")
+            + Text(f"{report.dropped:,} rows with a NULL or unreadable timestamp were dropped and "
+                   f"{report.corrupt:,} corrupt input records skipped; per partition: columns "
+                   f"dropped_events, corrupt_records"),
+            highlight=False,
+        )
     extra = f", {report.batches} micro-batches" if report.batches is not None else ""
     out.print(f"output: {report.output} ({cfg.output.format}{extra}, {report.seconds:.1f} s)", markup=False)
+
+
+@contextlib.contextmanager
+def _suse_warnings_on(console: Console) -> Iterator[None]:
+    """Print suse's warnings (a query letter no event can get, ...) as `warning: ...` lines
+    as they occur; other libraries' warnings keep their usual treatment."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", SuseWarning)
+        default = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, SuseWarning):
+                console.print(Text("warning: ", style="bold yellow") + Text(str(message)), highlight=False)
+            else:
+                default(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
 
 
 _SHOWN = ("evaluated_at", "count", "exact_count", "detected_count", "events", "late_events")

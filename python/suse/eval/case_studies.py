@@ -37,7 +37,7 @@ def partition_streams(config: str, unit: int) -> dict[str, dict[str, tuple[str, 
     for q in cfg.queries:
         ev = to_events(df, cfg.characters, suse.Query(q.regex, 0).alphabet, cfg.input.timestamp,
                        cfg.input.partition_by)
-        frame = ev.frame.toPandas().sort_values([*ev.keys, TS, RANK, TIE])
+        frame = ev.usable.toPandas().sort_values([*ev.keys, TS, RANK, TIE])
         frame["char"] = np.array(list(ev.order))[frame[RANK].to_numpy()]
         out[q.label] = {
             "/".join(map(str, key if isinstance(key, tuple) else (key,))): (

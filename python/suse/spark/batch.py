@@ -1,6 +1,7 @@
 """``aggregate``: a query over every partition of a DataFrame, as a DataFrame of results."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any, Mapping, Sequence
 
@@ -11,6 +12,8 @@ from pyspark.sql import types as T
 import suse
 from suse.errors import InputError
 from suse.spark.characters import RANK, TIE, TS, VALUE, Events, quoted, to_events
+from suse.spark.letters import check_column_letters, check_predicates, warn_letters
+from suse.spark.workers import check_workers
 from suse.spark.runner import EXACT_DDL, RESULT_DDL, Plan, run_sorted
 from suse.spark.triggers import parse_trigger
 
@@ -44,11 +47,25 @@ def aggregate(
     ``probabilities``: None (estimated online by each summary), a mapping char -> p, or
     "estimate" (character frequencies over the whole input, one extra Spark job).
     """
+    spark_frame(df, "aggregate")
+    if df.isStreaming:
+        raise InputError(
+            "aggregate needs a batch DataFrame, but this one is streaming (spark.readStream): "
+            "use suse.spark.aggregate_stream for streams"
+        )
     events, plan = prepare(
         df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
         evaluate, exact, replicate, probabilities, seed, aggregate, policy, timestamp_format,
     )
     return run(events, plan)
+
+
+def spark_frame(df: object, caller: str) -> None:
+    """A clear error for anything but a Spark DataFrame (pandas, a list, a path)."""
+    if not isinstance(df, DataFrame):
+        kind = f"{type(df).__module__}.{type(df).__name__}"
+        hint = " (convert it with spark.createDataFrame(df))" if kind.startswith("pandas.") else ""
+        raise InputError(f"{caller} needs a Spark DataFrame, got a {kind}{hint}")
 
 
 def prepare(
@@ -62,32 +79,45 @@ def prepare(
     """Validate everything on the driver and build the event frame and executor plan."""
     if isinstance(partition_by, str):
         partition_by = [partition_by]
-    alphabet = suse.Query(query, 0).alphabet  # QueryError with a position if malformed
+    parsed = suse.Query(query, 0)  # QueryError with a position if malformed
+    alphabet = parsed.alphabet
     events = to_events(
         df, characters, alphabet, timestamp, partition_by, value, timestamp_format,
         list(replicate or ()), streaming,
     )
+    if not isinstance(characters, str):
+        check_predicates(parsed, characters)
     window_units = events.axis.span(window, "window")
     trigger = parse_trigger(evaluate, events.axis, window_units)
-    if probabilities == "estimate":
-        probabilities = estimate_probabilities(events, alphabet)
-    elif isinstance(probabilities, str):
+    estimate = probabilities == "estimate"
+    if isinstance(probabilities, str) and not estimate:
         raise InputError(f"probabilities must be a mapping, 'estimate' or None, got {probabilities!r}")
     plan = Plan(
         query, window_units, aggregate, policy, summary_size, strategy,
-        None if probabilities is None else tuple(sorted(probabilities.items())),
+        None if probabilities is None or estimate else tuple(sorted(probabilities.items())),
         seed, trigger, bool(exact), events.order,
     )
     plan.new_summary()  # fail now on a bad size, strategy, probabilities or seed
+    # Everything above is checked on the driver; the first Spark jobs start here.
+    check_workers(df.sparkSession)  # workers that cannot run suse fail now, not mid-job
+    if isinstance(characters, str) and not streaming:
+        check_column_letters(parsed, df, characters)
+    if estimate:
+        plan = dataclasses.replace(plan, probabilities=tuple(sorted(estimate_probabilities(events, parsed).items())))
+        plan.new_summary()
     return events, plan
 
 
-def estimate_probabilities(events: Events, alphabet: str) -> dict[str, float]:
-    counts = {r[0]: r[1] for r in events.frame.groupBy(RANK).count().collect()}
+def estimate_probabilities(events: Events, query: suse.Query) -> dict[str, float]:
+    counts = {r[0]: r[1] for r in events.usable.groupBy(RANK).count().collect()}
     total = sum(counts.values())
     if total == 0:
         raise InputError("probabilities = 'estimate' needs events, but no row got a character of the query")
-    return {c: counts.get(events.order.find(c), 0) / total for c in alphabet}  # every query character, 0 if absent
+    found = {events.order[rank]: n / total for rank, n in counts.items()}
+    never = [c for c in query.alphabet if c not in found and c in events.order]
+    if never:
+        warn_letters(query, never, "no row satisfies the predicate of")
+    return {c: found.get(c, 0.0) for c in query.alphabet}  # every query character, 0 if absent
 
 
 def output_schema(events: Events, exact: bool) -> T.StructType:

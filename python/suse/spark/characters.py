@@ -34,6 +34,8 @@ from suse.spark.timing import TimeAxis
 
 # Internal column names; user data never sees them.
 TS, RANK, VALUE, TIE = "_suse_ts", "_suse_rank", "_suse_value", "_suse_tie"
+# Ranks of rows that are counted, never fed: a NULL or unreadable timestamp, a corrupt record.
+DROPPED, CORRUPT = -1, -2
 
 _WINDOW = re.compile(r"\bover\s*\(", re.IGNORECASE)
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -87,7 +89,9 @@ def time_axis(df: DataFrame, column: str, fmt: str | None = None) -> tuple[TimeA
     if isinstance(t, T.DateType):
         return TimeAxis(f.name, "date"), F.unix_date(col).cast("long") * 86400
     if isinstance(t, T.StringType):
-        parsed = F.to_timestamp(col, fmt) if fmt else F.to_timestamp(col)
+        # try_: an unreadable string becomes NULL (counted in dropped_events) instead of
+        # failing the whole job with CAST_INVALID_INPUT under ANSI mode.
+        parsed = F.try_to_timestamp(col, F.lit(fmt)) if fmt else F.try_to_timestamp(col)
         return TimeAxis(f.name, "string", fmt), F.unix_seconds(parsed)
     raise InputError(
         f"timestamp column '{column}' has type {t.simpleString()}; expected a timestamp, date, "
@@ -155,6 +159,11 @@ class Events:
     order: str  # order[rank] is the character
     has_value: bool
 
+    @property
+    def usable(self) -> DataFrame:
+        """Only the events: without the rows that are counted, not fed (negative rank)."""
+        return self.frame.where(F.col(RANK) >= 0)
+
 
 def to_events(
     df: DataFrame,
@@ -173,8 +182,17 @@ def to_events(
     axis, ts = time_axis(df, timestamp, timestamp_format)
     rank, order = classify(df, characters, alphabet, streaming)
     # Filter first: only rows with a query character pay for the row hash and time parsing.
+    # Rows that cannot be used but must be counted stay, with a negative rank: a NULL or
+    # unreadable timestamp (DROPPED) or a record the reader could not parse (CORRUPT).
     in_query = [i for i, c in enumerate(order) if c in alphabet]
-    ranked = df.withColumn(RANK, rank).where(F.col(RANK).isin(in_query))
+    corrupt = corrupt_column(df)
+    keep = F.col(RANK).isin(in_query)
+    if corrupt is not None:
+        keep = keep | corrupt.isNotNull()
+    ranked = df.withColumn(RANK, rank).where(keep)
+    checked_rank = F.when(ts.isNull(), F.lit(DROPPED)).otherwise(F.col(RANK))
+    if corrupt is not None:
+        checked_rank = F.when(corrupt.isNotNull(), F.lit(CORRUPT)).otherwise(checked_rank)
     cols = [quoted(k) for k in keys] + [ts.alias(TS), F.col(RANK), _tie(df).alias(TIE)]
     if value is not None:
         f = field(df, value, "value")
@@ -183,11 +201,40 @@ def to_events(
                 f"value column '{value}' has type {f.dataType.simpleString()}; values must be "
                 f"non-negative integers (derive one, e.g. CAST(round(x) AS BIGINT))"
             )
-        cols.append(quoted(f.name).cast("long").alias(VALUE))
-    events = ranked.select(*cols).where(F.col(TS).isNotNull())
+        usable = F.col(RANK).isin(in_query) & ts.isNotNull()
+        if corrupt is not None:
+            usable = usable & corrupt.isNull()
+        cols.append(_checked_value(df, f.name, keys, usable).alias(VALUE))
+    events = ranked.select(*cols, checked_rank.alias("_suse_checked")).drop(RANK)
+    events = events.withColumnRenamed("_suse_checked", RANK)
     if replicate:
         events = _replicate(events, keys, order, alphabet, replicate)
     return Events(events, keys, axis, order, value is not None)
+
+
+def corrupt_column(df: DataFrame) -> Column | None:
+    """The reader's corrupt-record column (``spark.sql.columnNameOfCorruptRecord``), if the
+    data has one: JSON and CSV readers in PERMISSIVE mode put an unparsable line there."""
+    name = df.sparkSession.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record")
+    for f in df.schema.fields:
+        if f.name == name and isinstance(f.dataType, T.StringType):
+            return quoted(f.name)
+    return None
+
+
+def _checked_value(df: DataFrame, column: str, keys: Sequence[str], usable: Column) -> Column:
+    """The value, or a Spark error naming partition, column and row when a usable event has
+    a NULL or negative value. Raised by the JVM (``raise_error``), so it is one line instead
+    of a Python worker traceback, and it fires in batch and streaming alike."""
+    v = quoted(column).cast("long")
+    row = F.substring(F.to_json(F.struct(*[quoted(c) for c in df.columns]), {"ignoreNullFields": "false"}), 1, 300)
+    part = F.concat_ws(", ", *[F.concat(F.lit(f"{k}="), F.coalesce(quoted(k).cast("string"), F.lit("NULL")))
+                               for k in keys]) if keys else F.lit("the only one")
+    where = F.concat(F.lit(" in partition "), part, F.lit(", row "), F.coalesce(row, F.lit("?")))
+    name = column.replace("'", "")
+    what = F.when(v.isNull(), F.lit("NULL")).otherwise(F.concat(F.lit("negative ("), v.cast("string"), F.lit(")")))
+    message = F.concat(F.lit(f"suse: value column '{name}' is "), what, where)
+    return F.when(usable & (v.isNull() | (v < 0)), F.raise_error(message)).otherwise(v)
 
 
 def _tie(df: DataFrame) -> Column:

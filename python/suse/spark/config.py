@@ -25,7 +25,8 @@ class ConfigError(InputError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: TOML has real types, so `exact = "yes"` or `size = "20"` is a mistake, not a bool/int.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 class SyntheticInput(_Strict):
@@ -161,10 +162,23 @@ def load_config(path: str | Path) -> JobConfig:
 
 def parse_config(data: dict, source: str = "job") -> JobConfig:
     try:
-        return JobConfig.model_validate(data)
+        cfg = JobConfig.model_validate(data)
     except ValidationError as exc:
         lines = format_errors(exc, data)
         raise ConfigError(f"{source} is not a valid job:\n  " + "\n  ".join(lines)) from None
+    check_job(cfg, source)
+    return cfg
+
+
+def check_job(cfg: JobConfig, source: str = "job") -> None:
+    """Everything that can be checked without data, so that a mistake fails in a moment
+    instead of after Spark has started: queries, windows, evaluation times, probabilities,
+    characters and, where the job file tells their types, columns."""
+    from suse.spark.checks import static_problems
+
+    lines = static_problems(cfg)
+    if lines:
+        raise ConfigError(f"{source} is not a valid job:\n  " + "\n  ".join(lines))
 
 
 def format_errors(exc: ValidationError, data: dict) -> list[str]:

@@ -21,7 +21,7 @@ from suse.errors import InputError, SuseError
 from suse.spark import datasets
 from suse.spark.batch import aggregate
 from suse.spark.characters import analysing, quoted, spark_message
-from suse.spark.config import JobConfig
+from suse.spark.config import JobConfig, check_job
 from suse.spark.session import get_session
 from suse.spark.streaming import aggregate_stream, latest
 
@@ -33,11 +33,14 @@ class JobReport:
     top: list[dict] = field(default_factory=list)  # the largest partitions, newest row each
     seconds: float = 0.0
     batches: int | None = None  # micro-batches run (streaming)
+    dropped: int = 0  # rows with a query character but a NULL or unreadable timestamp
+    corrupt: int = 0  # records the reader could not parse (JSON, CSV)
 
 
 def run_job(cfg: JobConfig, console: Console | None = None) -> JobReport:
     console = console or Console(stderr=True)
     started = time.perf_counter()
+    check_job(cfg)  # everything that needs no data fails here, before Spark starts
     with spark_errors():
         with console.status(f"starting Spark ({cfg.spark.master or 'default master'})"):
             spark = get_session(cfg.spark.master, cfg.spark.app_name, cfg.spark.options)
@@ -65,10 +68,10 @@ def load_input(spark: SparkSession, cfg: JobConfig, streaming: bool = False) -> 
             options = {"header": "true", "inferSchema": "true", **options}
         reader = spark.read.format(fmt).options(**options)
         if inp.schema_:
-            reader = reader.schema(inp.schema_)
+            reader = reader.schema(_with_corrupt(spark, fmt, inp.schema_))
         if streaming:
             # A file stream needs its schema up front: take the one given, or the files'.
-            schema = inp.schema_ or _catch("input.path", lambda: reader.load(inp.path).schema)
+            schema = _with_corrupt(spark, fmt, inp.schema_ or _catch("input.path", lambda: reader.load(inp.path).schema))
             if cfg.streaming and cfg.streaming.max_files_per_trigger:
                 options["maxFilesPerTrigger"] = str(cfg.streaming.max_files_per_trigger)
             df = spark.readStream.format(fmt).options(**options).schema(schema).load(inp.path)
@@ -79,6 +82,24 @@ def load_input(spark: SparkSession, cfg: JobConfig, streaming: bool = False) -> 
     if inp.filter:
         df = _catch("input.filter", lambda: _checked(df.where(F.expr(inp.filter))))
     return df
+
+
+def _with_corrupt(spark: SparkSession, fmt: str, schema):
+    """The schema plus the reader's corrupt-record column (JSON, CSV): a line that cannot be
+    parsed then lands there and is counted in ``corrupt_records`` instead of vanishing."""
+    if fmt not in ("json", "csv"):
+        return schema
+    name = spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record")
+    if isinstance(schema, str):
+        from suse.spark.checks import parse_ddl
+
+        known = parse_ddl(schema) or {}
+        return schema if name.lower() in known else f"{schema}, `{name}` STRING"
+    if name in schema.fieldNames():
+        return schema
+    from pyspark.sql import types as T
+
+    return T.StructType([*schema.fields, T.StructField(name, T.StringType())])
 
 
 def _guess_format(path: str) -> str:
@@ -125,9 +146,19 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
         keys = [f.name for f in result.schema.fields[1 : 1 + len(inp.partition_by)]]
         newest = latest(result, ["query", *keys], by="evaluated_at")
         top = _top(newest, cfg.output.show)
+        dropped, corrupt = _counted(newest, by_query=True)
     finally:
         result.unpersist()
-    return JobReport(cfg.output.path, keys, top)
+    return JobReport(cfg.output.path, keys, top, dropped=dropped, corrupt=corrupt)
+
+
+def _counted(newest: DataFrame, by_query: bool = False) -> tuple[int, int]:
+    """Rows dropped and corrupt records over all partitions. Every query reads the same
+    input but counts only rows with its own characters: report the largest count."""
+    sums = [F.sum("dropped_events").alias("d"), F.sum("corrupt_records").alias("c")]
+    per_query = newest.groupBy("query").agg(*sums) if by_query else newest.agg(*sums)
+    row = per_query.agg(F.max("d").cast("long"), F.max("c").cast("long")).first()
+    return (row[0] or 0, row[1] or 0) if row else (0, 0)
 
 
 def _for_format(df: DataFrame, fmt: str) -> DataFrame:
@@ -147,14 +178,6 @@ def _top(df: DataFrame, n: int) -> list[dict]:
 def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     st, inp, summ, (q,) = cfg.streaming, cfg.input, cfg.summary, cfg.queries
     assert st is not None  # the config validator guarantees it
-    if cfg.evaluate.at != "end" or cfg.evaluate.exact:
-        raise InputError("evaluate: a streaming job reports every changed partition once per micro-batch; "
-                         "leave evaluate.at = 'end' and evaluate.exact = false")
-    if q.replicate:
-        raise InputError("query.replicate is only supported by batch jobs")
-    if summ.probabilities == "estimate":
-        raise InputError("summary.probabilities = 'estimate' needs the whole input: use a batch job, "
-                         "or give the probabilities, or 'online'")
     src = load_input(spark, cfg, streaming=True)
     out = aggregate_stream(
         src, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
@@ -177,10 +200,13 @@ def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     if not _has_output(spark, cfg):
         return JobReport(cfg.output.path, keys, [], batches=batches)
     written = spark.read.format(cfg.output.format).option("header", "true").load(cfg.output.path)
-    for name, kind in (("events", "long"), ("late_events", "long"), ("count_double", "double")):
+    for name, kind in (("events", "long"), ("late_events", "long"), ("count_double", "double"),
+                       ("dropped_events", "long"), ("corrupt_records", "long")):
         written = written.withColumn(name, F.col(name).cast(kind))  # CSV reads strings
-    top = _top(latest(written, keys), cfg.output.show)
-    return JobReport(cfg.output.path, keys, top, batches=batches)
+    newest = latest(written, keys)
+    top = _top(newest, cfg.output.show)
+    dropped, corrupt = _counted(newest)
+    return JobReport(cfg.output.path, keys, top, batches=batches, dropped=dropped, corrupt=corrupt)
 
 
 def _watch(query, console: Console, name: str, timeout: float | None) -> int:
@@ -231,7 +257,9 @@ def spark_errors() -> Iterator[None]:
         raise
     except PySparkException as exc:
         text = str(exc)
-        inner = re.search(r"suse\.errors\.(?:InputError|QueryError|SuseError): (.+)", text)
+        inner = re.search(r"suse\.errors\.(?:InputError|QueryError|SuseError): (.+)", text) or re.search(
+            r"\[USER_RAISED_EXCEPTION\] suse: (.+?)(?: SQLSTATE: \w+)?$", text, re.MULTILINE
+        )  # the second: a check Spark ran itself (raise_error), e.g. a negative value
         raise InputError(inner.group(1).strip() if inner else f"Spark: {spark_message(exc)}") from None
 
 

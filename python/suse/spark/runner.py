@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 import suse
+from suse.spark.characters import CORRUPT, DROPPED
 from suse.spark.triggers import Trigger
 
 
@@ -58,6 +59,15 @@ class Row(NamedTuple):
     elements: list
     exact_count: int | None = None
     exact_sum: int | None = None
+    dropped: int = 0  # rows of the partition with a NULL or unreadable timestamp
+    corrupt: int = 0  # records of the partition the reader could not parse
+
+
+def empty_row(plan: Plan, dropped: int, corrupt: int) -> Row:
+    """The row of a partition that has counted rows but no usable event (so no evaluation
+    time): without it those counts would vanish."""
+    ex = (0, 0) if plan.exact else (None, None)
+    return Row(None, 0, 0, 0, 0, [], *ex, dropped, corrupt)  # type: ignore[arg-type]
 
 
 def evaluate_partition(
@@ -85,7 +95,7 @@ def evaluate_partition(
 ELEMENT = pa.struct([("char", pa.string()), ("timestamp", pa.int64()), ("value", pa.int64())])
 RESULT_DDL = (
     "evaluated_at long, count string, sum string, avg double, count_double double, "
-    "sum_double double, detected_count string, events long, "
+    "sum_double double, detected_count string, events long, dropped_events long, corrupt_records long, "
     "elements array<struct<char:string,timestamp:long,value:long>>"
 )
 EXACT_DDL = "exact_count string, exact_sum string"
@@ -111,6 +121,8 @@ def result_columns(rows: Sequence[Row], exact: bool) -> dict[str, list]:
         "sum_double": [as_float(r.sum) for r in rows],
         "detected_count": [str(r.detected_count) for r in rows],
         "events": [r.events for r in rows],
+        "dropped_events": [r.dropped for r in rows],
+        "corrupt_records": [r.corrupt for r in rows],
         "elements": [r.elements for r in rows],
     }
     if exact:
@@ -131,6 +143,7 @@ def run_sorted(
     A partition key's events are contiguous but may span Arrow batches, so pieces are
     collected until the key changes; then the partition is evaluated as a whole."""
     pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+    counted = [0, 0]  # the current partition's dropped and corrupt rows
     current: tuple | None = None
     out_keys: list[tuple] = []
     out_rows: list[Row] = []
@@ -143,10 +156,14 @@ def run_sorted(
             pieces[0] if len(pieces) == 1
             else [None if p[0] is None else np.concatenate(p) for p in zip(*pieces)]
         )
-        for row in evaluate_partition(plan, current or (), plan.chars(ranks), ts, values):
+        rows = evaluate_partition(plan, current or (), plan.chars(ranks), ts, values) if len(ts) else []
+        if not rows and any(counted):
+            rows = [empty_row(plan, *counted)]
+        for row in rows:
             out_keys.append(current or ())
-            out_rows.append(row)
+            out_rows.append(row._replace(dropped=counted[0], corrupt=counted[1]))
         pieces.clear()
+        counted[:] = [0, 0]
 
     def emit() -> pa.RecordBatch:
         cols = [pa.array([k[i] for k in out_keys], type=key_types[i]) for i in range(len(keys))]
@@ -160,20 +177,24 @@ def run_sorted(
         if batch.num_rows == 0:
             continue
         key_types = [batch.schema.field(k).type for k in keys]
-        ts = batch.column(ts_col).to_numpy()
+        # Rows with a negative rank (NULL timestamp, corrupt record) are counted, not fed.
         ranks = batch.column(rank_col).to_numpy()
+        usable = ranks >= 0
+        ts = batch.column(ts_col).fill_null(0).to_numpy()
         values = None
         if value_col:
-            if batch.column(value_col).null_count:
-                raise suse.InputError("the value column is NULL for some events; fill or filter them")
-            values = batch.column(value_col).to_numpy()
+            values = batch.column(value_col).fill_null(-1).to_numpy()  # Spark checked usable rows
         starts, stops = _runs(batch, keys)
         run_keys = zip(*[batch.column(k).take(starts).to_pylist() for k in keys]) if keys else [()] * len(starts)
         for start, stop, key in zip(starts.tolist(), stops.tolist(), run_keys):
             if key != current:
                 flush()
                 current = key
-            pieces.append((ts[start:stop], ranks[start:stop], None if values is None else values[start:stop]))
+            ok = usable[start:stop]
+            r = ranks[start:stop]
+            counted[0] += int((r == DROPPED).sum())
+            counted[1] += int((r == CORRUPT).sum())
+            pieces.append((ts[start:stop][ok], r[ok], None if values is None else values[start:stop][ok]))
         if len(out_rows) >= 4096:
             yield emit()
     flush()
@@ -196,5 +217,5 @@ ELEMENT_LIST = pa.list_(ELEMENT)
 ARROW_TYPES = {  # explicit: a column of only NULLs (avg with no matches) must not become type null
     "evaluated_at": pa.int64(), "count": pa.string(), "sum": pa.string(), "avg": pa.float64(),
     "count_double": pa.float64(), "sum_double": pa.float64(), "detected_count": pa.string(),
-    "events": pa.int64(), "elements": ELEMENT_LIST, "exact_count": pa.string(), "exact_sum": pa.string(),
+    "events": pa.int64(), "dropped_events": pa.int64(), "corrupt_records": pa.int64(), "elements": ELEMENT_LIST, "exact_count": pa.string(), "exact_sum": pa.string(),
 }

@@ -32,14 +32,20 @@ from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 import suse
 from suse.errors import InputError
-from suse.spark.batch import prepare
-from suse.spark.characters import RANK, TIE, TS, VALUE, quoted
+from suse.spark.batch import prepare, spark_frame
+from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE, quoted
 from suse.spark.runner import RESULT_DDL, Plan, as_float
 
-STATE_DDL = "summary binary, pending binary, watermark long, max_ts long, late long, fed long"
-STREAM_DDL = RESULT_DDL.replace("events long,", "events long, late_events long, pending_events long,")
+STATE_DDL = (
+    "summary binary, pending binary, watermark long, max_ts long, late long, fed long, dropped long, corrupt long"
+)
+STREAM_DDL = RESULT_DDL.replace(" events long,", " events long, late_events long, pending_events long,")
 PENDING = np.dtype([("ts", "<i8"), ("rank", "<i4"), ("tie", "<i8"), ("value", "<i8")])
 _ALL = "_suse_all"  # the single group key when there is no partitioning
+_OUTPUT = [  # STREAM_DDL's columns after the keys, in order
+    "evaluated_at", "count", "sum", "avg", "count_double", "sum_double", "detected_count", "events",
+    "late_events", "pending_events", "dropped_events", "corrupt_records", "elements",
+]
 
 
 def aggregate_stream(
@@ -62,6 +68,7 @@ def aggregate_stream(
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
     ``late_events`` and ``pending_events``), one row per partition per micro-batch in which
     it received events. Write it with an append-mode sink and a checkpoint location."""
+    spark_frame(df, "aggregate_stream")
     if not df.isStreaming:
         raise InputError("aggregate_stream needs a streaming DataFrame (spark.readStream); use aggregate for batch data")
     if isinstance(probabilities, str):
@@ -95,16 +102,21 @@ def advance(
 ) -> pd.DataFrame:
     """One micro-batch of one partition: update the state, return the partition's new row."""
     pdf = pd.concat(list(batches), ignore_index=True)
-    if pdf[VALUE].isna().any():
+    ranks = pdf[RANK].to_numpy()
+    n_dropped, n_corrupt = int((ranks == DROPPED).sum()), int((ranks == CORRUPT).sum())
+    pdf = pdf[ranks >= 0]  # counted above, never fed
+    if pdf[VALUE].isna().any():  # Spark's own check (raise_error) normally fires first
         raise suse.InputError(f"partition {tuple(key)}: the value column is NULL for some events; fill or filter them")
     new = np.empty(len(pdf), dtype=PENDING)
     new["ts"], new["rank"], new["tie"], new["value"] = pdf[TS], pdf[RANK], pdf[TIE], pdf[VALUE]
     if state.exists:
-        blob, pending, watermark, max_ts, late, fed = state.get
+        blob, pending, watermark, max_ts, late, fed, dropped, corrupt = state.get
         summary = suse.Summary.from_bytes(blob)
         pending = np.frombuffer(pending, dtype=PENDING)
     else:
         summary, pending, watermark, max_ts, late, fed = plan.new_summary(), np.empty(0, PENDING), None, None, 0, 0
+        dropped, corrupt = 0, 0
+    dropped, corrupt = dropped + n_dropped, corrupt + n_corrupt
     if watermark is not None:
         is_late = new["ts"] < watermark
         late += int(is_late.sum())
@@ -121,19 +133,24 @@ def advance(
         fed += ready
     pending = pending[ready:]
     blob = summary.to_bytes()
-    state.update((blob, pending.tobytes(), watermark, max_ts, late, fed))
+    state.update((blob, pending.tobytes(), watermark, max_ts, late, fed, dropped, corrupt))
 
-    estimate = suse.Summary.from_bytes(blob)  # a copy: buffered events are provisional
-    (ev,) = _feed(plan, estimate, pending, evaluate_at=max_ts)  # set: a first batch is never late
     row = {k: [v] for k, v in zip(keys, key)}
-    row.update(
-        evaluated_at=[ev.timestamp], count=[str(ev.count)], sum=[str(ev.sum)],
-        avg=[ev.sum / ev.count if ev.count else None], count_double=[as_float(ev.count)],
-        sum_double=[as_float(ev.sum)], detected_count=[str(ev.detected_count)],
-        events=[fed + len(pending)], late_events=[late], pending_events=[len(pending)],
-        elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in estimate.elements()]],
-    )
-    return pd.DataFrame(row)
+    if max_ts is None:  # only dropped or corrupt rows so far: report their counts
+        row.update(evaluated_at=[None], count=["0"], sum=["0"], avg=[None], count_double=[0.0], sum_double=[0.0],
+                   detected_count=["0"], elements=[[]])
+    else:
+        estimate = suse.Summary.from_bytes(blob)  # a copy: buffered events are provisional
+        (ev,) = _feed(plan, estimate, pending, evaluate_at=max_ts)
+        row.update(
+            evaluated_at=[ev.timestamp], count=[str(ev.count)], sum=[str(ev.sum)],
+            avg=[ev.sum / ev.count if ev.count else None], count_double=[as_float(ev.count)],
+            sum_double=[as_float(ev.sum)], detected_count=[str(ev.detected_count)],
+            elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in estimate.elements()]],
+        )
+    row.update(events=[fed + len(pending)], late_events=[late], pending_events=[len(pending)],
+               dropped_events=[dropped], corrupt_records=[corrupt])
+    return pd.DataFrame(row)[[*keys, *_OUTPUT]]
 
 
 def _feed(plan: Plan, summary: suse.Summary, events: np.ndarray, evaluate_at: int | None = None):
@@ -149,8 +166,9 @@ def latest(results: DataFrame, keys: Sequence[str], by: str = "events") -> DataF
     from pyspark.sql.window import Window
 
     order = [F.col(by).desc()]
-    if "late_events" in results.columns:
-        order.append(F.col("late_events").desc())
+    for counter in ("late_events", "dropped_events", "corrupt_records"):  # all grow per partition
+        if counter in results.columns:
+            order.append(F.col(counter).desc())
     order.append(F.col("evaluated_at").desc())
     w = Window.partitionBy(*[quoted(k) for k in keys] or [F.lit(0)]).orderBy(*order)
     return results.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
