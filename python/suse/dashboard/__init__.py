@@ -43,20 +43,20 @@ _SPEED = re.compile(r"^\s*(.+?)\s*/\s*s(?:ec(?:ond)?)?\s*$", re.IGNORECASE)
 def parse_speed(text: Optional[str], datetime_axis: bool, span: int) -> float:
     """Stream time per wall-clock second: ``"1day/s"``, ``"6 hours/s"`` (date-time data) or
     ``"500/s"`` (integer time); None or ``"auto"``: the whole input in five minutes."""
-    from suse.spark.timing import TimeAxis
+    from suse.spark.timing import is_duration, parse_duration
 
     if text is None or text.strip().lower() == "auto":
         return max(span / REPLAY_SECONDS, 1.0)
     m = _SPEED.match(text)
     if not m:
         raise InputError(f"--speed {text!r}: expected stream time per second, e.g. '1day/s' or '500/s'")
-    axis = TimeAxis("timestamp", "timestamp" if datetime_axis else "integer")
-    try:
-        amount = axis.span(m.group(1), "--speed")
-    except InputError as exc:
-        raise InputError(str(exc).replace("'timestamp'", "the job's timestamp column")) from None
-    if amount <= 0:
-        raise InputError(f"--speed {text!r} must be positive")
+    amount = m.group(1)
+    if datetime_axis:
+        if not is_duration(amount):
+            raise InputError(f"--speed {text!r}: the job's time is a date-time column; give a duration per second, e.g. '1day/s'")
+        return float(parse_duration(amount))
+    if is_duration(amount) or not amount.isdigit() or int(amount) == 0:
+        raise InputError(f"--speed {text!r}: the job's time is an integer column; give a positive number of its units per second, e.g. '500/s'")
     return float(amount)
 
 

@@ -74,6 +74,8 @@ class Handler(BaseHTTPRequestHandler):
         path = url.path
         if path in ("/", "/index.html"):
             return self._static("index.html")
+        if path == "/favicon.ico":
+            return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
         if path.startswith("/static/"):
             name = path.removeprefix("/static/")
             if name == "plotly.min.js":
