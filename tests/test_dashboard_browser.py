@@ -3,62 +3,18 @@ Playwright (never a downloaded browser). Each view is written as a screenshot an
 be non-blank."""
 from __future__ import annotations
 
-import json
 import os
-import re
-import signal
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
+from serving import Server
 from test_dashboard import JOB
 
 CHROMIUM = os.environ.get("SUSE_CHROMIUM", "/usr/bin/chromium")
-ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 ARGS = ["--port", "0", "--speed", "150/s", "--strategies", "fifo", "--refresh", "0"]
-
-
-class Server:
-    """A `suse serve` subprocess; its stderr goes to a file that is read for the address."""
-
-    def __init__(self, workdir: Path):
-        self.workdir = workdir
-        self.log = workdir / f"serve-{time.monotonic_ns()}.log"
-        with open(self.log, "w") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "suse", "serve", "job.toml", *ARGS], cwd=workdir, env=ENV,
-                stdout=subprocess.DEVNULL, stderr=err,
-            )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            m = re.search(r"suse serve: (http://127\.0\.0\.1:\d+/)", self.log.read_text())
-            if m:
-                self.url = m.group(1)
-                return
-            if self.proc.poll() is not None:
-                raise AssertionError(f"suse serve exited with {self.proc.returncode}:\n{self.log.read_text()}")
-            time.sleep(0.2)
-        self.proc.kill()
-        raise AssertionError(f"suse serve did not start:\n{self.log.read_text()}")
-
-    def get(self, path: str) -> dict:
-        with urllib.request.urlopen(self.url + path.lstrip("/"), timeout=10) as r:
-            return json.loads(r.read())
-
-    def wait_finished(self) -> None:
-        deadline = time.monotonic() + 30
-        while not self.get("/api/status")["finished"]:
-            assert time.monotonic() < deadline, "the replay did not finish"
-            time.sleep(0.2)
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGINT)
-        return self.proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +25,7 @@ def served(spark, tmp_path_factory):
 
     work = tmp_path_factory.mktemp("serve")
     (work / "job.toml").write_text(JOB.format(out="out"))
-    server = Server(work)
+    server = Server(work, ARGS)
     cfg = load_config(work / "job.toml")
     cfg.spark.master, cfg.output.path = None, str(work / "batch")
     run_job(cfg)
@@ -212,7 +168,7 @@ def test_ctrl_c_writes_a_checkpoint_and_the_next_start_resumes(served, browser):
     assert "stopped; checkpoint written to out.live" in server.log.read_text()
     assert (served["work"] / "out.live" / "state.json").exists()
     started = time.monotonic()
-    again = served["server"] = Server(served["work"])
+    again = served["server"] = Server(served["work"], ARGS)
     assert time.monotonic() - started < 30  # no Spark: the classified events are in the checkpoint
     assert f"resumed at evaluation {evaluated}" in again.log.read_text()
     status = again.get("/api/status")

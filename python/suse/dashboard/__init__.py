@@ -79,7 +79,7 @@ def serve(
     synthetic). ``strategies`` adds strategies to run side by side with the job's own."""
     from suse.api import STRATEGIES
     from suse.dashboard import checkpoint as ckpt
-    from suse.dashboard.live import Live, Settings
+    from suse.dashboard.live import Settings
     from suse.dashboard.server import bind
     from suse.spark.config import load_config, parse_config, tomllib
 
@@ -91,11 +91,8 @@ def serve(
         cfg = parse_config(tomllib.loads(bundled_job(replay)), f"bundled job {replay!r}")
     if master:
         cfg.spark.master = master
-    if cfg.mode == "streaming":
-        raise InputError(
-            "suse serve replays a batch job's input as a stream; a streaming job (mode = 'streaming') is "
-            "not supported yet: copy it with mode = 'batch' and no [streaming] table to replay the directory's files"
-        )
+    if cfg.mode == "streaming" and speed is not None:
+        raise InputError("--speed applies to a replayed batch job; a streaming job runs at the pace its files arrive")
     names = [cfg.summary.strategy]
     for s in strategies:
         if s not in STRATEGIES:
@@ -110,31 +107,40 @@ def serve(
         "exact": cfg.evaluate.exact, "strategies": names,
     }
     directory = Path(checkpoint) if checkpoint is not None else Path(cfg.output.path + ".live")
-    if fresh:
+    if fresh and cfg.mode == "batch":
         for name in ("events.json", "events.npz", "state.json", "summaries.zip"):
             (directory / name).unlink(missing_ok=True)
 
     server = bind(port)  # before the slow part: a busy port is reported at once
     server.refresh_seconds = refresh_seconds
-    live: Optional[Live] = None
+    live = None
+    query = None  # the Structured Streaming query of a streaming job
     stop = threading.Event()
     failure: list[BaseException] = []
+
+    def fail(exc: BaseException) -> None:  # from a worker thread: the main thread reports it
+        failure.append(exc)
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    def save() -> None:
+        if query is not None:
+            from suse.dashboard import stream
+
+            stream.save(directory, live, identity)
+        else:
+            ckpt.save_state(directory, live)
+
     previous = _on_signals()
     try:
-        saved = ckpt.load_events(directory, identity)
-        if saved is None:
-            from suse.dashboard.source import classify, stop_spark
+        if cfg.mode == "streaming":
+            from suse.dashboard import stream
 
-            log(f"{cfg.name}: classifying the input with Spark ({cfg.spark.master or 'local[2]'})")
-            queries, datetime_axis = classify(cfg)
-            stop_spark()
-            ckpt.save_events(directory, queries, datetime_axis, identity)
+            live, query = stream.start(cfg, settings, directory, identity, fresh, log, fail)
+            resumed = bool(live.evaluations or live.last_batch >= 0)
+            where = f"resumed after micro-batch {live.last_batch}, {live.status()['fed']:,} events"
         else:
-            queries, datetime_axis = saved
-        live = Live(queries, settings, datetime_axis, 1.0, cfg.name)
-        live.speed = parse_speed(speed, datetime_axis, live.last - live.first)
-        resumed = ckpt.load_state(directory, live)
-        live.advance(0.0)  # events at the first timestamp (or nothing new when resumed)
+            live, resumed = _replay(cfg, settings, directory, identity, speed, log)
+            where = f"resumed at evaluation {len(live.evaluations)}, {live.status()['fed']:,} events played"
         server.live = live
 
         def play() -> None:
@@ -145,19 +151,17 @@ def serve(
                     now = time.monotonic()
                     live.advance(now - last)
                     last = now
+                    if query is not None and not query.isActive:
+                        raise query.exception() or InputError("the streaming query stopped")
                     if now >= next_save:
-                        ckpt.save_state(directory, live)
+                        save()
                         next_save = now + SAVE_EVERY
             except BaseException as exc:  # noqa: BLE001  (reported by the main thread, never lost)
-                failure.append(exc)
-                server.shutdown()
+                fail(exc)
 
-        player = threading.Thread(target=play, name="suse-replay", daemon=True)
-        player.start()
+        threading.Thread(target=play, name="suse-live", daemon=True).start()
         host, bound = server.server_address[:2]
-        where = (f"resumed at evaluation {len(live.evaluations)}, {live.status()['fed']:,} events played"
-                 if resumed else "new")
-        log(f"{cfg.name}: {where}; checkpoint {directory}")
+        log(f"{cfg.name}: {where if resumed else 'new'}; checkpoint {directory}")
         log(f"suse serve: http://{host}:{bound}/  (Ctrl-C stops)")
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
@@ -167,11 +171,41 @@ def serve(
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         server.server_close()
+        if query is not None:
+            try:
+                query.stop()
+            except Exception:  # noqa: BLE001  (already failed: the failure is reported below)
+                pass
         if live is not None and not failure:  # after a failure the state may be half-fed
-            ckpt.save_state(directory, live)
+            save()
             log(f"stopped; checkpoint written to {directory}")
     if failure:
-        raise failure[0]
+        from suse.spark.jobs import spark_errors
+
+        with spark_errors():  # a Spark failure as one line, like `suse run`
+            raise failure[0]
+
+
+def _replay(cfg, settings, directory: Path, identity: dict, speed: Optional[str], log):
+    """A batch job's input, classified (or taken from the checkpoint), ready to replay."""
+    from suse.dashboard import checkpoint as ckpt
+    from suse.dashboard.live import Live
+
+    saved = ckpt.load_events(directory, identity)
+    if saved is None:
+        from suse.dashboard.source import classify, stop_spark
+
+        log(f"{cfg.name}: classifying the input with Spark ({cfg.spark.master or 'local[2]'})")
+        queries, datetime_axis = classify(cfg)
+        stop_spark()
+        ckpt.save_events(directory, queries, datetime_axis, identity)
+    else:
+        queries, datetime_axis = saved
+    live = Live(queries, settings, datetime_axis, 1.0, cfg.name)
+    live.speed = parse_speed(speed, datetime_axis, live.last - live.first)
+    resumed = ckpt.load_state(directory, live)
+    live.advance(0.0)  # events at the first timestamp (nothing new when resumed)
+    return live, resumed
 
 
 def _on_signals() -> dict:

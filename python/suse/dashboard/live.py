@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 import suse
-from suse.dashboard.numbers import number, recall
+from suse.dashboard.numbers import duration_text, number, recall
 from suse.errors import InputError
 
 
@@ -108,18 +108,23 @@ class LiveQuery:
             if part.exact is not None:
                 part.exact.extend(chars=chars, timestamps=ts, values=values)
 
+    def numbers(self, part: Partition) -> tuple[int, dict[str, str], Optional[str], dict[str, list]]:
+        """A partition's events, counts per strategy, exact count and retained elements now."""
+        counts = {name: str(s.result().count) for name, s in part.summaries.items()}
+        exact = str(part.exact.result().count) if part.exact is not None else None
+        return part.fed, counts, exact, {name: s.elements() for name, s in part.summaries.items()}
+
     def evaluate(self, evaluation: int) -> None:
         """Record the current numbers of every partition that got events since the last
         evaluation (if they changed)."""
         for part in self.parts.values():
             if not part.dirty:
                 continue
-            counts = {name: str(s.result().count) for name, s in part.summaries.items()}
-            exact = str(part.exact.result().count) if part.exact is not None else None
+            fed, counts, exact, elements = self.numbers(part)
             last = part.history[-1] if part.history else None
-            if last is None or last[1:] != [part.fed, counts, exact]:
-                part.history.append([evaluation, part.fed, counts, exact])
-            part.elements = {name: s.elements() for name, s in part.summaries.items()}
+            if last is None or last[1:] != [fed, counts, exact]:
+                part.history.append([evaluation, fed, counts, exact])
+            part.elements = elements
             part.dirty = False
 
     def rows(self) -> list[dict]:
@@ -217,7 +222,8 @@ class Live:
             "size": self.settings.size,
             "exact": self.settings.exact,
             "queries": [
-                {"label": lq.events.label, "regex": lq.events.regex, "window": lq.events.window,
+                {"label": lq.events.label, "regex": lq.events.regex,
+                 "window": duration_text(lq.events.window) if self.datetime_axis else str(lq.events.window),
                  "policy": lq.events.policy, "alphabet": lq.query.alphabet, "partitions": len(lq.events.keys)}
                 for lq in self.queries
             ],

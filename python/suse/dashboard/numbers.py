@@ -33,3 +33,12 @@ def recall(count: int, exact: Optional[int]) -> Optional[float]:
     if exact is None or exact == 0:
         return None
     return count / exact  # int / int is correctly rounded, even for huge integers
+
+
+def duration_text(seconds: int) -> str:
+    """A window in seconds as people write it: 172800 -> "2 days"."""
+    for unit, size in (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds and seconds % size == 0:
+            n = seconds // size
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds} second{'s' if seconds != 1 else ''}"

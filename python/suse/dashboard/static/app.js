@@ -141,7 +141,11 @@ async function loadStatus() {
   const s = await api("/api/status");
   $("clock").textContent = fmtTime(s.clock);
   const pct = s.total ? Math.floor((100 * s.fed) / s.total) : 100;
-  $("progress").textContent = s.finished ? `replay finished (${s.total} events)` : `${s.fed} / ${s.total} events (${pct} %)`;
+  if (s.streaming) {
+    $("progress").textContent = `watching: ${s.fed} events in ${s.batches} micro-batches, ${s.late} late`;
+  } else {
+    $("progress").textContent = s.finished ? `replay finished (${s.total} events)` : `${s.fed} / ${s.total} events (${pct} %)`;
+  }
   $("evaluations").textContent = s.evaluations;
   $("last-eval").textContent = s.last_evaluation ? `last at ${fmtTime(s.last_evaluation.at)}` : "";
 }
@@ -202,8 +206,10 @@ function drawChart(d) {
       mode: "lines+markers", line: { shape: "hv", dash: "dash", color: "#30343f" },
     });
   }
+  const zeros = traces.some((t) => t.y.some((v) => v === 0));
+  const title = "count at each evaluation" + (zeros ? " (a count of 0 has no place on the log scale)" : "");
   Plotly.react("chart", traces, {
-    margin: { l: 60, r: 10, t: 28, b: 40 }, title: { text: "count at each evaluation", font: { size: 13 } },
+    margin: { l: 60, r: 10, t: 28, b: 40 }, title: { text: title, font: { size: 13 } },
     yaxis: { type: "log", title: "count (log)" }, xaxis: { title: "evaluation time" },
     legend: { orientation: "h", y: -0.25 },
   }, { displaylogo: false, responsive: true });
