@@ -13,6 +13,8 @@ from PIL import Image
 from serving import Server
 from test_dashboard import JOB
 
+pytestmark = pytest.mark.slow  # the module starts `suse serve` (Spark) once: about 40 s in all
+
 CHROMIUM = os.environ.get("SUSE_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--port", "0", "--speed", "150/s", "--strategies", "fifo", "--refresh", "0"]
 

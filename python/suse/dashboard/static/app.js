@@ -292,7 +292,13 @@ async function start() {
   qs.hidden = state.meta.queries.length < 2;
   qs.addEventListener("change", () => {
     state.q = Number(qs.value);
-    state.pid = null;
+    state.pid = null; // partitions differ between queries: clear the partition view
+    state.detail = null;
+    Plotly.purge("chart");
+    Plotly.purge("timeline");
+    $("timeline-bar").hidden = true;
+    $("match-text").textContent = "";
+    $("partition-title").textContent = "choose a partition";
     showQuery();
     loadTable().catch((e) => say(String(e.message || e)));
   });
