@@ -106,7 +106,7 @@ def serve(
         **cfg.model_dump(mode="json", by_alias=True, include={"input", "characters", "query", "summary"}),
         "exact": cfg.evaluate.exact, "strategies": names,
     }
-    directory = Path(checkpoint) if checkpoint is not None else Path(cfg.output.path + ".live")
+    directory = Path(checkpoint) if checkpoint is not None else Path(cfg.output.path.rstrip("/") + ".live")
     if fresh and cfg.mode == "batch":
         for name in ("events.json", "events.npz", "state.json", "summaries.zip"):
             (directory / name).unlink(missing_ok=True)
