@@ -1,12 +1,13 @@
-# Two entry points for a fresh machine: `make demo` runs the main job, `make test` runs the tests.
-# Both create .venv in the checkout and build the native core with maturin through pip.
+# Entry points for a fresh machine: `make demo` runs the main job, `make dashboard` opens its live
+# page, `make test` runs the tests. All create .venv in the checkout and build the native core
+# with maturin through pip; `make test` also installs Debian's chromium for the browser tests.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.suse-installed
 NATIVE := $(shell find core -name "*.rs" -not -path "*/target/*") $(wildcard core/*/Cargo.toml) core/Cargo.toml pyproject.toml
 
-.PHONY: install demo test bench native clean
+.PHONY: install demo dashboard browser test bench native clean
 
 install: $(STAMP)
 
@@ -24,8 +25,18 @@ native:
 demo: install
 	$(VENV)/bin/suse run examples/flights.toml
 
+# The live page of the flights job on http://127.0.0.1:8050/ (Ctrl-C stops; the next start resumes).
+dashboard: install
+	$(VENV)/bin/suse serve --replay flights --speed 1day/s
+
+# Debian's chromium for the browser tests, installed only when missing (CI runs as root).
+browser:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "the browser tests need Debian's chromium: sudo apt-get install chromium" >&2; exit 1; fi; }
+
 # The kernel's Rust tests (unit and property tests, no Python needed), then pytest.
-test: install
+test: install browser
 	cargo test --quiet --manifest-path core/Cargo.toml -p suse-kernel
 	$(PY) -m pytest -q
 

@@ -1,0 +1,148 @@
+"""Checkpoint of a live page, so that a second start resumes where the first stopped.
+
+A checkpoint directory holds
+* ``events.npz`` + ``events.json``: the classified events of every query (written once, so a
+  resumed page needs no Spark) and the fingerprint of the job they came from;
+* ``state.json``: stream clock, evaluations, each partition's history and counters;
+* ``summaries.zip``: every summary, serialised with ``Summary.to_bytes()``.
+
+``suse.Exact`` has no serialised form; the exact engines are rebuilt on resume by feeding
+them the already-played events again (the exact engine runs millions of events a second).
+Files are written to a temporary name and renamed, so a crash mid-write leaves the previous
+checkpoint intact.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+import suse
+from suse.dashboard.live import Live, QueryEvents
+from suse.errors import InputError
+
+VERSION = 1
+
+
+def fingerprint(job: dict) -> str:
+    return hashlib.sha256(json.dumps(job, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _replace(path: Path, write) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def save_events(directory: Path, queries: list[QueryEvents], datetime_axis: bool, job: dict) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    arrays = {}
+    meta = {"version": VERSION, "fingerprint": fingerprint(job), "datetime": datetime_axis, "queries": []}
+    for i, q in enumerate(queries):
+        arrays[f"pid{i}"], arrays[f"ts{i}"], arrays[f"chars{i}"] = q.pid, q.ts, q.chars
+        if q.values is not None:
+            arrays[f"values{i}"] = q.values
+        meta["queries"].append({
+            "label": q.label, "regex": q.regex, "window": q.window, "aggregate": q.aggregate,
+            "policy": q.policy, "keys": [[_plain(k) for k in key] for key in q.keys],
+            "probabilities": q.probabilities,
+        })
+
+    def write_npz(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+
+    _replace(directory / "events.npz", write_npz)
+    _replace(directory / "events.json", lambda tmp: tmp.write_text(json.dumps(meta)))
+
+
+def _plain(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return str(value)
+
+
+def load_events(directory: Path, job: dict) -> Optional[tuple[list[QueryEvents], bool]]:
+    """The saved events, or None if there are none. A checkpoint of another job is an error:
+    resuming it would mix two jobs' numbers."""
+    meta_path = directory / "events.json"
+    if not meta_path.exists():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+        data = np.load(directory / "events.npz")
+    except (OSError, ValueError) as exc:
+        raise InputError(f"checkpoint {directory} cannot be read ({exc}); remove it or pass --fresh") from None
+    if meta.get("version") != VERSION or meta.get("fingerprint") != fingerprint(job):
+        raise InputError(
+            f"checkpoint {directory} was written for a different job (or version of it); "
+            f"pass --fresh to start over, or --checkpoint to use another directory"
+        )
+    queries = []
+    for i, q in enumerate(meta["queries"]):
+        queries.append(QueryEvents(
+            q["label"], q["regex"], q["window"], q["aggregate"], q["policy"], [tuple(k) for k in q["keys"]],
+            data[f"pid{i}"], data[f"ts{i}"], data[f"chars{i}"],
+            data[f"values{i}"] if f"values{i}" in data else None, q["probabilities"],
+        ))
+    return queries, bool(meta["datetime"])
+
+
+def save_state(directory: Path, live: Live) -> None:
+    with live.lock:
+        state = {"version": VERSION, "clock": live.clock, "evaluations": live.evaluations, "queries": []}
+        blobs: dict[str, bytes] = {}
+        for qi, lq in enumerate(live.queries):
+            parts = {}
+            for pid, part in lq.parts.items():
+                parts[str(pid)] = {"fed": part.fed, "dirty": part.dirty, "history": part.history,
+                                   "elements": part.elements}
+                for name, summary in part.summaries.items():
+                    blobs[f"{qi}/{name}/{pid}"] = summary.to_bytes()
+            state["queries"].append({"pos": lq.pos, "parts": parts})
+        text = json.dumps(state)
+
+    def write_zip(tmp: Path) -> None:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+            for name, blob in blobs.items():
+                z.writestr(name, blob)
+
+    # The zip first: state.json names positions that the summaries must already reflect.
+    _replace(directory / "summaries.zip", write_zip)
+    _replace(directory / "state.json", lambda tmp: tmp.write_text(text))
+
+
+def load_state(directory: Path, live: Live) -> bool:
+    """Restore a saved state into a fresh ``live``; False when there is none."""
+    path = directory / "state.json"
+    if not path.exists():
+        return False
+    try:
+        state = json.loads(path.read_text())
+        z = zipfile.ZipFile(directory / "summaries.zip")
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise InputError(f"checkpoint {directory} cannot be read ({exc}); remove it or pass --fresh") from None
+    with z, live.lock:
+        live.clock = float(state["clock"])
+        live.evaluations = state["evaluations"]
+        for qi, (lq, saved) in enumerate(zip(live.queries, state["queries"])):
+            lq.pos = saved["pos"]
+            if lq.settings.exact and lq.pos:
+                lq.feed_range(0, lq.pos, exact_only=True)
+            for pid_text, p in saved["parts"].items():
+                pid = int(pid_text)
+                part = lq.parts.get(pid) or lq.new_partition()
+                lq.parts[pid] = part
+                part.fed, part.dirty, part.history = p["fed"], p["dirty"], p["history"]
+                part.elements = {name: [tuple(e) for e in els] for name, els in p["elements"].items()}
+                for name in part.summaries:
+                    part.summaries[name] = suse.Summary.from_bytes(z.read(f"{qi}/{name}/{pid}"))
+    return True
+

@@ -1,0 +1,83 @@
+"""A job's events, classified once with the same Spark code as ``suse run`` and collected.
+
+The replay then runs in the server's process: at dashboard sizes (the flights job has
+59,008 query events) one Spark pass plus an in-process feed is far lighter than a
+Structured Streaming query under the server, and it gives exactly the events, characters,
+tie order and probabilities the batch job sees, because it is the batch job's own
+preparation (``load_input`` + ``prepare``).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from suse.dashboard.live import QueryEvents
+from suse.spark.config import JobConfig
+
+
+def classify(cfg: JobConfig, console=None) -> tuple[list[QueryEvents], bool]:
+    """Every query's events as sorted arrays, and whether time is date-time (epoch seconds)."""
+    from suse.spark.batch import prepare
+    from suse.spark.characters import RANK, TIE, TS, VALUE
+    from suse.spark.jobs import load_input, spark_errors
+    from suse.spark.session import get_session
+
+    inp, summ, ev = cfg.input, cfg.summary, cfg.evaluate
+    with spark_errors():
+        spark = get_session(cfg.spark.master, cfg.spark.app_name, cfg.spark.options)
+        df = load_input(spark, cfg)
+        out, datetime_axis = [], False
+        for q in cfg.queries:
+            events, plan = prepare(
+                df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
+                summ.size, summ.strategy, ev.at, ev.exact, q.replicate,
+                None if summ.probabilities == "online" else summ.probabilities,
+                summ.seed, q.aggregate, q.policy, inp.timestamp_format,
+            )
+            datetime_axis = events.axis.is_datetime
+            keys = list(events.keys)
+            cols = keys + [TS, RANK, TIE] + ([VALUE] if events.has_value else [])
+            pdf = events.frame.select(*[f"`{c}`" for c in cols]).toPandas()
+            if events.has_value and pdf[VALUE].isna().any():
+                raise _null_values()
+            if keys:
+                pdf["_pid"] = pdf.groupby(keys, dropna=False, sort=True).ngroup()
+                first = pdf.drop_duplicates("_pid").sort_values("_pid")
+                key_list = [tuple(None if _isnull(v) else v for v in row) for row in first[keys].itertuples(index=False)]
+            else:
+                pdf["_pid"] = 0
+                key_list = [()]
+            # Time order; within a partition the batch job's tie order (rank, then row hash).
+            pdf = pdf.sort_values([TS, "_pid", RANK, TIE], kind="stable")
+            table = np.frombuffer(plan.order.encode("ascii"), dtype=np.uint8)
+            out.append(QueryEvents(
+                q.label, q.regex, plan.window, plan.aggregate, plan.policy, key_list,
+                pdf["_pid"].to_numpy(np.int32), pdf[TS].to_numpy(np.int64),
+                table[pdf[RANK].to_numpy(np.int64)],
+                pdf[VALUE].to_numpy(np.int64) if events.has_value else None,
+                None if plan.probabilities is None else dict(plan.probabilities),
+            ))
+    return out, datetime_axis
+
+
+def _isnull(v) -> bool:
+    try:
+        return v is None or bool(v != v)  # NaN from pandas for a missing key
+    except (TypeError, ValueError):
+        return False
+
+
+def _null_values() -> Exception:
+    from suse.errors import InputError
+
+    return InputError("the value column is NULL for some events; fill or filter them")
+
+
+def stop_spark() -> None:
+    """The replay needs Spark only to classify; free the JVM's memory afterwards."""
+    from pyspark.sql import SparkSession
+
+    spark: Optional[SparkSession] = SparkSession.getActiveSession()
+    if spark is not None:
+        spark.stop()

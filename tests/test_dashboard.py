@@ -1,0 +1,257 @@
+"""The live page's engine (`suse serve`): matches among retained elements, exact numbers, the
+replay against the batch job, checkpoints, and the command's errors (in a subprocess)."""
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import suse
+from suse.dashboard.matches import iter_matches, nth_match
+from suse.dashboard.numbers import compact, number, recall
+from suse.errors import InputError
+
+from oracle import query_to_python_regex, stam_matches, stnm_matches
+from strategies import queries, streams
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+
+JOB = """
+name = "small synthetic"
+characters = "symbol"
+[input]
+dataset = "synthetic"
+timestamp = "ts"
+partition_by = ["stream"]
+[input.synthetic]
+n = 300
+streams = 3
+values = "uniform"
+[query]
+regex = "a(b*c)*d(e|f)g*"
+window = 40
+[summary]
+size = 12
+[evaluate]
+at = "end"
+exact = true
+[output]
+path = "{out}"
+"""
+
+
+# --- matches among retained elements -----------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(query=queries, events=streams(max_size=9), window=st.integers(0, 6), policy=st.sampled_from(["any", "next"]))
+def test_matches_are_exactly_the_oracles(query, events, window, policy):
+    q = suse.Query(query, window, policy=policy)
+    events = [(c, t, v) for c, t, v in events]
+    found = [tuple(m) for m in iter_matches(q, events)]
+    if policy == "any":
+        expected = stam_matches(query_to_python_regex(query), events, window)
+    else:
+        expected = stnm_matches(q.automaton, events, window)
+    assert sorted(found) == sorted(expected)
+    assert len(found) == len(set(found))  # each match once
+    for i in range(len(events)):  # the matches through element i are the oracle's that contain i
+        assert sorted(tuple(m) for m in iter_matches(q, events, containing=i)) == sorted(m for m in expected if i in m)
+
+
+def test_nth_match_counts_like_the_summary():
+    q = suse.Query("A(B*C)*D", 1000)
+    s = suse.Summary(q, 10, seed=1)
+    s.extend(events=[("A", 1), ("B", 2), ("A", 3), ("D", 4), ("B", 5), ("C", 6), ("D", 7)])
+    els = s.elements()
+    n = sum(1 for _ in iter_matches(q, els))
+    assert n == s.result().count == 10
+    assert nth_match(q, els, n - 1) is not None and nth_match(q, els, n) is None
+
+
+# --- numbers -----------------------------------------------------------------------------------
+
+
+def test_numbers_are_exact_strings_with_a_compact_form():
+    big = 3 * 10**39 + 123
+    assert number(big) == {"exact": str(big), "compact": "3.0×10^39", "approx": float(big)}
+    assert compact(125 * 10**39) == "1.2×10^41"  # rounded from the exact integer (half to even)
+    assert compact(999_999) == "999999"
+    assert number(10**400)["approx"] is None  # beyond floats: digits stay exact, no chart point
+    assert recall(1, 3) == pytest.approx(1 / 3) and recall(0, 0) is None and recall(5, None) is None
+
+
+def test_speed():
+    from suse.dashboard import parse_speed
+
+    assert parse_speed("1day/s", True, 10) == 86400
+    assert parse_speed("6 hours / s", True, 10) == 21600
+    assert parse_speed("500/s", False, 10) == 500
+    assert parse_speed(None, False, 3000) == 10  # the whole input in 300 s
+    with pytest.raises(InputError, match="a date-time column; give a duration per second"):
+        parse_speed("500/s", True, 10)
+    with pytest.raises(InputError, match="an integer column; give a positive number of its units per second"):
+        parse_speed("1day/s", False, 10)
+    with pytest.raises(InputError, match="expected stream time per second"):
+        parse_speed("fast", False, 10)
+
+
+# --- the replay against the batch job ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small(spark, tmp_path_factory):
+    """The small job, its batch output (`suse run`'s code) and its classified events."""
+    from suse.dashboard.source import classify
+    from suse.spark.config import parse_config, tomllib
+    from suse.spark.jobs import run_job
+
+    tmp = tmp_path_factory.mktemp("small")
+    cfg = parse_config(tomllib.loads(JOB.format(out=tmp / "out")))
+    cfg.spark.master = None  # the shared session
+    run_job(cfg)
+    out = spark.read.parquet(str(tmp / "out")).toPandas()
+    queries_, datetime_axis = classify(cfg)
+    return cfg, out, queries_, datetime_axis
+
+
+def _live(small, strategies=("suse",)):
+    from suse.dashboard.live import Live, Settings
+
+    cfg, _, queries_, datetime_axis = small
+    return Live(queries_, Settings(cfg.summary.size, list(strategies), cfg.summary.seed, True), datetime_axis, 7.0)
+
+
+def test_replay_in_uneven_steps_ends_where_the_batch_job_ends(small):
+    _, out, _, _ = small
+    live = _live(small)
+    rng = random.Random(3)
+    live.advance(0)
+    while not live.finished:
+        live.advance(rng.uniform(0.05, 3))
+        if rng.random() < 0.3:
+            live.refresh()
+    live.refresh()
+    rows = {r["key"][0]: r for r in live.table(0)}
+    assert len(rows) == len(out) == 3
+    for _, job_row in out.iterrows():
+        row = rows[job_row["stream"]]
+        assert row["counts"]["suse"]["exact"] == job_row["count"]
+        assert row["exact"]["exact"] == job_row["exact_count"]
+        assert row["events"] == job_row["events"]
+        # the page's elements are the batch job's elements
+        got = [tuple(e) for e in live.partition(0, row["pid"])["elements"]["suse"]]
+        assert got == [(e["char"], e["timestamp"], e["value"]) for e in job_row["elements"]]
+
+
+def test_history_keeps_every_evaluation_and_only_changes(small):
+    live = _live(small, ("suse", "fifo"))
+    live.advance(0)
+    live.advance(10)  # 70 time units
+    first = live.refresh()
+    second = live.refresh()  # nothing new happened: same numbers, still an evaluation
+    live.advance(10)
+    third = live.refresh()
+    assert [first["id"], second["id"], third["id"]] == [0, 1, 2]
+    assert (first["at"], third["at"]) == (70, 140)
+    detail = live.partition(0, 0)
+    assert [p["evaluation"] for p in detail["series"]] == [0, 1, 2]
+    assert detail["series"][0]["counts"] == detail["series"][1]["counts"]
+    assert len(live.query(0).parts[0].history) <= 2  # the unchanged evaluation stored nothing
+    assert set(detail["elements"]) == {"suse", "fifo"}
+
+
+def test_checkpoint_resumes_where_it_stopped(small, tmp_path):
+    from suse.dashboard import checkpoint as ckpt
+
+    cfg, _, queries_, datetime_axis = small
+    job = {"job": "small"}
+    ckpt.save_events(tmp_path, queries_, datetime_axis, job)
+    a = _live(small, ("suse", "random"))
+    a.advance(0)
+    a.advance(13)
+    a.refresh()
+    ckpt.save_state(tmp_path, a)
+
+    loaded, axis = ckpt.load_events(tmp_path, job)
+    b = _live((cfg, None, loaded, axis), ("suse", "random"))
+    assert ckpt.load_state(tmp_path, b)
+    assert b.status() == a.status()
+    for live in (a, b):  # both go on to the end
+        live.advance(1000)
+        live.refresh()
+    assert b.table(0) == a.table(0)
+    assert b.partition(0, 1) == a.partition(0, 1)
+    with pytest.raises(InputError, match="written for a different job"):
+        ckpt.load_events(tmp_path, {"job": "other"})
+
+
+def test_empty_input_is_a_clear_error(small):
+    from suse.dashboard.live import Live, QueryEvents, Settings
+
+    q = small[2][0]
+    empty = QueryEvents(q.label, q.regex, q.window, q.aggregate, q.policy, [], np.empty(0, np.int32),
+                        np.empty(0, np.int64), np.empty(0, np.uint8), None)
+    with pytest.raises(InputError, match="no events with a character of the query"):
+        Live([empty], Settings(5, ["suse"], 0, False), False, 1.0)
+
+
+# --- the command: errors before the server starts ----------------------------------------------
+
+
+def suse_cli(*args, cwd=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "suse", *args], capture_output=True, text=True, env=ENV,
+                          cwd=cwd, timeout=timeout)
+
+
+def test_a_bad_job_file_gives_the_same_messages_as_suse_run(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(JOB.format(out=tmp_path / "out").replace("size = 12", "size = 'big'").replace("regex", "regx"))
+    served, ran = suse_cli("serve", str(bad), "--port", "0"), suse_cli("run", str(bad))
+    assert served.returncode == ran.returncode == 2
+    assert served.stderr == ran.stderr
+    assert "summary.size: Input should be a valid integer" in served.stderr and "query.regx: unknown key" in served.stderr
+    assert "Traceback" not in served.stderr
+
+
+def test_a_port_in_use_is_one_clear_line(tmp_path):
+    job = tmp_path / "job.toml"
+    job.write_text(JOB.format(out=tmp_path / "out"))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = suse_cli("serve", str(job), "--port", str(port), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: port {port} on 127.0.0.1 is in use; pick another with --port"
+    assert not (tmp_path / "out.live").exists()  # failed before any work
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--replay", "planes"], "--replay: no bundled job 'planes'; choose one of flights, stocks, synthetic"),
+        (["--replay", "flights", "--strategies", "fifo,best"], "--strategies: 'best' is not one of suse, present, fifo, random"),
+        ([], "give a job file or --replay NAME"),
+    ],
+)
+def test_bad_arguments(args, message):
+    proc = suse_cli("serve", *args, "--port", "0")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert message in proc.stderr
+
+
+def test_bundled_jobs_are_the_examples():
+    from suse.dashboard import BUNDLED, bundled_job
+
+    for name in BUNDLED:
+        assert bundled_job(name) == (ROOT / "examples" / f"{name}.toml").read_text(encoding="utf-8")
