@@ -6,6 +6,7 @@ that says what is wrong; the native core (`suse._core`) then runs one call per b
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 import numbers
@@ -52,11 +53,29 @@ def _check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(regex: str) -> tuple[Automaton, Any]:
+    """The automaton of `regex` and its native form. Cached: saved summaries and Spark state
+    rebuild their Query on every load, and compiling is the expensive part."""
+    automaton = compile_regex(regex)
+    dfa = _core.Dfa(
+        automaton.n_states,
+        automaton.alphabet,
+        getattr(automaton, "negated", ""),
+        automaton.start,
+        [s in automaton.finals for s in automaton.states],
+        automaton.table(),
+    )
+    return automaton, dfa
+
+
 class Query:
     """A regular-expression query: pattern, time window (inclusive), aggregate and policy.
 
     `policy="any"` is skip-till-any-match (every subsequence counts); `policy="next"` is
-    skip-till-next-match (each initiator starts one run that takes every later event it can).
+    skip-till-next-match (each initiator starts one run that takes every later event it can);
+    `policy="contiguous"` counts only matches whose elements are consecutive events of the
+    stream (any event between, also of a character outside the query, breaks them).
     """
 
     def __init__(self, regex: str, window: int, aggregate: str = "count", policy: str = "any"):
@@ -66,19 +85,17 @@ class Query:
         self.window = _check_int("window", window)
         self.aggregate = _check_choice("aggregate", aggregate, AGGREGATES)
         self.policy = _check_choice("policy", policy, POLICIES)
-        self.automaton: Automaton = compile_regex(regex)
-        self._dfa = _core.Dfa(
-            self.automaton.n_states,
-            self.automaton.alphabet,
-            getattr(self.automaton, "negated", ""),
-            self.automaton.start,
-            [s in self.automaton.finals for s in self.automaton.states],
-            self.automaton.table(),
-        )
+        self.automaton, self._dfa = _compiled(regex)
 
     @property
     def alphabet(self) -> str:
+        """The letters that can be elements of a match."""
         return self.automaton.alphabet
+
+    @property
+    def negated(self) -> str:
+        """The negated characters (`!X` in the query): events that can be no element."""
+        return getattr(self.automaton, "negated", "")
 
     def to_dict(self) -> dict:
         return {"regex": self.regex, "window": self.window, "aggregate": self.aggregate, "policy": self.policy}

@@ -37,6 +37,7 @@ class Aggregate(str, Enum):
 class Policy(str, Enum):
     any = "any"
     next = "next"
+    contiguous = "contiguous"
 
 
 class Strategy(str, Enum):
@@ -97,7 +98,7 @@ AGGREGATE = typer.Option(
     Aggregate.count, "--aggregate",
     help="Aggregate the summary's selection optimises for; all three are always reported.",
 )
-POLICY = typer.Option(Policy.any, "--policy", help="any = skip-till-any-match, next = skip-till-next-match.")
+POLICY = typer.Option(Policy.any, "--policy", help="any = skip-till-any-match, next = skip-till-next-match, contiguous = consecutive events only.")
 EVALUATE_AT = typer.Option(
     None, "--evaluate-at", metavar="T1,T2,...", parser=_parse_times,
     help="Also report the aggregate over all events with timestamp <= each T (rows in this order).",

@@ -79,11 +79,13 @@ def prepare(
     """Validate everything on the driver and build the event frame and executor plan."""
     if isinstance(partition_by, str):
         partition_by = [partition_by]
-    parsed = suse.Query(query, 0)  # QueryError with a position if malformed
-    alphabet = parsed.alphabet
+    parsed = suse.Query(query, 0, policy=policy)  # QueryError with a position if malformed
+    # Negated characters are events the engine needs (they kill the sets they fall between);
+    # under contiguity every row is (any row between two elements breaks the match).
+    alphabet = parsed.alphabet + "".join(c for c in parsed.negated if c not in parsed.alphabet)
     events = to_events(
         df, characters, alphabet, timestamp, partition_by, value, timestamp_format,
-        list(replicate or ()), streaming,
+        list(replicate or ()), streaming, keep_all=policy == "contiguous",
     )
     if not isinstance(characters, str):
         check_predicates(parsed, characters)

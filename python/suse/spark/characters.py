@@ -34,6 +34,8 @@ from suse.spark.timing import TimeAxis
 
 # Internal column names; user data never sees them.
 TS, RANK, VALUE, TIE = "_suse_ts", "_suse_rank", "_suse_value", "_suse_tie"
+#: The character of a row that matches no predicate, fed under contiguity (never a query letter).
+OTHER = "~"
 # Ranks of rows that are counted, never fed: a NULL or unreadable timestamp, a corrupt record.
 DROPPED, CORRUPT = -1, -2
 
@@ -175,16 +177,21 @@ def to_events(
     timestamp_format: str | None = None,
     replicate: Sequence[str] = (),
     streaming: bool = False,
+    keep_all: bool = False,
 ) -> Events:
+    """``keep_all`` (contiguity): rows with no character of the query are events too, fed to
+    the engine as the placeholder character :data:`OTHER`, because they break contiguity."""
     keys = tuple(field(df, k, "partition").name for k in partition_by)
     if len(set(keys)) != len(keys):
         raise InputError(f"partition_by names a column twice: {list(partition_by)}")
     axis, ts = time_axis(df, timestamp, timestamp_format)
     rank, order = classify(df, characters, alphabet, streaming)
+    if keep_all:
+        rank, order = F.coalesce(rank, F.lit(len(order))), order + OTHER
     # Filter first: only rows with a query character pay for the row hash and time parsing.
     # Rows that cannot be used but must be counted stay, with a negative rank: a NULL or
     # unreadable timestamp (DROPPED) or a record the reader could not parse (CORRUPT).
-    in_query = [i for i, c in enumerate(order) if c in alphabet]
+    in_query = [i for i, c in enumerate(order) if c in alphabet or keep_all]
     corrupt = corrupt_column(df)
     keep = F.col(RANK).isin(in_query)
     if corrupt is not None:

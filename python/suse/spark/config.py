@@ -72,7 +72,7 @@ class QueryConfig(_Strict):
     regex: str
     window: Union[int, str]
     aggregate: Literal["count", "sum", "avg"] = "count"
-    policy: Literal["any", "next"] = "any"
+    policy: Literal["any", "next", "contiguous"] = "any"
     replicate: list[str] = []
 
     @property
