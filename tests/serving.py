@@ -39,12 +39,12 @@ class Server:
         raise AssertionError(f"suse serve did not start:\n{self.log.read_text()}")
 
     def get(self, path: str) -> dict:
-        with urllib.request.urlopen(self.url + path.lstrip("/"), timeout=10) as r:
+        with urllib.request.urlopen(self.url + path.lstrip("/"), timeout=60) as r:
             return json.loads(r.read())
 
     def post(self, path: str) -> dict:
         req = urllib.request.Request(self.url + path.lstrip("/"), method="POST")
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=60) as r:
             return json.loads(r.read())
 
     def wait(self, until: Callable[[dict], bool], what: str, seconds: float = 60) -> dict:

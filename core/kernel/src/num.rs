@@ -42,27 +42,34 @@ pub trait Num: Scalar {
     fn to_xf(&self) -> crate::xf::Xf;
 }
 
+/// The operations machine integers share: checked add and subtract, zero tests.
+macro_rules! checked_common {
+    ($zero:expr) => {
+        #[inline]
+        fn zero() -> Self {
+            $zero
+        }
+        #[inline]
+        fn from_u64(v: u64) -> Self {
+            Self::from(v)
+        }
+        #[inline]
+        fn is_zero(&self) -> bool {
+            *self == $zero
+        }
+        #[inline]
+        fn add(&self, o: &Self) -> R<Self> {
+            self.checked_add(*o).ok_or(Overflow)
+        }
+        #[inline]
+        fn sub(&self, o: &Self) -> R<Self> {
+            self.checked_sub(*o).ok_or(Overflow)
+        }
+    };
+}
+
 impl Scalar for u128 {
-    #[inline]
-    fn zero() -> Self {
-        0
-    }
-    #[inline]
-    fn from_u64(v: u64) -> Self {
-        v as u128
-    }
-    #[inline]
-    fn is_zero(&self) -> bool {
-        *self == 0
-    }
-    #[inline]
-    fn add(&self, o: &Self) -> R<Self> {
-        self.checked_add(*o).ok_or(Overflow)
-    }
-    #[inline]
-    fn sub(&self, o: &Self) -> R<Self> {
-        self.checked_sub(*o).ok_or(Overflow)
-    }
+    checked_common!(0);
     #[inline]
     fn mul(&self, o: &Self) -> R<Self> {
         // Two factors below 2^64 cannot overflow: skip the (slow, software) checked multiply.
@@ -95,26 +102,7 @@ impl Num for u128 {
 }
 
 impl Scalar for U256 {
-    #[inline]
-    fn zero() -> Self {
-        U256::ZERO
-    }
-    #[inline]
-    fn from_u64(v: u64) -> Self {
-        U256::from(v)
-    }
-    #[inline]
-    fn is_zero(&self) -> bool {
-        *self == U256::ZERO
-    }
-    #[inline]
-    fn add(&self, o: &Self) -> R<Self> {
-        self.checked_add(*o).ok_or(Overflow)
-    }
-    #[inline]
-    fn sub(&self, o: &Self) -> R<Self> {
-        self.checked_sub(*o).ok_or(Overflow)
-    }
+    checked_common!(U256::ZERO);
     #[inline]
     fn mul(&self, o: &Self) -> R<Self> {
         self.checked_mul(*o).ok_or(Overflow)

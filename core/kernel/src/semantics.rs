@@ -249,6 +249,34 @@ fn fn_retract<S: Scalar>(cursor: &(u32, Dual<S>), back: &StateFn<S>, out: &mut [
     out[*end as usize].sub_assign(&cursor.1.mul(w)?)
 }
 
+/// The monoid methods of a run semantics (`$run`: where one run goes on one element).
+macro_rules! state_fn_products {
+    ($run:path) => {
+        type Agg<S: Scalar> = StateFn<S>;
+        type Cursor<S: Scalar> = (u32, Dual<S>);
+
+        fn identity<S: Scalar>(dfa: &Dfa) -> Self::Agg<S> {
+            fn_identity(dfa)
+        }
+
+        fn append<S: Scalar>(dfa: &Dfa, agg: &mut Self::Agg<S>, ev: &Ev, _scratch: &mut Self::Agg<S>) -> R<()> {
+            fn_append(dfa, agg, ev, $run)
+        }
+
+        fn prepend<S: Scalar>(dfa: &Dfa, ev: &Ev, agg: &mut Self::Agg<S>, old: &mut Self::Agg<S>) -> R<()> {
+            fn_prepend(dfa, ev, agg, old, $run)
+        }
+
+        fn start<S: Scalar>(dfa: &Dfa, ev: &Ev, after: &Self::Agg<S>) -> R<Option<Self::Cursor<S>>> {
+            fn_start(dfa, ev, after)
+        }
+
+        fn retract<S: Scalar>(_dfa: &Dfa, cursor: &Self::Cursor<S>, back: &Self::Agg<S>, out: &mut [Dual<S>]) -> R<()> {
+            fn_retract(cursor, back, out)
+        }
+    };
+}
+
 /// Skip-till-next-match: each initiator starts one run that takes every later element with a
 /// transition from its current state; negated characters filter it like any set.
 #[derive(Debug, Clone, Copy, Default)]
@@ -269,28 +297,7 @@ impl NextMatch {
 impl Semantics for NextMatch {
     const POLICY: Policy = Policy::Next;
     const SKIP: Skip = Skip::Keep;
-    type Agg<S: Scalar> = StateFn<S>;
-    type Cursor<S: Scalar> = (u32, Dual<S>);
-
-    fn identity<S: Scalar>(dfa: &Dfa) -> Self::Agg<S> {
-        fn_identity(dfa)
-    }
-
-    fn append<S: Scalar>(dfa: &Dfa, agg: &mut Self::Agg<S>, ev: &Ev, _scratch: &mut Self::Agg<S>) -> R<()> {
-        fn_append(dfa, agg, ev, NextMatch::run_step)
-    }
-
-    fn prepend<S: Scalar>(dfa: &Dfa, ev: &Ev, agg: &mut Self::Agg<S>, old: &mut Self::Agg<S>) -> R<()> {
-        fn_prepend(dfa, ev, agg, old, NextMatch::run_step)
-    }
-
-    fn start<S: Scalar>(dfa: &Dfa, ev: &Ev, after: &Self::Agg<S>) -> R<Option<Self::Cursor<S>>> {
-        fn_start(dfa, ev, after)
-    }
-
-    fn retract<S: Scalar>(_dfa: &Dfa, cursor: &Self::Cursor<S>, back: &Self::Agg<S>, out: &mut [Dual<S>]) -> R<()> {
-        fn_retract(cursor, back, out)
-    }
+    state_fn_products!(NextMatch::run_step);
 
     fn advance<S: Scalar>(dfa: &Dfa, a: &mut [Dual<S>], ev: &Ev, formed: &[Dual<S>]) -> R<()> {
         if !dfa.plain(ev.sym, ev.gap, Skip::Keep) {
@@ -327,28 +334,7 @@ impl Contiguous {
 impl Semantics for Contiguous {
     const POLICY: Policy = Policy::Contiguous;
     const SKIP: Skip = Skip::Kill;
-    type Agg<S: Scalar> = StateFn<S>;
-    type Cursor<S: Scalar> = (u32, Dual<S>);
-
-    fn identity<S: Scalar>(dfa: &Dfa) -> Self::Agg<S> {
-        fn_identity(dfa)
-    }
-
-    fn append<S: Scalar>(dfa: &Dfa, agg: &mut Self::Agg<S>, ev: &Ev, _scratch: &mut Self::Agg<S>) -> R<()> {
-        fn_append(dfa, agg, ev, Contiguous::run_step)
-    }
-
-    fn prepend<S: Scalar>(dfa: &Dfa, ev: &Ev, agg: &mut Self::Agg<S>, old: &mut Self::Agg<S>) -> R<()> {
-        fn_prepend(dfa, ev, agg, old, Contiguous::run_step)
-    }
-
-    fn start<S: Scalar>(dfa: &Dfa, ev: &Ev, after: &Self::Agg<S>) -> R<Option<Self::Cursor<S>>> {
-        fn_start(dfa, ev, after)
-    }
-
-    fn retract<S: Scalar>(_dfa: &Dfa, cursor: &Self::Cursor<S>, back: &Self::Agg<S>, out: &mut [Dual<S>]) -> R<()> {
-        fn_retract(cursor, back, out)
-    }
+    state_fn_products!(Contiguous::run_step);
 
     fn advance<S: Scalar>(_dfa: &Dfa, a: &mut [Dual<S>], _ev: &Ev, formed: &[Dual<S>]) -> R<()> {
         a.clone_from_slice(formed); // only the sets that took the element live on
