@@ -390,3 +390,43 @@ def test_hand_picked_queries_against_the_oracle(query, events, window):
 def test_stream_alphabet_covers_every_role():
     # letters, negated-only characters and a character no query names
     assert set("abc") < set(STREAM_CHARS) and {"d", "e", "z"} < set(STREAM_CHARS)
+
+
+# --- the two ways of finding minimal guards agree ----------------------------------------
+
+
+def _both_guard_methods(query: str):
+    from suse.query import construction as c
+
+    thompson = compile_regex(query).stages["thompson"]
+    bit = {ch: 1 << i for i, ch in enumerate(thompson.negated)}
+    guarded: dict = {}
+    for (source, target), chars in thompson.negations.items():
+        mask = sum(bit[ch] for ch in chars)
+        guarded.setdefault(source, []).append((target, mask))
+    has_move: dict = {}
+    for source, ch in thompson.transitions:
+        has_move.setdefault(source, []).append(ch)
+    (final,) = thompson.finals
+    by_masks = c._GuardMasks.build(thompson, guarded)
+    for q in thompson.states:
+        fast, fast_final = by_masks.moves(q)
+        slow, slow_final = c._moves_by_search(thompson, q, guarded, has_move, final, query)
+        assert fast_final == slow_final, (query, q)
+        assert {k: sorted(v) for k, v in fast.items()} == {k: sorted(v) for k, v in slow.items()}, (query, q)
+
+
+@settings(max_examples=150, deadline=None)
+@given(negation_queries)
+def test_guard_masks_equal_path_search(query):
+    _both_guard_methods(query)
+
+
+def test_many_distinct_negations_fall_back_to_path_search():
+    from suse.query import construction as c
+
+    query = "A(!B|!C|!D|!E|!F|!G|!H)I"  # 2^7 unions of negations: more than the candidates limit
+    assert 2**7 > c.MAX_GUARD_CANDIDATES
+    a = compile_regex(query)
+    assert a.accepts(["A", "!B", "!C", "I"]) and not a.accepts(["A", *[f"!{x}" for x in "BCDEFGH"], "I"])
+    _both_guard_methods("A(!B|!C|!D)(!E|!F)I")

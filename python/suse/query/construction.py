@@ -8,7 +8,7 @@ from collections import deque
 from typing import Iterable, Mapping, Optional
 
 from suse.errors import QueryError
-from suse.query.nfa import NFA, freeze, negation_label, renumber
+from suse.query.nfa import NFA, bfs_numbering, freeze, negation_label, renumber
 from suse.query.parser import Alternation, AnyChar, Char, Concat, Negation, Node, Repeat, negated_of
 
 MAX_DFA_STATES = 10_000  # subset construction can blow up exponentially; refuse beyond this
@@ -110,8 +110,6 @@ def thompson(tree: Node, alphabet: str, query: str = "") -> NFA:
     ``QueryError`` for a negation that stands where it cannot act (``check_negations``)."""
     builder = _ThompsonBuilder(alphabet)
     entry, exit_ = builder.build(tree)
-    if builder.negations:
-        check_negations(builder, entry, exit_, query)
     epsilon = {state: frozenset(targets) for state, targets in builder.epsilon.items()}
     nfa = NFA(
         alphabet,
@@ -123,46 +121,43 @@ def thompson(tree: Node, alphabet: str, query: str = "") -> NFA:
         negated_of(tree),
         dict(builder.negations),
     )
-    return renumber(nfa, nfa.states)
+    result = renumber(nfa, nfa.states)
+    if builder.negations:
+        new = bfs_numbering(nfa, nfa.states)
+        positions = {(new[s], new[t]): pos for (s, t), pos in builder.negation_pos.items()}
+        check_negations(result, positions, query)
+    return result
 
 
-def check_negations(builder: _ThompsonBuilder, entry: int, exit_: int, query: str) -> None:
+def check_negations(nfa: NFA, positions: Mapping[tuple[int, int], int], query: str) -> None:
     """A negation is judged between the elements before and after it, so on every path
     through it both must exist, and the element after it must not be able to have a
     character it forbids (``A!BB`` would forbid its own next element). Copies made by
     ``x{m,n}`` share a position; the error names the leftmost offending negation."""
-    zero_width: dict[int, list[int]] = {}
-    for source, targets in builder.epsilon.items():
-        zero_width.setdefault(source, []).extend(targets)
-    for source, target in builder.negations:
-        zero_width.setdefault(source, []).append(target)
-    reads: dict[int, set[str]] = {}
-    for source, ch in builder.moves:
-        reads.setdefault(source, set()).add(ch)
-
-    def closure(state: int) -> set[int]:
-        seen, stack = {state}, [state]
-        while stack:
-            for target in zero_width.get(stack.pop(), ()):
-                if target not in seen:
-                    seen.add(target)
-                    stack.append(target)
-        return seen
+    # Closures over epsilon and negation moves, as bitmasks: BFS numbering keeps the
+    # fixpoint in _closure_masks to a few rounds.
+    zero_width: dict[int, set[int]] = {s: set(t) for s, t in nfa.epsilon.items()}
+    for source, target in nfa.negations:
+        zero_width.setdefault(source, set()).add(target)
+    closures = _closure_masks(NFA("", nfa.n_states, nfa.start, nfa.finals, {}, zero_width))
+    reads: dict[str, int] = {}  # letter -> bitmask of the states with a move on it
+    for source, ch in nfa.transitions:
+        reads[ch] = reads.get(ch, 0) | 1 << source
+    (exit_,) = nfa.finals
 
     problems: list[tuple[int, str]] = []
-    before_any_letter = closure(entry)
-    for (source, target), chars in builder.negations.items():
-        pos = builder.negation_pos[(source, target)]
+    before_any_letter = closures[nfa.start]
+    for (source, target), chars in nfa.negations.items():
+        pos = positions[(source, target)]
         label = negation_label(chars)
-        if source in before_any_letter:
+        if before_any_letter >> source & 1:
             problems.append((pos, f"negation {label} cannot come first: on some path no element precedes it"))
             continue
-        after = closure(target)
-        if exit_ in after:
+        after = closures[target]
+        if after >> exit_ & 1:
             problems.append((pos, f"negation {label} cannot come last: on some path no element follows it"))
             continue
-        next_letters = set().union(*(reads.get(state, set()) for state in after))
-        clash = sorted(set(chars) & next_letters)
+        clash = [ch for ch in chars if reads.get(ch, 0) & after]
         if clash:
             problems.append(
                 (
@@ -226,6 +221,14 @@ def _remove_epsilon_guarded(nfa: NFA, query: str) -> NFA:
     every negated x outside G and none for x in G (an x event between the elements kills
     that parse). Entering q enters all its copies; only the unguarded copy q_0 is final
     (``check_negations`` guarantees that no path to the end passes a negation)."""
+    # The guarded automaton has at least the moves of the one that ignores the guards, so
+    # that cheap bitmask pass refuses a too large query before the slower guarded one.
+    merged = {s: set(targets) for s, targets in nfa.epsilon.items()}
+    for source, target in nfa.negations:
+        merged.setdefault(source, set()).add(target)
+    unguarded = NFA(nfa.alphabet, nfa.n_states, nfa.start, nfa.finals, nfa.transitions, freeze(merged))
+    remove_epsilon(unguarded, query)
+
     bit = {ch: 1 << i for i, ch in enumerate(nfa.negated)}
     guarded: dict[int, list[tuple[int, int]]] = {}
     for (source, target), chars in nfa.negations.items():
@@ -239,23 +242,21 @@ def _remove_epsilon_guarded(nfa: NFA, query: str) -> NFA:
     (final,) = nfa.finals  # Thompson's automaton has one final state
     entered = {nfa.start} | {t for states in nfa.transitions.values() for t in states}
 
+    by_masks = _GuardMasks.build(nfa, guarded)
     outs: dict[int, dict[int, dict[str, set[int]]]] = {}  # q -> guard -> ch -> targets
     finals: set[int] = set()
     size = 0
     for q in sorted(entered):
-        guards = _guarded_closure(q, nfa.epsilon, guarded, query)
-        per_move: dict[tuple[str, int], list[int]] = {}  # (ch, target) -> minimal guards
-        for via, via_guards in guards.items():
-            for ch in has_move.get(via, ()):
-                for target in nfa.transitions[(via, ch)]:
-                    for g in via_guards:
-                        _add_minimal(per_move.setdefault((ch, target), []), g)
+        if by_masks is not None:
+            per_move, final_here = by_masks.moves(q)
+        else:
+            per_move, final_here = _moves_by_search(nfa, q, guarded, has_move, final, query)
         by_guard = outs.setdefault(q, {})
         for (ch, target), minimal in per_move.items():
             for g in minimal:
                 by_guard.setdefault(g, {}).setdefault(ch, set()).add(target)
                 size += 1
-        if 0 in guards.get(final, ()):
+        if final_here:
             finals.add(q)
         if size > MAX_NFA_TRANSITIONS:
             raise QueryError(
@@ -292,6 +293,73 @@ def _remove_epsilon_guarded(nfa: NFA, query: str) -> NFA:
         negated=nfa.negated,
     )
     return renumber(result, result.states)
+
+
+MAX_GUARD_CANDIDATES = 64  # beyond this many unions of negations, search paths instead
+
+
+class _GuardMasks:
+    """Minimal guards by bitmask closures: for every candidate guard S (a union of some
+    negation moves' characters, so every path's guard is one), the closure over epsilon
+    moves and the negation moves allowed by S. A target reached with S but with no
+    smaller candidate has S as a minimal guard. Much faster than searching paths when
+    the query has few distinct negations, which is the usual case."""
+
+    def __init__(self, nfa: NFA, candidates: list[int], closures: dict[int, list[int]]):
+        self.nfa = nfa
+        self.candidates = candidates  # by number of characters, so subsets come first
+        self.closures = closures
+        self.targets = {key: _mask(states) for key, states in nfa.transitions.items()}
+        self.has_move = {ch: _mask(s for (s, c) in nfa.transitions if c == ch) for ch in nfa.alphabet}
+        self.final = _mask(nfa.finals)
+
+    @classmethod
+    def build(cls, nfa: NFA, guarded: Mapping[int, list[tuple[int, int]]]) -> Optional["_GuardMasks"]:
+        labels = {m for moves in guarded.values() for _, m in moves}
+        candidates = {0}
+        for label in labels:
+            candidates |= {c | label for c in candidates}
+            if len(candidates) > MAX_GUARD_CANDIDATES:
+                return None
+        ordered = sorted(candidates, key=lambda c: (bin(c).count("1"), c))
+        closures = {}
+        for allowed in ordered:
+            zero_width = {s: set(t) for s, t in nfa.epsilon.items()}
+            for source, moves in guarded.items():
+                for target, m in moves:
+                    if m & ~allowed == 0:
+                        zero_width.setdefault(source, set()).add(target)
+            closures[allowed] = _closure_masks(NFA("", nfa.n_states, nfa.start, nfa.finals, {}, zero_width))
+        return cls(nfa, ordered, closures)
+
+    def moves(self, q: int) -> tuple[dict[tuple[str, int], list[int]], bool]:
+        per_move: dict[tuple[str, int], list[int]] = {}
+        for ch in self.nfa.alphabet:
+            reached: dict[int, int] = {}  # candidate -> targets reachable with it
+            for allowed in self.candidates:
+                targets = 0
+                for via in _members(self.closures[allowed][q] & self.has_move[ch]):
+                    targets |= self.targets[(via, ch)]
+                reached[allowed] = targets
+                smaller = 0
+                for other, got in reached.items():
+                    if other != allowed and other & ~allowed == 0:
+                        smaller |= got
+                for target in _members(targets & ~smaller):
+                    per_move.setdefault((ch, target), []).append(allowed)
+        return per_move, bool(self.closures[0][q] & self.final)
+
+
+def _moves_by_search(nfa, q, guarded, has_move, final, query):
+    """Minimal guards per (character, target) by searching zero-width paths from q."""
+    guards = _guarded_closure(q, nfa.epsilon, guarded, query)
+    per_move: dict[tuple[str, int], list[int]] = {}
+    for via, via_guards in guards.items():
+        for ch in has_move.get(via, ()):
+            for target in nfa.transitions[(via, ch)]:
+                for g in via_guards:
+                    _add_minimal(per_move.setdefault((ch, target), []), g)
+    return per_move, 0 in guards.get(final, ())
 
 
 def _guarded_closure(

@@ -88,6 +88,28 @@ def freeze(moves: Mapping[tuple[int, str], Iterable[int]]) -> NfaMoves:
 def renumber(nfa: NFA, keep: Iterable[int]) -> NFA:
     """Restrict to ``keep`` and number states in BFS order from the start (targets visited
     by sorted character, epsilon moves first); kept states the BFS misses come last."""
+    new = bfs_numbering(nfa, keep)
+
+    def mapped(targets: Iterable[int]) -> frozenset[int]:
+        return frozenset(new[t] for t in targets if t in new)
+
+    moves = {(new[s], ch): mapped(t) for (s, ch), t in nfa.transitions.items() if s in new}
+    epsilon = {new[s]: mapped(t) for s, t in nfa.epsilon.items() if s in new}
+    negations = {(new[s], new[t]): c for (s, t), c in nfa.negations.items() if s in new and t in new}
+    return NFA(
+        nfa.alphabet,
+        len(new),
+        0,
+        frozenset(new[s] for s in nfa.finals if s in new),
+        {key: targets for key, targets in sorted(moves.items()) if targets},
+        {key: targets for key, targets in sorted(epsilon.items()) if targets},
+        nfa.negated,
+        dict(sorted(negations.items())),
+    )
+
+
+def bfs_numbering(nfa: NFA, keep: Iterable[int]) -> dict[int, int]:
+    """The old -> new state numbers ``renumber`` uses."""
     keep = set(keep)
     order: list[int] = []
     seen = {nfa.start}
@@ -104,24 +126,7 @@ def renumber(nfa: NFA, keep: Iterable[int]) -> NFA:
                 seen.add(target)
                 queue.append(target)
     order += sorted(keep - seen)
-    new = {old: i for i, old in enumerate(order)}
-
-    def mapped(targets: Iterable[int]) -> frozenset[int]:
-        return frozenset(new[t] for t in targets if t in new)
-
-    moves = {(new[s], ch): mapped(t) for (s, ch), t in nfa.transitions.items() if s in new}
-    epsilon = {new[s]: mapped(t) for s, t in nfa.epsilon.items() if s in new}
-    negations = {(new[s], new[t]): c for (s, t), c in nfa.negations.items() if s in new and t in new}
-    return NFA(
-        nfa.alphabet,
-        len(order),
-        0,
-        frozenset(new[s] for s in nfa.finals if s in new),
-        {key: targets for key, targets in sorted(moves.items()) if targets},
-        {key: targets for key, targets in sorted(epsilon.items()) if targets},
-        nfa.negated,
-        dict(sorted(negations.items())),
-    )
+    return {old: i for i, old in enumerate(order)}
 
 
 def render_dot(
