@@ -466,10 +466,11 @@ def determinise(nfa: NFA, query: str = "") -> NFA:
     index = {start: 0}
     queue = deque([start])
     moves: dict[tuple[int, str], frozenset[int]] = {}
+    symbols = nfa.symbols
     while queue:
         subset = queue.popleft()
         members = _members(subset)
-        for ch in nfa.symbols:
+        for ch in symbols:
             target = 0
             for state in members:
                 target |= targets.get((state, ch), 0)
@@ -513,9 +514,10 @@ def _hopcroft_blocks(dfa: NFA) -> list[set[int]]:
     blocks = [b for b in (finals, others) if b]
     block_of = {s: b for b, block in enumerate(blocks) for s in block}
     pending = set(range(len(blocks)))  # splitters still to process
+    symbols = dfa.symbols
     while pending:
         splitter = list(blocks[pending.pop()])
-        for ch in dfa.symbols:
+        for ch in symbols:
             into = {p for s in splitter for p in predecessors.get((s, ch), ())}
             touched: dict[int, set[int]] = {}
             for state in into:

@@ -111,6 +111,7 @@ def renumber(nfa: NFA, keep: Iterable[int]) -> NFA:
 def bfs_numbering(nfa: NFA, keep: Iterable[int]) -> dict[int, int]:
     """The old -> new state numbers ``renumber`` uses."""
     keep = set(keep)
+    symbols = nfa.symbols
     order: list[int] = []
     seen = {nfa.start}
     queue = deque([nfa.start])
@@ -118,8 +119,9 @@ def bfs_numbering(nfa: NFA, keep: Iterable[int]) -> dict[int, int]:
         state = queue.popleft()
         order.append(state)
         successors = sorted(nfa.epsilon.get(state, ()))
-        successors += sorted(t for (s, t) in nfa.negations if s == state)
-        for ch in nfa.symbols:
+        if nfa.negations:
+            successors += sorted(t for (s, t) in nfa.negations if s == state)
+        for ch in symbols:
             successors += sorted(nfa.transitions.get((state, ch), ()))
         for target in successors:
             if target in keep and target not in seen:
