@@ -350,3 +350,330 @@ def stnm_aggregate(automaton, events, window: int) -> dict:
         "count": len(matches),
         "sum": sum(_value(events[i]) for m in matches for i in m),
     }
+
+
+# =========================================================================== negation
+# Oracles for queries with negations (``A!BC``, ``A !(X|Y) B``) and for the contiguous
+# policy. They take suse query text, not a Python regex, and are built without suse's
+# compiler: matches are decided by ``re.fullmatch`` on a *gap string*; partial counts and
+# skip-till-next-match use a guarded position automaton built here from the query text.
+#
+# Definitions (the normative ones of the negation issue):
+# - A negation is a zero-width condition between the match elements on either side of
+#   it: an index set is a match iff some parse of its word passes only negations whose
+#   characters occur in *no event of the full stream* strictly between those elements.
+#   Inside a repetition it applies at each pass.
+# - ``policy="contiguous"``: the chosen indices must be consecutive positions of the full
+#   stream, counting events of every character (also characters the query never names).
+#   Negation is then vacuous: nothing lies between adjacent elements.
+# - partial_count: windowed non-empty index sets that are not matches but can still be
+#   extended: some parse can continue with a next element although the negated events
+#   after the last chosen element (up to the end of the stream) have already happened.
+#   Under contiguity a partial match must end at the stream's last event (any later event
+#   breaks it).
+
+_NEG_TOKEN = re.compile(r"\{\d+(?:,\d*)?\}|!\([^)]*\)|![^(]|.")
+
+
+def _query_tokens(query: str) -> list[str]:
+    return _NEG_TOKEN.findall("".join(query.split()))
+
+
+def _negated_chars(token: str) -> str:
+    """``!B`` -> "B", ``!(B|C)`` -> "BC"."""
+    return "".join(sorted(set(token[1:].strip("()").replace("|", ""))))
+
+
+def query_letters(query: str) -> tuple[str, str]:
+    """(letters, negated): the sorted characters that can be match elements, and the sorted
+    characters some negation forbids."""
+    letters, negated = set(), set()
+    for t in _query_tokens(query):
+        if t.startswith("!"):
+            negated.update(_negated_chars(t))
+        elif len(t) == 1 and t not in _QUERY_META:
+            letters.add(t)
+    return "".join(sorted(letters)), "".join(sorted(negated))
+
+
+def query_to_gap_regex(query: str) -> str:
+    """A Python regex over gap strings (see ``gap_string``): a letter X becomes
+    ``(?:<[^>]*>X)`` (any gap, then X) and a negation ``!G`` the lookahead
+    ``(?=<[^>G]*>)`` (the next gap holds no character of G)."""
+    letters, _ = query_letters(query)
+    gap = "<[^>]*>"
+    out = []
+    for t in _query_tokens(query):
+        if t.startswith("!"):
+            out.append("(?=<[^>" + _negated_chars(t) + "]*>)")
+        elif t == "(":
+            out.append("(?:")
+        elif t == ".":
+            out.append(f"(?:{gap}[{letters}])")
+        elif t in _QUERY_META or len(t) > 1:
+            out.append(t)
+        else:
+            if not (t.isascii() and t.isalnum()):
+                raise ValueError(f"query {query!r}: {t!r} is not a character or operator")
+            out.append(f"(?:{gap}{t})")
+    return "".join(out)
+
+
+def gap_string(events, idx, negated: str) -> str:
+    """``<g>X`` per chosen element X, where g lists (sorted, distinct) the negated
+    characters of the events strictly between the previous chosen element and this one;
+    ``<>`` before the first. Example: A0 E1 B2 with ``!E`` negated, idx (0, 2) -> ``<>A<E>B``."""
+    out, previous = [], None
+    for i in idx:
+        between = events[previous + 1 : i] if previous is not None else []
+        g = sorted({e[0] for e in between if e[0] in negated})
+        out.append("<" + "".join(g) + ">" + events[i][0])
+        previous = i
+    return "".join(out)
+
+
+def _contiguous(idx) -> bool:
+    return all(b == a + 1 for a, b in zip(idx, idx[1:]))
+
+
+def _check_policy(policy: str) -> None:
+    if policy not in ("any", "contiguous"):
+        raise ValueError(f"policy must be 'any' or 'contiguous', got {policy!r}")
+
+
+def query_matches(query: str, events, window: int, policy: str = "any") -> list[tuple[int, ...]]:
+    """Every match of a suse query (negations allowed) under skip-till-any-match
+    (``policy="any"``) or contiguity (``"contiguous"``), by enumeration and ``re``."""
+    _check_policy(policy)
+    events = list(events)
+    _, negated = query_letters(query)
+    pattern = re.compile(query_to_gap_regex(query))
+    return [
+        idx
+        for idx in _windowed_subsets(events, window)
+        if (policy == "any" or _contiguous(idx))
+        and pattern.fullmatch(gap_string(events, idx, negated))
+    ]
+
+
+def query_aggregate(query: str, events, window: int, policy: str = "any") -> dict:
+    """COUNT, SUM and partial_count of a suse query (negations allowed), by enumeration."""
+    _check_policy(policy)
+    events = list(events)
+    _, negated = query_letters(query)
+    pattern = re.compile(query_to_gap_regex(query))
+    gpa = GuardedPositions(query)
+    count = total = partial = 0
+    for idx in _windowed_subsets(events, window):
+        if policy == "contiguous" and not _contiguous(idx):
+            continue
+        if pattern.fullmatch(gap_string(events, idx, negated)):
+            count += 1
+            total += sum(_value(events[i]) for i in idx)
+        elif policy == "contiguous":
+            partial += idx[-1] == len(events) - 1 and gpa.can_continue(events, idx, "")
+        else:
+            after = {e[0] for e in events[idx[-1] + 1 :] if e[0] in negated}
+            partial += gpa.can_continue(events, idx, "".join(after))
+    return {"count": count, "sum": total, "partial_count": partial}
+
+
+def query_aggregate_at(query: str, events, window: int, t: int, policy: str = "any") -> dict:
+    """``query_aggregate`` over the events with timestamp <= t."""
+    return query_aggregate(query, [e for e in events if e[1] <= t], window, policy)
+
+
+class GuardedPositions:
+    """A position (Glushkov) automaton of a suse query whose moves carry *guards*.
+
+    Positions are the letter occurrences of the query with ``x{m,n}`` written out. A move
+    ``p -> q`` carries the set of characters forbidden by the negations passed between
+    the two letters (a move passing ``!B`` and ``!C`` has guard {B, C}); ``first`` and
+    ``last`` are (position, guard) pairs from the start and to the end. Alternative
+    parses give several moves for one pair; all are kept (a match needs one that holds).
+    """
+
+    def __init__(self, query: str):
+        self.letters, self.negated = query_letters(query)
+        self.labels: list[str] = []  # position -> the letters it can take
+        self.follow: dict[int, set[tuple[int, frozenset]]] = {}
+        tokens = _query_tokens(query)
+        tree, rest = self._alternation(tokens)
+        if rest:
+            raise ValueError(f"query {query!r}: unexpected {rest[0]!r}")
+        _, self.first, self.last = self._glushkov(tree)
+
+    # -- a small parser of suse syntax into nested tuples
+    def _alternation(self, tokens):
+        options = []
+        while True:
+            node, tokens = self._concat(tokens)
+            options.append(node)
+            if not tokens or tokens[0] != "|":
+                return ("alt", options), tokens
+            tokens = tokens[1:]
+
+    def _concat(self, tokens):
+        parts = []
+        while tokens and tokens[0] not in ("|", ")"):
+            t, tokens = tokens[0], tokens[1:]
+            if t == "(":
+                node, tokens = self._alternation(tokens)
+                if not tokens or tokens[0] != ")":
+                    raise ValueError("unclosed '('")
+                tokens = tokens[1:]
+            elif t.startswith("!"):
+                node = ("neg", frozenset(_negated_chars(t)))
+            elif t == ".":
+                node = ("chr", self.letters)
+            elif t in "*+?" or t.startswith("{"):
+                raise ValueError(f"dangling {t!r}")
+            else:
+                node = ("chr", t)
+            while tokens and (tokens[0] in ("*", "+", "?") or tokens[0].startswith("{")):
+                op, tokens = tokens[0], tokens[1:]
+                if op in ("*", "+", "?"):
+                    lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[op]
+                else:
+                    lo_s, _, hi_s = op[1:-1].partition(",")
+                    lo = int(lo_s)
+                    hi = lo if "," not in op else (int(hi_s) if hi_s else None)
+                node = ("rep", node, lo, hi)
+            parts.append(node)
+        return ("cat", parts), tokens
+
+    # -- Glushkov's construction with guards: returns (nullable guards, first, last)
+    def _glushkov(self, node):
+        kind = node[0]
+        if kind == "chr":
+            p = len(self.labels)
+            self.labels.append(node[1])
+            self.follow[p] = set()
+            return set(), {(p, frozenset())}, {(p, frozenset())}
+        if kind == "neg":
+            return {node[1]}, set(), set()
+        if kind == "alt":
+            null, first, last = set(), set(), set()
+            for option in node[1]:
+                n, f, la = self._glushkov(option)
+                null |= n
+                first |= f
+                last |= la
+            return null, first, last
+        if kind == "cat":
+            null, first, last = {frozenset()}, set(), set()
+            for part in node[1]:
+                n, f, la = self._glushkov(part)
+                for p, g in last:
+                    for q, h in f:
+                        self.follow[p].add((q, g | h))
+                first |= {(q, a | h) for a in null for q, h in f}
+                last = {(p, g | b) for p, g in last for b in n} | la
+                null = {a | b for a in null for b in n}
+            return null, first, last
+        _, body, lo, hi = node  # rep: lo copies, then a loop or hi - lo optional copies
+        copies = [("cat", [body] * lo)]
+        if hi is None:
+            copies.append(("star", body))
+        else:
+            copies += [("opt", body)] * (hi - lo)
+        null, first, last = {frozenset()}, set(), set()
+        for copy in copies:
+            if copy[0] == "star" or copy[0] == "opt":
+                n, f, la = self._glushkov(copy[1])
+                if copy[0] == "star":
+                    for p, g in la:
+                        for q, h in f:
+                            self.follow[p].add((q, g | h))
+                n = n | {frozenset()}
+            else:
+                n, f, la = self._glushkov(copy)
+            for p, g in last:
+                for q, h in f:
+                    self.follow[p].add((q, g | h))
+            first |= {(q, a | h) for a in null for q, h in f}
+            last = {(p, g | b) for p, g in last for b in n} | la
+            null = {a | b for a in null for b in n}
+        return null, first, last
+
+    # -- runs over index sets of a stream
+    def configurations(self, events, idx) -> set[int]:
+        """Positions a parse of the chosen elements can be in, negations checked against
+        the events strictly between consecutive chosen elements."""
+        current: set[int] | None = None
+        previous = None
+        for i in idx:
+            c = events[i][0]
+            if current is None:
+                current = {q for q, g in self.first if c in self.labels[q] and not g}
+            else:
+                seen = {e[0] for e in events[previous + 1 : i]}
+                current = {
+                    q
+                    for p in current
+                    for q, g in self.follow[p]
+                    if c in self.labels[q] and not g & seen
+                }
+            previous = i
+        return current or set()
+
+    def accepts(self, events, idx) -> bool:
+        finals = {p for p, g in self.last if not g}
+        return bool(self.configurations(events, idx) & finals)
+
+    def can_continue(self, events, idx, seen_after: str) -> bool:
+        """Some parse can take a further element, given the characters seen since the
+        last chosen one."""
+        seen = set(seen_after)
+        return any(not g & seen for p in self.configurations(events, idx) for _, g in self.follow[p])
+
+
+def query_stnm_matches(query: str, events, window: int) -> list[tuple[int, ...]]:
+    """Skip-till-next-match with negations, by simulating runs of ``GuardedPositions``.
+
+    Each event that can be a first element starts one run. The run's state is a set of
+    configurations (position, characters seen since the last taken element). For every
+    later event within ``window`` of the initiator: if some configuration has a move to a
+    position that takes the event's character and whose guard avoids the characters seen,
+    the run takes the event (every such move; seen sets reset). Otherwise, if the
+    character is negated, it is added to every configuration's seen set: a configuration
+    all of whose moves it forbids can no longer move, and a run none of whose
+    configurations can move is dead. The run yields the taken events each time one of its
+    positions can end the pattern. Without negations this is ``stnm_matches``.
+    """
+    gpa = GuardedPositions(query)
+    finals = {p for p, g in gpa.last if not g}
+    events = list(events)
+    out: list[tuple[int, ...]] = []
+    for i, (c, t0, *_) in enumerate(events):
+        configs = {(q, frozenset()) for q, g in gpa.first if c in gpa.labels[q] and not g}
+        if not configs:
+            continue
+        taken = [i]
+        if any(p in finals for p, _ in configs):
+            out.append(tuple(taken))
+        for j in range(i + 1, len(events)):
+            if events[j][1] - t0 > window:
+                continue  # not `break`: timestamps need not be sorted
+            cj = events[j][0]
+            moved = {
+                (q, frozenset())
+                for p, seen in configs
+                for q, g in gpa.follow[p]
+                if cj in gpa.labels[q] and not g & seen
+            }
+            if moved:
+                configs = moved
+                taken.append(j)
+                if any(p in finals for p, _ in configs):
+                    out.append(tuple(taken))
+            elif cj in gpa.negated:
+                configs = {(p, seen | {cj}) for p, seen in configs}
+    return out
+
+
+def query_stnm_aggregate(query: str, events, window: int) -> dict:
+    """COUNT and SUM over ``query_stnm_matches``."""
+    events = list(events)
+    matches = query_stnm_matches(query, events, window)
+    return {"count": len(matches), "sum": sum(_value(events[i]) for m in matches for i in m)}

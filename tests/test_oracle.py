@@ -188,3 +188,117 @@ def test_stnm_accepts_a_dfa_object_or_tuple():
 def test_missing_values_count_as_zero():
     assert stam_aggregate("AB", [("A", 0), ("B", 1)], 5) == {"count": 1, "sum": 0, "partial_count": 1}
     assert oracle.stnm_aggregate("AB", [("A", 0), ("B", 1)], 5) == {"count": 1, "sum": 0}
+
+
+# ------------------------------------------------------------------ negation, hand-derived
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from negation_strategies import negation_queries, streams  # noqa: E402
+from oracle import (  # noqa: E402
+    GuardedPositions,
+    gap_string,
+    query_aggregate,
+    query_aggregate_at,
+    query_letters,
+    query_matches,
+    query_stnm_aggregate,
+    query_stnm_matches,
+    query_to_gap_regex,
+)
+
+
+def stream(text: str, values=None):
+    """'A E B' -> [(A,0,v0), (E,1,v1), (B,2,v2)]."""
+    chars = text.split()
+    return [(c, t, (values or [0] * len(chars))[t]) for t, c in enumerate(chars)]
+
+
+def test_gap_string_and_regex():
+    ev = stream("A E B X B")
+    assert gap_string(ev, (0, 2), "E") == "<>A<E>B"
+    assert gap_string(ev, (0, 4), "EX") == "<>A<EX>B"
+    assert gap_string(ev, (2, 4), "E") == "<>B<>B"  # X is not negated: not recorded
+    assert query_to_gap_regex("A!EB") == "(?:<[^>]*>A)(?=<[^>E]*>)(?:<[^>]*>B)"
+    assert query_letters("A !(X|Y) B+ C") == ("ABC", "XY")
+
+
+def test_negation_between_two_elements():
+    assert query_matches("A!EB", stream("A E B B"), 10) == []
+    got = query_aggregate("A!EB", stream("A B E B", [1, 2, 4, 8]), 10)
+    assert got == {"count": 1, "sum": 3, "partial_count": 0}  # only {A0,B1}; {A0} is dead after E2
+
+
+def test_negation_inside_a_repetition_applies_at_each_pass():
+    # {A0,C4} (no pass) and {A0,B3,C4}; B1 has D2 before any later element.
+    assert query_matches("A(B!D)*C", stream("A B D B C"), 10) == [(0, 4), (0, 3, 4)]
+
+
+def test_one_parse_whose_negations_hold_is_enough():
+    # {A0,D2}: a B lies between, but the !C parse holds. {A0,D4}: both B and C lie between.
+    assert query_matches("A(!B|!C)D", stream("A B D C D"), 10) == [(0, 2)]
+
+
+def test_negated_events_outside_the_pair_do_not_matter():
+    # E before the first and after the last element is never between them.
+    assert query_matches("A!EB", stream("E A B E"), 10) == [(1, 2)]
+    # A letter that is also negated: B may not lie between A and C, but can end the match.
+    assert query_matches("A!BCB", stream("A C B B"), 10) == [(0, 1, 2), (0, 1, 3)]
+    assert query_matches("A!BCB", stream("A B C B"), 10) == []
+
+
+def test_partial_counts_see_negated_events_after_the_last_element():
+    assert query_aggregate("A!EB", stream("A E"), 10)["partial_count"] == 0
+    assert query_aggregate("A!EB", stream("A Z"), 10)["partial_count"] == 1
+    # A(!BC)*: {A0} is a match; {A0} can no longer take C, but that is not a partial.
+    assert query_aggregate("A(!BC)*", stream("A B"), 10) == {"count": 1, "sum": 0, "partial_count": 0}
+    assert query_aggregate_at("A!EB", stream("A B E"), 10, 1)["count"] == 1
+
+
+def test_contiguity_counts_only_adjacent_events():
+    ev = stream("A Z B A B")  # Z is named by no query, yet it breaks contiguity
+    assert query_matches("AB", ev, 10) == [(0, 2), (0, 4), (3, 4)]
+    assert query_matches("AB", ev, 10, "contiguous") == [(3, 4)]
+    assert query_matches("A+B", stream("A A B"), 10, "contiguous") == [(0, 1, 2), (1, 2)]
+    assert query_matches("A!EB", stream("A B"), 10, "contiguous") == [(0, 1)]  # vacuous
+
+
+def test_contiguous_partials_must_end_at_the_last_event():
+    assert query_aggregate("ABC", stream("A B Z"), 10, "contiguous")["partial_count"] == 0
+    assert query_aggregate("ABC", stream("A B"), 10, "contiguous")["partial_count"] == 1  # {A0,B1}
+
+
+def test_window_applies_with_negation():
+    ev = [("A", 0, 0), ("B", 3, 0), ("E", 4, 0), ("B", 5, 0)]
+    assert query_matches("A!EB", ev, 3) == [(0, 1)]
+    assert query_matches("A!EB", ev, 2) == []
+
+
+def test_stnm_with_negation():
+    # Runs from A0 and A1 see E2 before any B: dead. The run from A4 takes B5.
+    assert query_stnm_matches("A!EB", stream("A A E B A B"), 10) == [(4, 5)]
+    # A(!BC)*: after B2 the run cannot take C3 any more, but it stays a match.
+    assert query_stnm_matches("A(!BC)*", stream("A C B C"), 10) == [(0,), (0, 1)]
+    assert query_stnm_aggregate("A!EB", stream("A B E B", [1, 2, 4, 8]), 10) == {"count": 1, "sum": 3}
+
+
+def test_unknown_policy_is_refused():
+    with pytest.raises(ValueError):
+        query_matches("AB", stream("A B"), 1, "next")
+
+
+# ------------------------------------------------------------------ negation, differential
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["ABC", "A(B*C)*D", "AB", "A+B", "(ab|a)b*", "a.b", "(a|bc){2,3}d?"]), streams(chars="abcdABCDz"), st.integers(0, 6))
+def test_query_oracle_without_negation_equals_the_regex_oracle(query, events, window):
+    got = query_aggregate(query, events, window)
+    assert got == stam_aggregate(query_to_python_regex(query), events, window)
+    assert query_stnm_matches(query, events, window) == stnm_matches(query_to_python_regex(query), events, window)
+
+
+@settings(max_examples=200, deadline=None)
+@given(negation_queries, streams(), st.integers(0, 8))
+def test_guarded_positions_agree_with_the_gap_regex(query, events, window):
+    gpa = GuardedPositions(query)
+    got = [idx for idx in oracle._windowed_subsets(events, window) if gpa.accepts(events, idx)]
+    assert got == query_matches(query, events, window)

@@ -141,10 +141,14 @@ def compile_cmd(
     moves: dict[tuple[int, str], list[int]] = {}
     for source, ch, target in shown.edges():
         moves.setdefault((source, ch), []).append(target)
-    symbols = list(shown.alphabet) + (["ε"] if any(ch == "ε" for _, ch in moves) else [])
+    # Letters, then the !x filter symbols, then ε and the thompson stage's negation moves.
+    labels = {ch for _, ch in moves}
+    zero_width = sorted(labels - set(shown.symbols), key=lambda ch: (ch != "ε", ch))
+    symbols = list(shown.alphabet) + [s for s in shown.symbols[len(shown.alphabet):] if s in labels] + zero_width
+    negated = f", negated {shown.negated}" if shown.negated else ""
     out.print(
         f"query {query!r} ({stage.value}): {shown.n_states} states, start {shown.start}, "
-        f"finals {', '.join(map(str, sorted(shown.finals))) or 'none'}, alphabet {shown.alphabet}",
+        f"finals {', '.join(map(str, sorted(shown.finals))) or 'none'}, alphabet {shown.alphabet}{negated}",
         markup=False,
     )
     table = _table("state", *symbols)
@@ -154,6 +158,13 @@ def compile_cmd(
         table.add_row(f"{marks}{state}", *cells)
     out.print(table)
     out.print("→ start, * final, · no transition (dead)", markup=False)
+    if shown.negated:
+        out.print(
+            "!x: where a partial match goes when an x event lies between two of its elements "
+            "(· = the negation kills it)" if stage.value != "thompson" else
+            "!x: zero-width negation move (no x event between the elements on either side)",
+            markup=False,
+        )
 
 
 # ----------------------------------------------------------------------------------------- exact

@@ -5,7 +5,7 @@
 ('ABCD', 4, True)
 """
 from suse.query.automaton import Automaton, compile_regex
-from suse.query.construction import MAX_DFA_STATES, MAX_NFA_TRANSITIONS
+from suse.query.construction import MAX_DFA_STATES, MAX_GUARDS, MAX_NFA_TRANSITIONS
 from suse.query.nfa import NFA
 from suse.query.parser import (
     MAX_DEPTH,
@@ -15,10 +15,12 @@ from suse.query.parser import (
     AnyChar,
     Char,
     Concat,
+    Negation,
     Node,
     Repeat,
     alphabet_of,
     format_query,
+    negated_of,
     parse,
 )
 
@@ -30,14 +32,17 @@ __all__ = [
     "Concat",
     "MAX_DEPTH",
     "MAX_DFA_STATES",
+    "MAX_GUARDS",
     "MAX_EXPANDED_SIZE",
     "MAX_NFA_TRANSITIONS",
     "MAX_REPEAT",
     "NFA",
+    "Negation",
     "Node",
     "Repeat",
     "alphabet_of",
     "compile_regex",
     "format_query",
+    "negated_of",
     "parse",
 ]

@@ -7,21 +7,30 @@ construction) -> ``minimal`` (Hopcroft) -> ``trimmed`` (the dead state removed).
 We go beyond the paper and determinise because the counting rules add up automaton
 *runs*: over an ambiguous NFA one match reached by two runs counts twice. In a DFA every
 word has exactly one run, so every match counts once.
+
+Negations (``A!BC``) compile to *filter* symbols ``!x``: between two match elements, every
+event of a negated character x moves the partial match along its ``!x`` transition, or
+kills it where there is none. Each ``!x`` map is idempotent and the maps of different
+characters commute, so only the set of negated characters between two elements matters.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 from suse.errors import QueryError
 from suse.query.construction import determinise, minimise, prune, remove_epsilon, thompson
 from suse.query.nfa import NFA, render_dot
-from suse.query.parser import alphabet_of, parse
+from suse.query.parser import alphabet_of, has_negation, negated_of, parse
 
 
 @dataclass(frozen=True, eq=False)
 class Automaton:
-    """A deterministic automaton; a missing transition means "dead" (no match possible)."""
+    """A deterministic automaton; a missing transition means "dead" (no match possible).
+
+    ``alphabet`` holds the letters a match element can have; ``negated`` the characters
+    some negation forbids (a character can be in both, as in ``A!BCB``). Transitions are
+    keyed ``(state, letter)`` and ``(state, "!" + negated character)``."""
 
     alphabet: str
     n_states: int
@@ -30,20 +39,30 @@ class Automaton:
     transitions: dict[tuple[int, str], int]
     stages: dict[str, NFA] = field(default_factory=dict, repr=False)
     query: str = ""
+    negated: str = ""
 
     @property
     def states(self) -> range:
         return range(self.n_states)
 
+    @property
+    def symbols(self) -> list[str]:
+        """Table columns in order: the letters, then ``"!x"`` per negated character."""
+        return list(self.alphabet) + ["!" + ch for ch in self.negated]
+
     def table(self) -> list[int]:
-        """Row-major transition table: ``table[s*k + alphabet.index(c)]``, -1 for dead."""
-        k = len(self.alphabet)
+        """Row-major transition table, -1 for dead: ``len(alphabet) + len(negated)``
+        columns per state, ``table[s*k + alphabet.index(c)]`` for a letter c and
+        ``table[s*k + len(alphabet) + negated.index(x)]`` for the symbol ``!x``."""
+        column = {symbol: i for i, symbol in enumerate(self.symbols)}
+        k = len(column)
         flat = [-1] * (self.n_states * k)
         for (source, ch), target in self.transitions.items():
-            flat[source * k + self.alphabet.index(ch)] = target
+            flat[source * k + column[ch]] = target
         return flat
 
-    def accepts(self, word: str) -> bool:
+    def accepts(self, word: Sequence[str]) -> bool:
+        """Run a word: a str of letters, or a sequence of symbols such as ``["A", "!B", "C"]``."""
         state: Optional[int] = self.start
         for ch in word:
             state = self.transitions.get((state, ch))
@@ -63,6 +82,9 @@ def compile_regex(query: str) -> Automaton:
     """Parse ``query`` and build its minimal trimmed DFA; raise ``QueryError`` if invalid."""
     tree = parse(query)
     alphabet = alphabet_of(tree)
+    stages: dict[str, NFA] = {}
+    if has_negation(tree):  # a misplaced negation is the better message for e.g. "!A"
+        stages["thompson"] = thompson(tree, alphabet, query)
     if not alphabet:
         raise QueryError(
             "query matches nothing: it has no explicit characters, so its alphabet is empty "
@@ -70,8 +92,8 @@ def compile_regex(query: str) -> Automaton:
             0,
             query,
         )
-    stages: dict[str, NFA] = {}
-    stages["thompson"] = thompson(tree, alphabet)
+    if "thompson" not in stages:
+        stages["thompson"] = thompson(tree, alphabet, query)
     stages["epsilon_free"] = remove_epsilon(stages["thompson"], query)
     stages["pruned"] = prune(stages["epsilon_free"])
     stages["dfa"] = determinise(stages["pruned"], query)
@@ -84,5 +106,12 @@ def compile_regex(query: str) -> Automaton:
         raise QueryError(f"query matches {reason}", 0, query)
     transitions = {key: next(iter(targets)) for key, targets in trimmed.transitions.items()}
     return Automaton(
-        alphabet, trimmed.n_states, trimmed.start, trimmed.finals, transitions, stages, query
+        alphabet,
+        trimmed.n_states,
+        trimmed.start,
+        trimmed.finals,
+        transitions,
+        stages,
+        query,
+        negated_of(tree),
     )

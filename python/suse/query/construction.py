@@ -8,11 +8,12 @@ from collections import deque
 from typing import Iterable, Mapping, Optional
 
 from suse.errors import QueryError
-from suse.query.nfa import NFA, freeze, renumber
-from suse.query.parser import Alternation, AnyChar, Char, Concat, Node, Repeat
+from suse.query.nfa import NFA, bfs_numbering, freeze, negation_label, renumber
+from suse.query.parser import Alternation, AnyChar, Char, Concat, Negation, Node, Repeat, negated_of
 
 MAX_DFA_STATES = 10_000  # subset construction can blow up exponentially; refuse beyond this
 MAX_NFA_TRANSITIONS = 100_000  # epsilon removal can square the size, e.g. (a*){1000}
+MAX_GUARDS = 1_000  # distinct sets of negations between two letters, e.g. (!a|!b)(!c|!d)...
 
 # --- Thompson construction ---------------------------------------------------------------
 
@@ -25,6 +26,8 @@ class _ThompsonBuilder:
         self.n_states = 0
         self.moves: dict[tuple[int, str], set[int]] = {}
         self.epsilon: dict[int, set[int]] = {}
+        self.negations: dict[tuple[int, int], str] = {}
+        self.negation_pos: dict[tuple[int, int], int] = {}
 
     def new_state(self) -> int:
         self.n_states += 1
@@ -43,6 +46,9 @@ class _ThompsonBuilder:
         elif isinstance(node, AnyChar):
             for ch in self.alphabet:
                 self.link(entry, exit_, ch)
+        elif isinstance(node, Negation):
+            self.negations[(entry, exit_)] = node.chars
+            self.negation_pos[(entry, exit_)] = node.pos
         elif isinstance(node, Concat):
             self.chain(entry, exit_, [self.build(part) for part in node.parts])
         elif isinstance(node, Alternation):
@@ -99,14 +105,70 @@ class _ThompsonBuilder:
         return entries[-1], exit_
 
 
-def thompson(tree: Node, alphabet: str) -> NFA:
+def thompson(tree: Node, alphabet: str, query: str = "") -> NFA:
+    """Thompson's construction; a negation becomes a zero-width negation move. Raises
+    ``QueryError`` for a negation that stands where it cannot act (``check_negations``)."""
     builder = _ThompsonBuilder(alphabet)
     entry, exit_ = builder.build(tree)
     epsilon = {state: frozenset(targets) for state, targets in builder.epsilon.items()}
     nfa = NFA(
-        alphabet, builder.n_states, entry, frozenset([exit_]), freeze(builder.moves), epsilon
+        alphabet,
+        builder.n_states,
+        entry,
+        frozenset([exit_]),
+        freeze(builder.moves),
+        epsilon,
+        negated_of(tree),
+        dict(builder.negations),
     )
-    return renumber(nfa, nfa.states)
+    result = renumber(nfa, nfa.states)
+    if builder.negations:
+        new = bfs_numbering(nfa, nfa.states)
+        positions = {(new[s], new[t]): pos for (s, t), pos in builder.negation_pos.items()}
+        check_negations(result, positions, query)
+    return result
+
+
+def check_negations(nfa: NFA, positions: Mapping[tuple[int, int], int], query: str) -> None:
+    """A negation is judged between the elements before and after it, so on every path
+    through it both must exist, and the element after it must not be able to have a
+    character it forbids (``A!BB`` would forbid its own next element). Copies made by
+    ``x{m,n}`` share a position; the error names the leftmost offending negation."""
+    # Closures over epsilon and negation moves, as bitmasks: BFS numbering keeps the
+    # fixpoint in _closure_masks to a few rounds.
+    zero_width: dict[int, set[int]] = {s: set(t) for s, t in nfa.epsilon.items()}
+    for source, target in nfa.negations:
+        zero_width.setdefault(source, set()).add(target)
+    closures = _closure_masks(NFA("", nfa.n_states, nfa.start, nfa.finals, {}, zero_width))
+    reads: dict[str, int] = {}  # letter -> bitmask of the states with a move on it
+    for source, ch in nfa.transitions:
+        reads[ch] = reads.get(ch, 0) | 1 << source
+    (exit_,) = nfa.finals
+
+    problems: list[tuple[int, str]] = []
+    before_any_letter = closures[nfa.start]
+    for (source, target), chars in nfa.negations.items():
+        pos = positions[(source, target)]
+        label = negation_label(chars)
+        if before_any_letter >> source & 1:
+            problems.append((pos, f"negation {label} cannot come first: on some path no element precedes it"))
+            continue
+        after = closures[target]
+        if after >> exit_ & 1:
+            problems.append((pos, f"negation {label} cannot come last: on some path no element follows it"))
+            continue
+        clash = [ch for ch in chars if reads.get(ch, 0) & after]
+        if clash:
+            problems.append(
+                (
+                    pos,
+                    f"negation {label} forbids {clash[0]!r}, which can be the very next element "
+                    "after it; a negated character must differ from every letter that can follow",
+                )
+            )
+    if problems:
+        pos, message = min(problems)
+        raise QueryError(message, pos, query)
 
 
 # --- epsilon removal and pruning ---------------------------------------------------------
@@ -117,7 +179,10 @@ def remove_epsilon(nfa: NFA, query: str = "") -> NFA:
 
     Only the start and states entered by a character get moves: a run of the result can
     be in no other state, and pruning then drops those states as unreachable. Sets of
-    states are bitmasks (bit s = state s) so large closures stay cheap."""
+    states are bitmasks (bit s = state s) so large closures stay cheap. With negations
+    see ``_remove_epsilon_guarded``."""
+    if nfa.negations:
+        return _remove_epsilon_guarded(nfa, query)
     closures = _closure_masks(nfa)
     targets = {key: _mask(states) for key, states in nfa.transitions.items()}
     has_move = {ch: _mask(s for (s, c) in nfa.transitions if c == ch) for ch in nfa.alphabet}
@@ -143,6 +208,192 @@ def remove_epsilon(nfa: NFA, query: str = "") -> NFA:
     final_states = frozenset(s for s in nfa.states if closures[s] & finals)
     result = NFA(nfa.alphabet, nfa.n_states, nfa.start, final_states, moves)
     return renumber(result, nfa.states)
+
+
+def _remove_epsilon_guarded(nfa: NFA, query: str) -> NFA:
+    """Epsilon removal when negation moves exist.
+
+    A path of zero-width moves from q to a c move has a *guard*: the union of the
+    characters its negation moves forbid (a bitmask over ``nfa.negated``). Where several
+    paths lead to the same c move only the minimal guards matter (a match needs one parse
+    whose negations hold). Each state q is then split into one copy per distinct guard G
+    of its moves: the copy q_G keeps the moves guarded by G, has a ``!x`` self-loop for
+    every negated x outside G and none for x in G (an x event between the elements kills
+    that parse). Entering q enters all its copies; only the unguarded copy q_0 is final
+    (``check_negations`` guarantees that no path to the end passes a negation)."""
+    # The guarded automaton has at least the moves of the one that ignores the guards, so
+    # that cheap bitmask pass refuses a too large query before the slower guarded one.
+    merged = {s: set(targets) for s, targets in nfa.epsilon.items()}
+    for source, target in nfa.negations:
+        merged.setdefault(source, set()).add(target)
+    unguarded = NFA(nfa.alphabet, nfa.n_states, nfa.start, nfa.finals, nfa.transitions, freeze(merged))
+    remove_epsilon(unguarded, query)
+
+    bit = {ch: 1 << i for i, ch in enumerate(nfa.negated)}
+    guarded: dict[int, list[tuple[int, int]]] = {}
+    for (source, target), chars in nfa.negations.items():
+        mask = 0
+        for ch in chars:
+            mask |= bit[ch]
+        guarded.setdefault(source, []).append((target, mask))
+    has_move: dict[int, list[str]] = {}
+    for source, ch in nfa.transitions:
+        has_move.setdefault(source, []).append(ch)
+    (final,) = nfa.finals  # Thompson's automaton has one final state
+    entered = {nfa.start} | {t for states in nfa.transitions.values() for t in states}
+
+    by_masks = _GuardMasks.build(nfa, guarded)
+    outs: dict[int, dict[int, dict[str, set[int]]]] = {}  # q -> guard -> ch -> targets
+    finals: set[int] = set()
+    size = 0
+    for q in sorted(entered):
+        if by_masks is not None:
+            per_move, final_here = by_masks.moves(q)
+        else:
+            per_move, final_here = _moves_by_search(nfa, q, guarded, has_move, final, query)
+        by_guard = outs.setdefault(q, {})
+        for (ch, target), minimal in per_move.items():
+            for g in minimal:
+                by_guard.setdefault(g, {}).setdefault(ch, set()).add(target)
+                size += 1
+        if final_here:
+            finals.add(q)
+        if size > MAX_NFA_TRANSITIONS:
+            raise QueryError(
+                f"query too complex: without epsilon moves its automaton exceeds "
+                f"{MAX_NFA_TRANSITIONS} transitions",
+                0,
+                query,
+            )
+    copies: dict[int, list[int]] = {}  # q -> its guards; copy ids follow this order
+    for q in sorted(entered):
+        gs = set(outs.get(q, {})) | ({0} if q in finals or q == nfa.start else set())
+        copies[q] = sorted(gs)
+    ids: dict[tuple[int, int], int] = {}
+    for q, gs in copies.items():
+        for g in gs:
+            ids[(q, g)] = len(ids)
+    moves: dict[tuple[int, str], set[int]] = {}
+    for q, by_guard in outs.items():
+        for g, by_char in by_guard.items():
+            for ch, targets in by_char.items():
+                moves[(ids[(q, g)], ch)] = {ids[(t, h)] for t in targets for h in copies[t]}
+    for (q, g), copy in ids.items():
+        for ch in nfa.negated:
+            if not g & bit[ch]:
+                moves[(copy, "!" + ch)] = {copy}
+    if copies[nfa.start] != [0]:  # check_negations rules out a negation before any letter
+        raise AssertionError(f"negation before the first element in {query!r}")
+    result = NFA(
+        nfa.alphabet,
+        len(ids),
+        ids[(nfa.start, 0)],
+        frozenset(ids[(q, 0)] for q in finals),
+        freeze(moves),
+        negated=nfa.negated,
+    )
+    return renumber(result, result.states)
+
+
+MAX_GUARD_CANDIDATES = 64  # beyond this many unions of negations, search paths instead
+
+
+class _GuardMasks:
+    """Minimal guards by bitmask closures: for every candidate guard S (a union of some
+    negation moves' characters, so every path's guard is one), the closure over epsilon
+    moves and the negation moves allowed by S. A target reached with S but with no
+    smaller candidate has S as a minimal guard. Much faster than searching paths when
+    the query has few distinct negations, which is the usual case."""
+
+    def __init__(self, nfa: NFA, candidates: list[int], closures: dict[int, list[int]]):
+        self.nfa = nfa
+        self.candidates = candidates  # by number of characters, so subsets come first
+        self.closures = closures
+        self.targets = {key: _mask(states) for key, states in nfa.transitions.items()}
+        self.has_move = {ch: _mask(s for (s, c) in nfa.transitions if c == ch) for ch in nfa.alphabet}
+        self.final = _mask(nfa.finals)
+
+    @classmethod
+    def build(cls, nfa: NFA, guarded: Mapping[int, list[tuple[int, int]]]) -> Optional["_GuardMasks"]:
+        labels = {m for moves in guarded.values() for _, m in moves}
+        candidates = {0}
+        for label in labels:
+            candidates |= {c | label for c in candidates}
+            if len(candidates) > MAX_GUARD_CANDIDATES:
+                return None
+        ordered = sorted(candidates, key=lambda c: (bin(c).count("1"), c))
+        closures = {}
+        for allowed in ordered:
+            zero_width = {s: set(t) for s, t in nfa.epsilon.items()}
+            for source, moves in guarded.items():
+                for target, m in moves:
+                    if m & ~allowed == 0:
+                        zero_width.setdefault(source, set()).add(target)
+            closures[allowed] = _closure_masks(NFA("", nfa.n_states, nfa.start, nfa.finals, {}, zero_width))
+        return cls(nfa, ordered, closures)
+
+    def moves(self, q: int) -> tuple[dict[tuple[str, int], list[int]], bool]:
+        per_move: dict[tuple[str, int], list[int]] = {}
+        for ch in self.nfa.alphabet:
+            reached: dict[int, int] = {}  # candidate -> targets reachable with it
+            for allowed in self.candidates:
+                targets = 0
+                for via in _members(self.closures[allowed][q] & self.has_move[ch]):
+                    targets |= self.targets[(via, ch)]
+                reached[allowed] = targets
+                smaller = 0
+                for other, got in reached.items():
+                    if other != allowed and other & ~allowed == 0:
+                        smaller |= got
+                for target in _members(targets & ~smaller):
+                    per_move.setdefault((ch, target), []).append(allowed)
+        return per_move, bool(self.closures[0][q] & self.final)
+
+
+def _moves_by_search(nfa, q, guarded, has_move, final, query):
+    """Minimal guards per (character, target) by searching zero-width paths from q."""
+    guards = _guarded_closure(q, nfa.epsilon, guarded, query)
+    per_move: dict[tuple[str, int], list[int]] = {}
+    for via, via_guards in guards.items():
+        for ch in has_move.get(via, ()):
+            for target in nfa.transitions[(via, ch)]:
+                for g in via_guards:
+                    _add_minimal(per_move.setdefault((ch, target), []), g)
+    return per_move, 0 in guards.get(final, ())
+
+
+def _guarded_closure(
+    q: int, epsilon: Mapping[int, Iterable[int]], guarded: Mapping[int, list[tuple[int, int]]], query: str
+) -> dict[int, list[int]]:
+    """For every state reachable from q by zero-width moves, the minimal guards (bitmasks)
+    of the paths that reach it."""
+    best: dict[int, list[int]] = {q: [0]}
+    stack = [(q, 0)]
+    while stack:
+        state, g = stack.pop()
+        if g not in best[state]:
+            continue  # superseded by a smaller guard
+        steps = [(t, g) for t in epsilon.get(state, ())] + [(t, g | m) for t, m in guarded.get(state, ())]
+        for target, h in steps:
+            current = best.setdefault(target, [])
+            if _add_minimal(current, h):
+                if len(current) > MAX_GUARDS:
+                    raise QueryError(
+                        f"query too complex: its negations combine in more than {MAX_GUARDS} "
+                        "ways between two elements",
+                        0,
+                        query,
+                    )
+                stack.append((target, h))
+    return best
+
+
+def _add_minimal(antichain: list[int], g: int) -> bool:
+    """Add guard g unless a subset of it is present, dropping its supersets; True if added."""
+    if any(h & ~g == 0 for h in antichain):
+        return False
+    antichain[:] = [h for h in antichain if g & ~h] + [g]
+    return True
 
 
 def _closure_masks(nfa: NFA) -> list[int]:
@@ -215,10 +466,11 @@ def determinise(nfa: NFA, query: str = "") -> NFA:
     index = {start: 0}
     queue = deque([start])
     moves: dict[tuple[int, str], frozenset[int]] = {}
+    symbols = nfa.symbols
     while queue:
         subset = queue.popleft()
         members = _members(subset)
-        for ch in nfa.alphabet:
+        for ch in symbols:
             target = 0
             for state in members:
                 target |= targets.get((state, ch), 0)
@@ -235,7 +487,7 @@ def determinise(nfa: NFA, query: str = "") -> NFA:
             moves[(index[subset], ch)] = frozenset([index[target]])
     finals = _mask(nfa.finals)
     dfa_finals = frozenset(i for subset, i in index.items() if subset & finals)
-    return NFA(nfa.alphabet, len(index), 0, dfa_finals, moves)
+    return NFA(nfa.alphabet, len(index), 0, dfa_finals, moves, negated=nfa.negated)
 
 
 def minimise(dfa: NFA) -> NFA:
@@ -247,7 +499,9 @@ def minimise(dfa: NFA) -> NFA:
         for (source, ch), targets in dfa.transitions.items()
     }
     finals = frozenset(block_of[s] for s in dfa.finals)
-    quotient = NFA(dfa.alphabet, len(blocks), block_of[dfa.start], finals, freeze(moves))
+    quotient = NFA(
+        dfa.alphabet, len(blocks), block_of[dfa.start], finals, freeze(moves), negated=dfa.negated
+    )
     return renumber(quotient, quotient.states)
 
 
@@ -260,9 +514,10 @@ def _hopcroft_blocks(dfa: NFA) -> list[set[int]]:
     blocks = [b for b in (finals, others) if b]
     block_of = {s: b for b, block in enumerate(blocks) for s in block}
     pending = set(range(len(blocks)))  # splitters still to process
+    symbols = dfa.symbols
     while pending:
         splitter = list(blocks[pending.pop()])
-        for ch in dfa.alphabet:
+        for ch in symbols:
             into = {p for s in splitter for p in predecessors.get((s, ch), ())}
             touched: dict[int, set[int]] = {}
             for state in into:

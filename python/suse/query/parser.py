@@ -3,14 +3,21 @@
 Grammar (postfix binds tightest, then concatenation, then ``|``)::
 
     alternation := concat ("|" concat)*
-    concat      := postfix+
+    concat      := (postfix | negation)+
     postfix     := atom ("*" | "+" | "?" | "{m}" | "{m,}" | "{m,n}")*
     atom        := CHAR | "." | "(" alternation ")"
+    negation    := "!" CHAR | "!" "(" CHAR ("|" CHAR)* ")"
 
 Whitespace is removed before tokenising, so ``A B`` is ``AB`` and ``{1 0}`` is ``{10}``;
 every position in an error still refers to the original query string.
 Stacked postfix operators apply in turn to the previous result: ``a*{2}`` is ``(a*){2}``,
 and ``a+?`` is ``(a+)?`` (there are no lazy or possessive quantifiers).
+
+A negation ``!X`` or ``!(X|Y)`` is zero-width: it consumes no event but forbids events of
+its characters between the match elements on either side of it. The parser checks its
+form (single letters, not repeated); where it may stand in the pattern (not first, not
+last, not before a letter it forbids) is checked on the automaton, see
+``construction.check_negations``.
 """
 from __future__ import annotations
 
@@ -72,29 +79,71 @@ class Repeat:
     pos: int = field(default=0, compare=False)  # position of the operator
 
 
-Node = Union[Char, AnyChar, Concat, Alternation, Repeat]
+@dataclass(frozen=True)
+class Negation:
+    """``!X`` / ``!(X|Y|...)``: no event of ``chars`` (sorted, distinct) lies between the
+    match elements before and after this point."""
+
+    chars: str
+    pos: int = field(default=0, compare=False)  # position of the '!'
+
+
+Node = Union[Char, AnyChar, Concat, Alternation, Repeat, Negation]
 
 
 def alphabet_of(node: Node) -> str:
-    """The sorted distinct explicit characters of a tree (``.`` contributes none)."""
+    """The sorted distinct explicit characters of a tree (``.`` contributes none); these are
+    the characters a match element can have, so negated characters are not included."""
+    return _collect(node, lambda leaf: leaf.char if isinstance(leaf, Char) else "")
+
+
+def negated_of(node: Node) -> str:
+    """The sorted distinct characters that some negation in the tree forbids."""
+    return _collect(node, lambda leaf: leaf.chars if isinstance(leaf, Negation) else "")
+
+
+def has_letter(node: Node) -> bool:
+    """True if the node can consume an event (it holds a character or ``.``)."""
+    return _contains(node, (Char, AnyChar))
+
+
+def has_negation(node: Node) -> bool:
+    return _contains(node, (Negation,))
+
+
+def _contains(node: Node, kinds: tuple[type, ...]) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, kinds):
+            return True
+        stack.extend(_children(current))
+    return False
+
+
+def _children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, Concat):
+        return node.parts
+    if isinstance(node, Alternation):
+        return node.options
+    if isinstance(node, Repeat):
+        return (node.node,)
+    return ()
+
+
+def _collect(node: Node, chars_of) -> str:
     chars: set[str] = set()
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, Char):
-            chars.add(current.char)
-        elif isinstance(current, Concat):
-            stack.extend(current.parts)
-        elif isinstance(current, Alternation):
-            stack.extend(current.options)
-        elif isinstance(current, Repeat):
-            stack.append(current.node)
+        chars.update(chars_of(current))
+        stack.extend(_children(current))
     return "".join(sorted(chars))
 
 
 def expanded_size(node: Node) -> int:
     """Number of symbols once every repetition is written out (``a{3}`` counts 3)."""
-    if isinstance(node, (Char, AnyChar)):
+    if isinstance(node, (Char, AnyChar, Negation)):
         return 1
     if isinstance(node, Concat):
         return sum(expanded_size(p) for p in node.parts)
@@ -110,6 +159,8 @@ def format_query(node: Node) -> str:
         return node.char
     if isinstance(node, AnyChar):
         return "."
+    if isinstance(node, Negation):
+        return "!" + node.chars if len(node.chars) == 1 else "!(" + "|".join(node.chars) + ")"
     if isinstance(node, Alternation):
         return "|".join(format_query(o) for o in node.options)
     if isinstance(node, Concat):
@@ -137,7 +188,7 @@ def _format_bounds(low: int, high: Optional[int]) -> str:
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # "char", ".", "(", ")", "|", "repeat", "end"
+    kind: str  # "char", ".", "(", ")", "|", "!", "repeat", "end"
     pos: int
     text: str = ""
     bounds: tuple[int, Optional[int]] = (0, None)  # for "repeat" tokens
@@ -152,7 +203,7 @@ def tokenize(query: str) -> list[Token]:
         ch, pos = chars[i]
         if is_symbol(ch):
             tokens.append(Token("char", pos, ch))
-        elif ch in ".()|":
+        elif ch in ".()|!":
             tokens.append(Token(ch, pos, ch))
         elif ch in _POSTFIX:
             tokens.append(Token("repeat", pos, ch, _POSTFIX[ch]))
@@ -165,7 +216,7 @@ def tokenize(query: str) -> list[Token]:
         else:
             raise QueryError(
                 f"unexpected symbol {ch!r}: only ASCII letters, digits and the operators "
-                "| * + ? . ( ) {m,n} are allowed",
+                "| * + ? . ( ) {m,n} ! are allowed",
                 pos,
                 query,
             )
@@ -302,6 +353,9 @@ class _Parser:
             token = self.peek()
             if token.kind == "repeat":
                 raise self.error(f"dangling {token.text!r}: nothing before it to repeat", token.pos)
+            if token.kind == "!":
+                parts.append(self.negation())
+                continue
             if token.kind not in ("char", ".", "("):
                 break
             parts.append(self.postfix(depth))
@@ -313,12 +367,66 @@ class _Parser:
         node = self.atom(depth)
         while self.peek().kind == "repeat":
             token = self.advance()
+            if not has_letter(node):  # e.g. (!A)*: a zero-width group
+                raise self.repeated_negation(token)
             depth += 1
             if depth > MAX_DEPTH:
                 raise self.error(f"query nests deeper than {MAX_DEPTH} levels", token.pos)
             low, high = token.bounds
             node = Repeat(node, low, high, token.pos)
         return node
+
+    def repeated_negation(self, token: Token) -> QueryError:
+        return self.error(
+            f"a negation cannot be repeated or made optional ({token.text!r} applies to "
+            "nothing but a negation)",
+            token.pos,
+        )
+
+    def negation(self) -> Negation:
+        """``!X`` or ``!(X|Y|...)``: single letters only, never repeated."""
+        bang = self.advance()
+        token = self.advance()
+        if token.kind == "char":
+            chars = {token.text}
+        elif token.kind == "(":
+            chars = set()
+            while True:
+                letter = self.advance()
+                if letter.kind == ")" and not chars:
+                    raise self.error("empty negation '!()': name the letters it forbids", letter.pos)
+                if letter.kind == "end":
+                    raise self.error("unclosed '(' after '!': expected ')'", token.pos)
+                if letter.kind != "char":
+                    raise self.error(
+                        f"only single letters can be negated, as in !(X|Y); found {letter.text!r}",
+                        letter.pos,
+                    )
+                chars.add(letter.text)
+                after = self.advance()
+                if after.kind == ")":
+                    break
+                if after.kind == "end":
+                    raise self.error("unclosed '(' after '!': expected ')'", token.pos)
+                if after.kind != "|":
+                    raise self.error(
+                        f"only single letters can be negated, as in !(X|Y); found {after.text!r} "
+                        "after a letter",
+                        after.pos,
+                    )
+        elif token.kind == "!":
+            raise self.error("nested negation: '!' cannot follow '!'", token.pos)
+        elif token.kind == "end":
+            raise self.error("dangling '!': nothing follows it", bang.pos)
+        else:
+            raise self.error(
+                f"'!' must be followed by a letter or a parenthesised alternation of letters "
+                f"such as !(X|Y); found {token.text!r}",
+                token.pos,
+            )
+        if self.peek().kind == "repeat":
+            raise self.repeated_negation(self.peek())
+        return Negation("".join(sorted(chars)), bang.pos)
 
     def atom(self, depth: int) -> Node:
         token = self.advance()
