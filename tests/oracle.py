@@ -470,11 +470,12 @@ def query_aggregate(query: str, events, window: int, policy: str = "any") -> dic
         if pattern.fullmatch(gap_string(events, idx, negated)):
             count += 1
             total += sum(_value(events[i]) for i in idx)
-        elif policy == "contiguous":
-            partial += idx[-1] == len(events) - 1 and gpa.can_continue(events, idx, "")
         else:
-            after = {e[0] for e in events[idx[-1] + 1 :] if e[0] in negated}
-            partial += gpa.can_continue(events, idx, "".join(after))
+            # A partial match is judged where it ends, like a match: a set whose word (with the
+            # gaps between its elements) is a proper prefix of a match counts, whatever comes
+            # after it (later negated events, an expired window, a break in contiguity), just
+            # as an expired prefix counts without negation.
+            partial += gpa.can_continue(events, idx, "")
     return {"count": count, "sum": total, "partial_count": partial}
 
 

@@ -226,7 +226,7 @@ def test_gap_string_and_regex():
 def test_negation_between_two_elements():
     assert query_matches("A!EB", stream("A E B B"), 10) == []
     got = query_aggregate("A!EB", stream("A B E B", [1, 2, 4, 8]), 10)
-    assert got == {"count": 1, "sum": 3, "partial_count": 0}  # only {A0,B1}; {A0} is dead after E2
+    assert got == {"count": 1, "sum": 3, "partial_count": 1}  # {A0,B1}; {A0} was a prefix where it ended
 
 
 def test_negation_inside_a_repetition_applies_at_each_pass():
@@ -247,9 +247,11 @@ def test_negated_events_outside_the_pair_do_not_matter():
     assert query_matches("A!BCB", stream("A B C B"), 10) == []
 
 
-def test_partial_counts_see_negated_events_after_the_last_element():
-    assert query_aggregate("A!EB", stream("A E"), 10)["partial_count"] == 0
+def test_partial_matches_are_judged_where_they_end():
+    # As a prefix whose window has passed still counts, a later E does not undo {A0}.
+    assert query_aggregate("A!EB", stream("A E"), 10)["partial_count"] == 1
     assert query_aggregate("A!EB", stream("A Z"), 10)["partial_count"] == 1
+    assert query_aggregate("A!EB", stream("A E B"), 10) == {"count": 0, "sum": 0, "partial_count": 1}
     # A(!BC)*: {A0} is a match; {A0} can no longer take C, but that is not a partial.
     assert query_aggregate("A(!BC)*", stream("A B"), 10) == {"count": 1, "sum": 0, "partial_count": 0}
     assert query_aggregate_at("A!EB", stream("A B E"), 10, 1)["count"] == 1
@@ -263,9 +265,9 @@ def test_contiguity_counts_only_adjacent_events():
     assert query_matches("A!EB", stream("A B"), 10, "contiguous") == [(0, 1)]  # vacuous
 
 
-def test_contiguous_partials_must_end_at_the_last_event():
-    assert query_aggregate("ABC", stream("A B Z"), 10, "contiguous")["partial_count"] == 0
-    assert query_aggregate("ABC", stream("A B"), 10, "contiguous")["partial_count"] == 1  # {A0,B1}
+def test_contiguous_partials_are_judged_where_they_end():
+    assert query_aggregate("ABC", stream("A B Z"), 10, "contiguous")["partial_count"] == 2  # {A0}, {A0,B1}
+    assert query_aggregate("ABC", stream("A Z B"), 10, "contiguous")["partial_count"] == 1  # {A0}
 
 
 def test_window_applies_with_negation():

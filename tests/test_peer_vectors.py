@@ -60,19 +60,10 @@ def test_vector_against_the_oracle(case):
         assert case["peer_count"] != case["expected"]["count"]
 
 
-def _needs_new_kernel(case) -> bool:
-    return "!" in case["query"] or case["policy"] == "contiguous"
-
-
 @pytest.mark.parametrize("case", [c for c in CASES if "expected_error" not in c], ids=lambda c: c["name"])
 def test_vector_against_the_exact_engine(case):
-    try:
-        query = suse.Query(case["query"], case["window"], policy=case["policy"])
-        results = [suse.exact(query, events) for events in partitions(case)]
-    except (suse.QueryError, suse.InputError) as exc:
-        if _needs_new_kernel(case):
-            pytest.xfail(f"kernel not wired yet: {exc}")
-        raise
+    query = suse.Query(case["query"], case["window"], policy=case["policy"])
+    results = [suse.exact(query, events) for events in partitions(case)]
     got = {"count": sum(r.count for r in results), "sum": sum(r.sum for r in results)}
     for key, value in case["expected"].items():
         assert got[key] == value, key

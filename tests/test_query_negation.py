@@ -282,8 +282,8 @@ def _windowed(events, window):
 def dfa_aggregate(a, events, window: int, policy: str = "any") -> dict:
     """COUNT, SUM, partial_count by running the DFA over each index set's projected word:
     the chosen letters and, between two of them, ``!x`` for every event of a negated
-    character x in the full stream between them. Events before the first element are
-    never seen; those after the last one only decide whether a partial match is alive."""
+    character x in the full stream between them. Events outside the set's span are never
+    seen: a set is judged where it ends (a partial match stays one, as after its window)."""
     count = total = partial = 0
     for idx in _windowed(events, window):
         if policy == "contiguous" and any(j != i + 1 for i, j in zip(idx, idx[1:])):
@@ -304,13 +304,7 @@ def dfa_aggregate(a, events, window: int, policy: str = "any") -> dict:
             count += 1
             total += sum(events[i][2] for i in idx)
             continue
-        if policy == "contiguous":
-            partial += idx[-1] == len(events) - 1
-            continue
-        for e in events[idx[-1] + 1 :]:
-            if e[0] in a.negated and state is not None:
-                state = a.transitions.get((state, "!" + e[0]))
-        partial += state is not None
+        partial += 1  # alive where it ends: a proper prefix of a match
     return {"count": count, "sum": total, "partial_count": partial}
 
 

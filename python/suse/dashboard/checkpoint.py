@@ -26,7 +26,7 @@ import suse
 from suse.dashboard.live import Live, QueryEvents
 from suse.errors import InputError
 
-VERSION = 1
+VERSION = 2  # 2: streaming states carry dropped and corrupt counts
 
 
 def fingerprint(job: dict) -> str:

@@ -185,9 +185,9 @@ def save(directory: Path, live: StreamLive, job: dict) -> None:
         for pid, part in sq.parts.items():
             states = {}
             for name, st in part.states.items():
-                summary, pending, watermark, max_ts, late, fed = st.value
+                summary, pending, *counters = st.value  # the state tuple of streaming.advance
                 blobs[f"{name}/{pid}/summary"], blobs[f"{name}/{pid}/pending"] = summary, pending
-                states[name] = [watermark, max_ts, late, fed]
+                states[name] = counters
             parts[str(pid)] = {"states": states, "rows": part.rows, "fed": part.fed, "dirty": part.dirty,
                                "history": part.history, "elements": part.elements}
         state = {
@@ -232,9 +232,9 @@ def load(directory: Path, live: StreamLive, job: dict) -> bool:
         for pid_text, p in state["parts"].items():
             pid = int(pid_text)
             part = sq.parts[pid] = sq.new_partition()
-            for name, (watermark, max_ts, late, fed) in p["states"].items():
+            for name, counters in p["states"].items():
                 part.states[name].value = (z.read(f"{name}/{pid}/summary"), z.read(f"{name}/{pid}/pending"),
-                                           watermark, max_ts, late, fed)
+                                           *counters)
             part.rows = {n: {**r, "elements": [tuple(e) for e in r["elements"]]} for n, r in p["rows"].items()}
             part.fed, part.dirty, part.history = p["fed"], p["dirty"], p["history"]
             part.elements = {n: [tuple(e) for e in els] for n, els in p["elements"].items()}
