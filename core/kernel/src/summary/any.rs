@@ -10,7 +10,7 @@
 use super::counters::{Counters, Retained};
 use super::neighbourhood::{joint_matches, local_sets};
 use super::{Summary, SummaryPolicy};
-use crate::dfa::NONE;
+use crate::dfa::{Skip, NONE};
 use crate::dual::{Dual, DualX};
 use crate::error::Error;
 use crate::num::{Num, Scalar, R};
@@ -65,7 +65,11 @@ fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -
     let mut scratch = after.clone();
     c.a = vec![Dual::zero(); z];
     c.v = vec![Dual::zero(); r.elems.len() * z];
-    for i in (r.active_start..r.elems.len()).rev() {
+    let mut first = r.active_start;
+    if P::SKIP == Skip::Kill && !r.elems.is_empty() {
+        first = first.max(super::segment_start(r.elems, r.elems.len() - 1)); // earlier sets died at a break
+    }
+    for i in (first..r.elems.len()).rev() {
         let ev = &r.elems[i];
         let q = dfa.init[ev.sym as usize];
         if q != NONE {
@@ -90,6 +94,9 @@ fn insert<P: SummaryPolicy>(s: &mut Summary<P>, ev: Ev) -> Result<(), Error> {
     let mut scratch = Vec::new();
     for i in start..s.elems.len() {
         let row = &mut s.est.al[i * z..(i + 1) * z];
+        if row.iter().all(|d| d.is_zero()) {
+            continue; // no active set contains element i (many under contiguity)
+        }
         let gained = gain_into_finals(&s.dfa, &ev, P::SKIP, row).unwrap_or_default();
         let _ = step(&s.dfa, &ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch);
         s.est.pres[i] = s.est.pres[i].plus(&gained);
@@ -175,7 +182,10 @@ fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev:
     let n = c.v.len() / z;
     let mut scratch = Vec::new();
     for i in r.active_start..n {
-        step(dfa, ev, P::SKIP, &mut c.v[i * z..(i + 1) * z], Dir::Forward, Layout::Vector, &mut scratch)?;
+        let row = &mut c.v[i * z..(i + 1) * z];
+        if !row.iter().all(|d| d.is_zero()) {
+            step(dfa, ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch)?;
+        }
     }
     c.v.extend(std::iter::repeat_n(Dual::zero(), z));
     let init = dfa.init[ev.sym as usize];
@@ -207,7 +217,14 @@ fn recompute_active_locals<P: SummaryPolicy>(s: &mut Summary<P>) {
     s.est.al_dirty = false;
     let dfa = s.dfa.clone();
     let z = dfa.n;
-    let (start, n) = (s.active_start, s.elems.len());
+    let n = s.elems.len();
+    let mut start = s.active_start;
+    if P::SKIP == Skip::Kill && n > 0 {
+        // Only the sets of the trailing unbroken run are alive under contiguity.
+        let run = super::segment_start(&s.elems, n - 1).max(start);
+        s.est.al[start * z..run * z].iter_mut().for_each(|d| *d = DualX::zero());
+        start = run;
+    }
     let mut scratch = Vec::new();
     let mut fwd = vec![DualX::zero(); (n - start + 1) * z];
     fwd[dfa.start as usize] = DualX::one();

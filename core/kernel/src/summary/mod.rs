@@ -322,6 +322,12 @@ impl<P: SummaryPolicy> Summary<P> {
     }
 }
 
+/// The first element of the run of elements up to `p` with no break between them: under
+/// contiguity no set reaches back past it.
+pub fn segment_start(elems: &[Ev], p: usize) -> usize {
+    elems[..=p].iter().rposition(|e| e.gap & crate::dfa::GAP_BREAK != 0).unwrap_or(0)
+}
+
 /// The retained elements without element `p`, its gap merged into the next one's: the
 /// stream a summary that never held `p` would see.
 pub fn without(dfa: &Dfa, elems: &[Ev], p: usize) -> Vec<Ev> {

@@ -15,7 +15,7 @@
 //!
 //! Both are generic over the number type: exact counters use the first, selection estimates
 //! the second, and the tests check each against recomputation from scratch.
-use crate::dfa::{Dfa, Skip, NONE};
+use crate::dfa::{Dfa, Skip, GAP_BREAK, NONE};
 use crate::dual::Dual;
 use crate::num::{Scalar, R};
 use crate::semantics::{expired, Ev};
@@ -41,10 +41,15 @@ fn completes<S: Scalar>(dfa: &Dfa, ev: &Ev, skip: Skip) -> Vec<Dual<S>> {
 }
 
 /// The first element within the window before `p` and the last one after it.
-fn span(elems: &[Ev], p: usize, tau: i64) -> (usize, usize) {
+/// Under contiguity no set spans a break either, so the span stops at the breaks around `p`.
+fn span(elems: &[Ev], p: usize, tau: i64, skip: Skip) -> (usize, usize) {
     let x = elems[p];
-    let lo = elems[..p].iter().position(|e| !expired(e.t, x.t, tau)).unwrap_or(p);
-    let hi = p + elems[p + 1..].iter().take_while(|e| !expired(x.t, e.t, tau)).count();
+    let mut lo = elems[..p].iter().position(|e| !expired(e.t, x.t, tau)).unwrap_or(p);
+    let mut hi = p + elems[p + 1..].iter().take_while(|e| !expired(x.t, e.t, tau)).count();
+    if skip == Skip::Kill {
+        lo = lo.max(super::segment_start(elems, p));
+        hi = hi.min(p + elems[p + 1..].iter().take_while(|e| e.gap & GAP_BREAK == 0).count());
+    }
     (lo, hi)
 }
 
@@ -52,7 +57,7 @@ fn span(elems: &[Ev], p: usize, tau: i64) -> (usize, usize) {
 pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<Vec<Dual<S>>> {
     let z = dfa.n;
     let x = elems[p];
-    let (lo, hi) = span(elems, p, tau);
+    let (lo, hi) = span(elems, p, tau, skip);
     let mut ends = vec![Dual::<S>::zero(); (hi - p + 1) * z]; // Σ_{K(i)=K} β_i, indexed K-p
     let mut k = hi;
     let mut scratch = Vec::new();
@@ -148,7 +153,7 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
     let zz = z * z;
     let el = elems;
     let x = el[p];
-    let (lo, hi) = span(elems, p, tau);
+    let (lo, hi) = span(elems, p, tau, skip);
     let mut joint_out = vec![Dual::<S>::zero(); hi - lo + 1];
     let is_init = |i: usize| dfa.init[el[i].sym as usize] != NONE;
     let mut scratch = Vec::new();
