@@ -19,47 +19,47 @@ pub struct Dual<S> {
 pub type DualX = Dual<Xf>;
 
 impl<S: Scalar> Dual<S> {
-    #[inline]
+    #[inline(always)]
     pub fn zero() -> Self {
         Dual { c: S::zero(), s: S::zero() }
     }
-    #[inline]
+    #[inline(always)]
     pub fn one() -> Self {
         Dual { c: S::from_u64(1), s: S::zero() }
     }
     /// The weight `1 + v·ε` of taking an element of value `v`.
-    #[inline]
+    #[inline(always)]
     pub fn weight(v: u64) -> Self {
         Dual { c: S::from_u64(1), s: S::from_u64(v) }
     }
-    #[inline]
+    #[inline(always)]
     pub fn is_zero(&self) -> bool {
         self.c.is_zero() && self.s.is_zero()
     }
-    #[inline]
+    #[inline(always)]
     pub fn add(&self, o: &Self) -> R<Self> {
         Ok(Dual { c: self.c.add(&o.c)?, s: self.s.add(&o.s)? })
     }
-    #[inline]
+    #[inline(always)]
     pub fn add_assign(&mut self, o: &Self) -> R<()> {
         *self = self.add(o)?;
         Ok(())
     }
-    #[inline]
+    #[inline(always)]
     pub fn sub(&self, o: &Self) -> R<Self> {
         Ok(Dual { c: self.c.sub(&o.c)?, s: self.s.sub(&o.s)? })
     }
-    #[inline]
+    #[inline(always)]
     pub fn sub_assign(&mut self, o: &Self) -> R<()> {
         *self = self.sub(o)?;
         Ok(())
     }
-    #[inline]
+    #[inline(always)]
     pub fn mul(&self, o: &Self) -> R<Self> {
         Ok(Dual { c: self.c.mul(&o.c)?, s: self.c.mul(&o.s)?.add(&self.s.mul(&o.c)?)? })
     }
     /// `self · (1 + v·ε)`: pass through an element of value `v`.
-    #[inline]
+    #[inline(always)]
     pub fn take(&self, v: u64) -> R<Self> {
         Ok(Dual { c: self.c.clone(), s: self.s.add(&self.c.mul_u64(v)?)? })
     }
@@ -85,19 +85,19 @@ impl<N: Num> Dual<N> {
 
 impl DualX {
     /// Infallible arithmetic for estimates (their [`Scalar`] operations never fail).
-    #[inline]
+    #[inline(always)]
     pub fn plus(&self, o: &Self) -> Self {
         Dual { c: self.c.add(&o.c).unwrap_or(Xf::ZERO), s: self.s.add(&o.s).unwrap_or(Xf::ZERO) }
     }
-    #[inline]
+    #[inline(always)]
     pub fn minus(&self, o: &Self) -> Self {
         Dual { c: self.c.sub(&o.c).unwrap_or(Xf::ZERO), s: self.s.sub(&o.s).unwrap_or(Xf::ZERO) }
     }
-    #[inline]
+    #[inline(always)]
     pub fn times(&self, o: &Self) -> Self {
         self.mul(o).unwrap_or_else(|_| Dual::zero())
     }
-    #[inline]
+    #[inline(always)]
     pub fn scale(&self, p: f64) -> Self {
         Dual { c: self.c.mul_f64(p), s: self.s.mul_f64(p) }
     }

@@ -28,14 +28,26 @@ impl Xf {
     pub const ZERO: Xf = Xf { m: 0.0, e: 0 };
     pub const ONE: Xf = Xf { m: 1.0, e: 0 };
 
-    #[inline]
-    fn norm(mut m: f64, mut e: i32) -> Xf {
+    #[inline(always)]
+    fn norm(m: f64, e: i32) -> Xf {
+        if (LO..HI).contains(&m) {
+            return Xf { m, e }; // the common case: one range check
+        }
+        if m == 0.0 {
+            return Xf::ZERO; // common too: sparse matrices are mostly zeros
+        }
+        Xf::renorm(m, e)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn renorm(mut m: f64, mut e: i32) -> Xf {
         if m >= HI {
             while m >= HI {
                 m *= DOWN;
                 e += 1;
             }
-        } else if m < LO {
+        } else {
             if m <= 0.0 || m.is_nan() {
                 return Xf::ZERO;
             }
@@ -48,7 +60,7 @@ impl Xf {
     }
 
     /// A finite, non-negative float (negative and NaN become 0, infinity the largest value).
-    #[inline]
+    #[inline(always)]
     pub fn from_f64(x: f64) -> Xf {
         if x.is_infinite() {
             return Xf { m: HI / 2.0, e: i32::MAX / 2 };
@@ -84,17 +96,17 @@ impl Xf {
         self.m.log2() + (CHUNK * self.e as i64) as f64
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn mul_f64(self, p: f64) -> Xf {
         Xf::norm(self.m * p, self.e)
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn half(self) -> Xf {
         Xf::norm(self.m * 0.5, self.e)
     }
 
-    #[inline]
+    #[inline(always)]
     fn plus(self, o: Xf) -> Xf {
         if self.e == o.e {
             return Xf::norm(self.m + o.m, self.e);
@@ -113,7 +125,7 @@ impl Xf {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn minus(self, o: Xf) -> Xf {
         if o.m == 0.0 {
             return self;
@@ -126,11 +138,9 @@ impl Xf {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn times(self, o: Xf) -> Xf {
-        if self.m == 0.0 || o.m == 0.0 {
-            return Xf::ZERO;
-        }
+        // A zero factor gives m = 0, which `norm` turns into the canonical zero.
         Xf::norm(self.m * o.m, self.e + o.e)
     }
 }
@@ -151,31 +161,31 @@ impl PartialOrd for Xf {
 }
 
 impl Scalar for Xf {
-    #[inline]
+    #[inline(always)]
     fn zero() -> Self {
         Xf::ZERO
     }
-    #[inline]
+    #[inline(always)]
     fn from_u64(v: u64) -> Self {
         Xf::from_f64(v as f64)
     }
-    #[inline]
+    #[inline(always)]
     fn is_zero(&self) -> bool {
         self.m == 0.0
     }
-    #[inline]
+    #[inline(always)]
     fn add(&self, o: &Self) -> R<Self> {
         Ok(self.plus(*o))
     }
-    #[inline]
+    #[inline(always)]
     fn sub(&self, o: &Self) -> R<Self> {
         Ok(self.minus(*o))
     }
-    #[inline]
+    #[inline(always)]
     fn mul(&self, o: &Self) -> R<Self> {
         Ok(self.times(*o))
     }
-    #[inline]
+    #[inline(always)]
     fn mul_u64(&self, v: u64) -> R<Self> {
         Ok(self.mul_f64(v as f64))
     }

@@ -92,7 +92,7 @@ impl Selector for Benefit {
         // partial matches against realised ones (see docs/ENGINE.md).
         let horizon = s.cfg.size.min(MAX_STEPS) as f64;
         let steps = |t_init: i64| -> usize {
-            let remaining = (tau as f64) - ((t as i128 - t_init as i128) as f64);
+            let remaining = (tau as f64) - (t.saturating_sub(t_init) as f64); // never wraps near ±2^63
             (remaining.max(0.0) * rate).round().min(horizon) as usize
         };
         let is_init = |e: &Ev| dfa.starts(e.sym);
