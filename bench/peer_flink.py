@@ -31,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,12 +171,14 @@ class FlinkCase:
 
 
 def run_flink(cases: Sequence[FlinkCase], *, timeout: float = 60.0, one_job: bool = False,
-              distinct: bool = False) -> list[dict]:
+              distinct: bool = False, progress: bool = False) -> list[dict]:
     """Run the cases in ONE JVM; one result dict per case, in order.
 
     Separately (the default) each case is its own job, timed and capped at `timeout` seconds
-    by Flink itself; with `one_job`, all cases share one job and one local cluster start
+    by Flink itself (after a timeout the JVM ends and later cases come back "skipped");
+    with `one_job`, all cases share one job and one local cluster start
     (the tests' mode), and `distinct` also counts the different event sets among matches.
+    `progress` prints a line on stderr as each case finishes.
     """
     if not cases:
         return []
@@ -190,7 +193,9 @@ def run_flink(cases: Sequence[FlinkCase], *, timeout: float = 60.0, one_job: boo
                     raise ValueError(f"case field {field!r} contains a tab or newline")
             lines.append(f"{c.name}\t{c.spec}\t{'-' if c.within_ms is None else c.within_ms}\t{c.stream}\n")
         cases_file.write_text("".join(lines))
-        cmd = [java, *JVM_OPTIONS, f"-Dlog4j.configurationFile={LOG_CONFIG}",
+        # Flink unpacks a 24 MB RPC jar and cluster dirs into java.io.tmpdir on every start:
+        # keep them in this run's directory, which is removed afterwards.
+        cmd = [java, *JVM_OPTIONS, f"-Djava.io.tmpdir={tmp}", f"-Dlog4j.configurationFile={LOG_CONFIG}",
                "-cp", f"{classes}{os.pathsep}{flink_lib() / '*'}", "FlinkPeer",
                "--timeout", str(timeout)]
         if one_job:
@@ -200,14 +205,25 @@ def run_flink(cases: Sequence[FlinkCase], *, timeout: float = 60.0, one_job: boo
         cmd.append(str(cases_file))
         # Flink caps each job itself; this backstop covers JVM start and a hung cancel.
         backstop = timeout * (1 if one_job else len(cases)) + 120
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
-        try:
-            out, err = proc.communicate(timeout=backstop)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise PeerError(f"FlinkPeer did not finish within {backstop:.0f} s") from None
+        err_file = Path(tmp) / "stderr.txt"
+        with open(err_file, "w") as err_out:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err_out, text=True,
+                                    start_new_session=True)
+            killer = threading.Timer(backstop, os.killpg, (proc.pid, signal.SIGKILL))
+            killer.start()
+            try:
+                lines = []
+                for line in proc.stdout:  # one line per finished case
+                    lines.append(line)
+                    if progress and line.startswith("{"):
+                        r = json.loads(line)
+                        print(f"  flink {r['name']}: {r['status']} {r.get('count', '')}", file=sys.stderr, flush=True)
+                proc.wait()
+            finally:
+                killer.cancel()
+        out, err = "".join(lines), err_file.read_text()
+        if proc.returncode == -signal.SIGKILL:
+            raise PeerError(f"FlinkPeer did not finish within {backstop:.0f} s")
     if proc.returncode != 0:
         raise PeerError(f"FlinkPeer exited with {proc.returncode}: {err.strip()[-2000:]}")
     results = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
@@ -259,9 +275,10 @@ def measure(rows_in, tmp: Path, timeout: float, repeat: int) -> list[Row]:
     cases, meta = [], []
     for k, (workload, peer, window, chars, ts) in enumerate(rows_in):
         path = write_stream(tmp / f"stream{k}.txt", chars, ts)
-        cases.append(FlinkCase(f"case{k}", peer.flink, flink_within(window), path))
+        cases.append(FlinkCase(f"{k}: {workload} {peer.name} window {window}", peer.flink, flink_within(window), path))
         meta.append((workload, peer, window, chars, ts))
-    flink = run_flink(cases, timeout=timeout)
+    # One JVM per case: a timed-out Flink task cannot be stopped and would slow later cases.
+    flink = [run_flink([c], timeout=timeout, progress=True)[0] for c in cases]
     rows = []
     for (workload, peer, window, chars, ts), fr in zip(meta, flink):
         query = suse_query(peer, window)

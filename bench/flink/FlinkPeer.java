@@ -10,7 +10,8 @@
 // "seconds" is the job's net runtime as Flink reports it; "wall_seconds" adds job submission
 // and the local cluster's start. With --distinct, every match is also collected as the set of
 // its events' timestamps, and "distinct" counts the different sets (a check for duplicates).
-// Status "timeout" or "error" (with "error") replaces the count. Bad arguments exit with 2.
+// Status "timeout" or "error" (with "error") replaces the count; after a timeout the JVM ends
+// and the cases left print status "skipped". A malformed case or bad arguments exit with 2.
 //
 // Pattern spec (a small text form so that a new pattern is one line on the Python side):
 //   seq   := step (' '+ op step)*         the first step has no op
@@ -338,8 +339,10 @@ public class FlinkPeer {
         }
     }
 
+    static final String TIMEOUT = "\"status\": \"timeout\"";
+
     static String timedOut(String head, long timeoutMs) {
-        return head + ", \"status\": \"timeout\", \"timeout_seconds\": " + timeoutMs / 1000.0 + "}";
+        return head + ", " + TIMEOUT + ", \"timeout_seconds\": " + timeoutMs / 1000.0 + "}";
     }
 
     /** One job per case: the benchmark's mode, so each case is timed (and capped) alone. */
@@ -442,16 +445,29 @@ public class FlinkPeer {
                 System.exit(2);
             }
         }
+        boolean timedOut = false;
         if (oneJob) {
-            for (String line : runTogether(cases, timeoutMs, distinct)) System.out.println(line);
+            for (String line : runTogether(cases, timeoutMs, distinct)) {
+                System.out.println(line);
+                timedOut |= line.contains(TIMEOUT);
+            }
         } else {
             for (Case c : cases) {
-                System.out.println(runAlone(c, timeoutMs));
+                if (timedOut) {
+                    System.out.println(c.head() + ", \"status\": \"skipped\", \"error\": \"an earlier case timed out\"}");
+                    continue;
+                }
+                String line = runAlone(c, timeoutMs);
+                System.out.println(line);
                 System.out.flush();
+                timedOut = line.contains(TIMEOUT);
             }
         }
         System.out.flush();
-        System.exit(0); // local cluster threads may linger
+        // A cancelled CEP task does not stop (its loops never look at interrupts) and would
+        // eat the CPU of later cases and block shutdown: end the JVM at once instead.
+        if (timedOut) Runtime.getRuntime().halt(0);
+        System.exit(0);
     }
 
     static void usage() {
