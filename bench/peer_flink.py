@@ -13,11 +13,13 @@ Suites (default: all):
   variants  Flink-only patterns for suse's coming negation (`A!EB`) and contiguity
             (`policy="contiguous"`) on a small paper-workload stream; suse joins in as soon
             as it accepts the query and policy.
-Flink's time per case is capped (--timeout); a case over the cap prints "timed out".
-A count mismatch is printed as MISMATCH on stderr and makes the exit code 1.
+Flink's time per case is capped (--timeout); a case over the cap prints "timed out", and
+the larger cases of its series (more events and a window as wide) print "not run" unless
+--run-all. A count mismatch or a Flink error is printed on stderr and makes the exit code 1.
 
 Usage: python bench/peer_flink.py [--suite paper,abcd,variants] [--events 10000,100000]
-       [--windows 10,100,1000] [--max-i 256] [--timeout 60] [--list]
+       [--windows 10,100,1000] [--paper-patterns paper,abcd] [--max-i 256] [--timeout 60]
+       [--run-all] [--list]
 """
 from __future__ import annotations
 
@@ -267,22 +269,28 @@ class Row:
     suse_note: str = ""
 
 
-def measure(rows_in, tmp: Path, timeout: float, repeat: int) -> list[Row]:
-    """rows_in: (workload, Peer, window, chars, timestamps). Flink runs first (one JVM for all
-    cases, one job each), then suse on the same events."""
+def measure(rows_in, tmp: Path, timeout: float, repeat: int, run_all: bool = False) -> list[Row]:
+    """rows_in: (series, workload, Peer, window, chars, timestamps), each series in growing
+    size. Flink runs each case in its own JVM, then suse runs on the same events. A Flink
+    case at least as large (events and window) as a timed-out one of the same series and
+    pattern is not run (unless `run_all`): it would only time out too."""
     import suse
 
-    cases, meta = [], []
-    for k, (workload, peer, window, chars, ts) in enumerate(rows_in):
-        path = write_stream(tmp / f"stream{k}.txt", chars, ts)
-        cases.append(FlinkCase(f"{k}: {workload} {peer.name} window {window}", peer.flink, flink_within(window), path))
-        meta.append((workload, peer, window, chars, ts))
-    # One JVM per case: a timed-out Flink task cannot be stopped and would slow later cases.
-    flink = [run_flink([c], timeout=timeout, progress=True)[0] for c in cases]
-    rows = []
-    for (workload, peer, window, chars, ts), fr in zip(meta, flink):
-        query = suse_query(peer, window)
+    rows, timed_out = [], []
+    for k, (series, workload, peer, window, chars, ts) in enumerate(rows_in):
+        if not run_all and any(s == (series, peer.name) and n <= len(chars) and w <= window
+                               for s, n, w in timed_out):
+            fr = {"status": "skipped", "error": "a smaller case of this series timed out"}
+        else:
+            path = write_stream(tmp / f"stream{k}.txt", chars, ts)
+            case = FlinkCase(f"{k}: {workload} {peer.name} window {window}", peer.flink, flink_within(window), path)
+            # One JVM per case: a timed-out Flink task cannot be stopped and would slow later cases.
+            fr = run_flink([case], timeout=timeout, progress=True)[0]
+            path.unlink()
+            if fr["status"] == "timeout":
+                timed_out.append(((series, peer.name), len(chars), window))
         row = Row(workload, peer.name, window, len(chars), fr, None, None)
+        query = suse_query(peer, window)
         if isinstance(query, str):
             row.suse_note = query
         else:
@@ -300,6 +308,10 @@ def floor_seconds(tmp: Path) -> float:
     return run_flink([FlinkCase("floor", "A >>B", 2, path)])[0]["seconds"]
 
 
+def fmt_count(n: int) -> str:
+    return f"{n:,}" if n < 10**12 else f"{n:.3e}"  # suse's counts outgrow any column
+
+
 def report(rows: list[Row]) -> list[str]:
     """Print the table; return the mismatches."""
     mismatches = []
@@ -309,13 +321,15 @@ def report(rows: list[Row]) -> list[str]:
     for r in rows:
         fc, fs, fev, ratio = "", "", "", ""
         if r.flink["status"] == "ok":
-            fc, fs = f"{r.flink['count']:,}", f"{r.flink['seconds']:.3f}"
+            fc, fs = fmt_count(r.flink["count"]), f"{r.flink['seconds']:.3f}"
             fev = f"{r.events / r.flink['seconds']:,.0f}"
         elif r.flink["status"] == "timeout":
             fc, fs = "timed out", f">{r.flink['timeout_seconds']:.0f}"
+        elif r.flink["status"] == "skipped":
+            fc = "not run"
         else:
             fc = "error"
-        sc = f"{r.suse_count:,}" if r.suse_count is not None else r.suse_note[:14] or "-"
+        sc = fmt_count(r.suse_count) if r.suse_count is not None else r.suse_note[:14] or "-"
         ss = f"{r.suse_seconds:.5f}" if r.suse_seconds is not None else ""
         sev = f"{r.events / r.suse_seconds:,.0f}" if r.suse_seconds else ""
         if r.suse_seconds and r.flink["status"] == "ok":
@@ -346,14 +360,14 @@ def paper_rows(patterns, events_list, windows, seed):
             letters = "".join(sorted({c for c in peer.suse if c.isalnum()}))
             stream = synthetic_stream(letters, n, "zipf", 2.0, seed=seed)
             for w in windows:
-                yield (f"zipf2 {letters} seed {seed}", peer, w, stream.chars, stream.timestamps)
+                yield ("paper", f"zipf2 {letters} seed {seed}", peer, w, stream.chars, stream.timestamps)
 
 
 def abcd_rows(max_i):
     i = 8
     while i <= max_i:
         chars = "A" * i + "B" * i + "C" * i + "D" * i
-        yield (f"A^{i}B^{i}C^{i}D^{i}", PATTERNS["ABCD"], 4 * i, chars, np.arange(4 * i))
+        yield ("abcd", f"A^{i}B^{i}C^{i}D^{i}", PATTERNS["ABCD"], 4 * i, chars, np.arange(4 * i))
         i *= 2
 
 
@@ -363,14 +377,24 @@ def variant_rows(n, window, seed):
     stream = synthetic_stream("ABCDE", n, "uniform", seed=seed)
     for peer in PATTERNS.values():
         if peer.feature != "stam":
-            yield (f"uniform ABCDE seed {seed}", peer, window, stream.chars, stream.timestamps)
+            yield ("variants", f"uniform ABCDE seed {seed}", peer, window, stream.chars, stream.timestamps)
+
+
+def int_list(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
+    if min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", default="paper,abcd,variants")
-    ap.add_argument("--events", default="10000,100000")
-    ap.add_argument("--windows", default="10,100,1000")
+    ap.add_argument("--events", type=int_list, default="10000,100000")
+    ap.add_argument("--windows", type=int_list, default="10,100,1000")
     ap.add_argument("--paper-patterns", default="paper,abcd")
     ap.add_argument("--max-i", type=int, default=256)
     ap.add_argument("--variant-events", type=int, default=10_000)
@@ -378,6 +402,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="cap on Flink's time per case (s)")
     ap.add_argument("--repeat", type=int, default=3, help="suse runs per case (best is kept)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--run-all", action="store_true",
+                    help="run Flink even where a smaller case of the same series timed out")
     ap.add_argument("--list", action="store_true", help="print the named patterns and exit")
     args = ap.parse_args(argv)
     if args.list:
@@ -389,10 +415,11 @@ def main(argv=None) -> int:
     unknown = set(suites) - {"paper", "abcd", "variants"} or set(args.paper_patterns.split(",")) - set(PATTERNS)
     if unknown:
         ap.error(f"unknown suite or pattern: {', '.join(sorted(unknown))}")
+    if args.timeout <= 0 or args.repeat < 1 or args.variant_events < 1 or args.variant_window < 0:
+        ap.error("--timeout, --repeat and --variant-events must be positive, --variant-window >= 0")
     rows_in = []
     if "paper" in suites:
-        rows_in += paper_rows(args.paper_patterns.split(","), [int(x) for x in args.events.split(",")],
-                              [int(x) for x in args.windows.split(",")], args.seed)
+        rows_in += paper_rows(args.paper_patterns.split(","), args.events, args.windows, args.seed)
     if "abcd" in suites:
         rows_in += abcd_rows(args.max_i)
     if "variants" in suites:
@@ -405,9 +432,9 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="suse-flink-bench-") as tmp:
         print(f"Flink net runtime of a one-event job (fixed cost inside every Flink time): "
               f"{floor_seconds(Path(tmp)):.3f} s")
-        mismatches = report(measure(rows_in, Path(tmp), args.timeout, args.repeat))
+        mismatches = report(measure(rows_in, Path(tmp), args.timeout, args.repeat, args.run_all))
     print("flink s = Flink's net job runtime (excludes JVM and local cluster start); "
-          "ratio = flink s / suse s")
+          "ratio = flink s / suse s; not run = a smaller case of the same series timed out")
     if mismatches:
         print(f"{len(mismatches)} MISMATCH(ES):\n  " + "\n  ".join(mismatches), file=sys.stderr)
         return 1
