@@ -198,6 +198,14 @@ def test_malformed_spec_is_reported_with_its_column(tmp_path):
         pf.run_flink([pf.FlinkCase("bad", "A >>B+ >>C", None, path)])
 
 
+def test_stream_timestamps_must_increase(tmp_path):
+    """Flink would drop an event behind the watermark as late; FlinkPeer refuses instead."""
+    path = tmp_path / "s.txt"
+    path.write_text("A 0\nB 2\nB 2\n")
+    with pytest.raises(pf.PeerError, match=r"line 3: timestamp 2 does not increase"):
+        pf.run_flink([pf.FlinkCase("ties", "A >>B", None, path)])
+
+
 def test_report_flags_a_count_mismatch(capsys):
     ok = {"status": "ok", "count": 7, "seconds": 1.0}
     rows = [pf.Row("w", "ABCD", 5, 10, ok, 7, 0.001), pf.Row("w", "AB+C", 5, 10, ok, 8, 0.001)]

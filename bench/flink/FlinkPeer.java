@@ -52,6 +52,7 @@ import org.apache.flink.cep.pattern.Pattern;
 import org.apache.flink.cep.pattern.conditions.SimpleCondition;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.util.CloseableIterator;
@@ -94,8 +95,8 @@ public class FlinkPeer {
         }
     }
 
-    /** Adds the marks to the "matches" accumulator and emits nothing (printing would dominate). */
-    public static class Count extends RichFlatMapFunction<Long, Long> {
+    /** Counts its input in an accumulator and emits nothing (printing would dominate). */
+    public static class Count<T> extends RichFlatMapFunction<T, Long> {
         private final String accumulator;
         private transient LongCounter counter;
 
@@ -109,8 +110,8 @@ public class FlinkPeer {
         }
 
         @Override
-        public void flatMap(Long mark, Collector<Long> out) {
-            counter.add(mark);
+        public void flatMap(T element, Collector<Long> out) {
+            counter.add(1L);
         }
     }
 
@@ -276,7 +277,18 @@ public class FlinkPeer {
                 lineNo++;
                 String[] f = line.trim().split(" +");
                 if (f.length != 2) throw new IllegalArgumentException(path + ", line " + lineNo + ": expected 'CHAR TIMESTAMP'");
-                events.add(new Ev(f[0], Long.parseLong(f[1])));
+                long t;
+                try {
+                    t = Long.parseLong(f[1]);
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException(path + ", line " + lineNo + ": timestamp '" + f[1] + "' is not an integer");
+                }
+                // Event-time CEP drops an event behind the watermark as late, and orders ties
+                // its own way: strictly increasing timestamps rule out both.
+                if (!events.isEmpty() && t <= events.get(events.size() - 1).t) {
+                    throw new IllegalArgumentException(path + ", line " + lineNo + ": timestamp " + t + " does not increase");
+                }
+                events.add(new Ev(f[0], t));
             }
         }
         return events;
@@ -349,7 +361,8 @@ public class FlinkPeer {
     static String runAlone(Case c, long timeoutMs) {
         try {
             StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1);
-            c.build(env).process(new MarkMatches(), Types.LONG).flatMap(new Count("matches")).sinkTo(new DiscardingSink<>());
+            var marks = c.build(env).process(new MarkMatches(), Types.LONG);
+            marks.flatMap(new Count<Long>("matches")).returns(Types.LONG).sinkTo(new DiscardingSink<>());
             long t0 = System.nanoTime();
             JobExecutionResult result = run(env, c.name, timeoutMs);
             if (result == null) return timedOut(c.head(), timeoutMs);
@@ -374,17 +387,20 @@ public class FlinkPeer {
         Map<String, Set<String>> sets = new HashMap<>();
         Map<String, Long> overlapping = new HashMap<>();
         long t0 = System.nanoTime();
+        JobExecutionResult result;
         if (distinct) {
             DataStream<String> all = null;
             for (Case c : cases) {
-                DataStream<String> m = c.build(env).process(new MatchSets(c.name), Types.STRING);
+                SingleOutputStreamOperator<String> m = c.build(env).process(new MatchSets(c.name), Types.STRING);
                 all = all == null ? m : all.union(m);
                 counts.put(c.name, 0L);
                 sets.put(c.name, new HashSet<>());
                 overlapping.put(c.name, 0L);
             }
             // Collecting every match costs more than counting; only tests use this.
-            try (CloseableIterator<String> it = all.executeAndCollect("cases")) {
+            CloseableIterator<String> it = all.collectAsync();
+            JobClient job = env.executeAsync("cases");
+            try (it) {
                 while (it.hasNext()) {
                     String[] m = it.next().split("\t", 2);
                     counts.merge(m[0], 1L, Long::sum);
@@ -392,11 +408,13 @@ public class FlinkPeer {
                     sets.get(m[0]).add(m[1]);
                 }
             }
+            result = job.getJobExecutionResult().get(timeoutMs, TimeUnit.MILLISECONDS);
         } else {
             for (Case c : cases) {
-                c.build(env).process(new MarkMatches(), Types.LONG).flatMap(new Count("matches:" + c.name)).sinkTo(new DiscardingSink<>());
+                var marks = c.build(env).process(new MarkMatches(), Types.LONG);
+                marks.flatMap(new Count<Long>("matches:" + c.name)).returns(Types.LONG).sinkTo(new DiscardingSink<>());
             }
-            JobExecutionResult result = run(env, "cases", timeoutMs);
+            result = run(env, "cases", timeoutMs);
             if (result == null) {
                 for (Case c : cases) out.add(timedOut(c.head(), timeoutMs));
                 return out;
