@@ -1,15 +1,17 @@
 // FlinkCEP peer for suse's benchmarks: counts the matches of a pattern over a stream file.
 //
-// Usage: java -cp CLASSES:FLINK_LIB/* FlinkPeer [--timeout SECONDS] [--distinct] CASES_FILE
+// Usage: java -cp CLASSES:FLINK_LIB/* FlinkPeer [--timeout SECONDS] [--one-job [--distinct]] CASES_FILE
 //
 // CASES_FILE has one case per line, tab-separated: NAME, PATTERN SPEC, WITHIN (milliseconds,
 // or "-" for none), STREAM FILE. A stream file has one event per line: "CHAR TIMESTAMP".
-// Each case runs as its own job in a local environment (parallelism 1, event time, the
-// timestamp of an event is its TIMESTAMP in ms), and prints one JSON line on stdout:
+// Timestamps must increase strictly. Each case runs as its own job (with --one-job, all cases
+// share one) in a local environment (parallelism 1, event time, the timestamp of an event is
+// its TIMESTAMP in ms), and prints one JSON line on stdout:
 //   {"name": ..., "status": "ok", "count": N, "seconds": S, "wall_seconds": W, "events": E}
-// "seconds" is the job's net runtime as Flink reports it; "wall_seconds" adds job submission
-// and the local cluster's start. With --distinct, every match is also collected as the set of
-// its events' timestamps, and "distinct" counts the different sets (a check for duplicates).
+// "seconds" is the job's net runtime as Flink reports it (not with --one-job); "wall_seconds"
+// adds job submission and the local cluster's start. With --distinct, every match is also
+// collected as the set of its events' timestamps, and "distinct" counts the different sets
+// (a check for duplicates).
 // Status "timeout" or "error" (with "error") replaces the count; after a timeout the JVM ends
 // and the cases left print status "skipped". A malformed case or bad arguments exit with 2.
 //
