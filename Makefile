@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.suse-installed
+FLINK  := $(VENV)/.suse-flink-installed
 NATIVE := $(shell find core -name "*.rs" -not -path "*/target/*") $(wildcard core/*/Cargo.toml) core/Cargo.toml pyproject.toml
 
 .PHONY: install demo dashboard browser test bench native clean
@@ -16,6 +17,13 @@ $(STAMP): $(NATIVE)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
+
+# The `flink` extra (FlinkCEP jars, a ~330 MB wheel): the tests need it, the demo does not.
+# Installed from pyproject's list without reinstalling (and so rebuilding) suse itself.
+$(FLINK): $(STAMP)
+	$(PY) -c "import sys; toml = __import__('tomllib' if sys.version_info >= (3, 11) else 'tomli'); print('\\n'.join(toml.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['flink']))" \
+		| $(PY) -m pip install --quiet -r /dev/stdin
+	touch $(FLINK)
 
 # Rebuild only the Rust extension in place (after editing core/src).
 native:
@@ -36,7 +44,7 @@ browser:
 	  else echo "the browser tests need Debian's chromium: sudo apt-get install chromium" >&2; exit 1; fi; }
 
 # The kernel's Rust tests (unit and property tests, no Python needed), then pytest.
-test: install browser
+test: install browser $(FLINK)
 	cargo test --quiet --manifest-path core/Cargo.toml -p suse-kernel
 	$(PY) -m pytest -q
 
