@@ -14,7 +14,7 @@ fn config(size: usize, tau: i64, strategy: StrategyKind, aggregate: Aggregate, t
 }
 
 fn strategy_of(i: usize) -> StrategyKind {
-    [StrategyKind::Suse, StrategyKind::Present, StrategyKind::Fifo, StrategyKind::Random][i % 4]
+    [StrategyKind::Suse, StrategyKind::Present, StrategyKind::Fifo, StrategyKind::Random, StrategyKind::Adaptive][i % 5]
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -50,7 +50,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     #[test]
-    fn invariants_hold_after_every_step(evs in stream(), size in 1usize..7, tau in 0i64..12, strat in 0usize..4,
+    fn invariants_hold_after_every_step(evs in stream(), size in 1usize..7, tau in 0i64..12, strat in 0usize..5,
                                         sum in any::<bool>(), ttl in proptest::option::of(0i64..10), next in any::<bool>()) {
         let cfg = config(size, tau, strategy_of(strat), if sum { Aggregate::Sum } else { Aggregate::Count }, ttl);
         if next { run_checked::<NextMatch>(&evs, cfg)? } else { run_checked::<AnyMatch>(&evs, cfg)? }
