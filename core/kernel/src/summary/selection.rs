@@ -55,7 +55,7 @@ impl StrategyKind {
             StrategyKind::Present => Benefit { expected: false, at_risk: None }.choose(s, ev),
             StrategyKind::Fifo => Fifo.choose(s, ev),
             StrategyKind::Random => Random.choose(s, ev),
-            StrategyKind::Adaptive => Benefit { expected: true, at_risk: Some(knob("ADAPT_ALPHA", 0.01)) }.choose(s, ev),
+            StrategyKind::Adaptive => Benefit { expected: true, at_risk: Some(AT_RISK) }.choose(s, ev),
         }
     }
 }
@@ -82,13 +82,14 @@ impl Selector for Random {
 pub struct Benefit {
     pub expected: bool,
     /// `adaptive`: the share of the retained matches one eviction may give up for expected
-    /// ones. An element holding more is evicted only for a candidate completing as many now.
+    /// ones. An element holding more counts [`PROTECTED`] times its benefit, unless the
+    /// candidate completes at least as many matches on arrival.
     pub at_risk: Option<f64>,
 }
 
-fn knob(n: &str, d: f64) -> f64 {
-    std::env::var(n).ok().and_then(|v| v.parse().ok()).unwrap_or(d)
-}
+/// `adaptive`'s share and weight, measured (docs/ENGINE.md, "Adaptive selection").
+pub const AT_RISK: f64 = 0.25;
+pub const PROTECTED: f64 = 1e9;
 
 impl Selector for Benefit {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
@@ -118,10 +119,8 @@ impl Selector for Benefit {
             let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: DualX, (x, h)| acc.plus(&x.times(h)));
             pick(&acc)
         };
-        let gamma = self.at_risk.map(|_| knob("ADAPT_GAMMA", 1.0));
         let expected = |al: &[DualX], t_old: i64, t_new: i64| -> Xf {
-            let e = dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or(Xf::ZERO).half();
-            gamma.map_or(e, |g| e.mul_f64(g))
+            dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or(Xf::ZERO).half()
         };
         let cand_new = if is_init(ev) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
         let cand_pres = pick(&final_sum(&dfa, &cand).unwrap_or_default());
@@ -146,8 +145,10 @@ impl Selector for Benefit {
                     b = b.add(&expected(&s.est.al[i * z..(i + 1) * z], t_old, t_new)).unwrap_or(b);
                 }
             }
+            // Realised matches are certain, expected ones are not: a large share of the result
+            // goes only for a far larger expectation.
             if limit.is_some_and(|l| pres > l && pres > cand_pres) {
-                continue;
+                b = b.mul_f64(PROTECTED);
             }
             if best.is_none_or(|(_, bb)| b < bb) {
                 best = Some((i, b));
