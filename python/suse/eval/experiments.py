@@ -619,7 +619,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                              family_at={"size": 50, "window": 50, "distribution": ["zipf"]},
                              trace={"size": 50, "window": 100, "distribution": "zipf", "run": 0, "events": 1500,
                                     "points": 30}),
-               full=_beyond(events=10000, size=[100, 500, 1000], window=[50, 100, 250, 500],
+               # 5,000 events per stream: the grid ran in ~15 min on 2 shared cores (docs/RESULTS.md)
+               full=_beyond(events=5000, size=[100, 500, 1000], window=[50, 100, 250, 500],
                             distribution=["zipf", "uniform", "normal"], runs=5,
                             families={"fig9a": kleene_count_family([0, 4, 8, 12]), "fig9b": kleene_position_family(),
                                       "fig9c": disjunction_family([0, 3, 7]), "fig9d": overlap_family([0, 2, 5])},
