@@ -114,6 +114,12 @@ def test_eval_fifo_on_figure_2():
     assert data["skipped"] == 1 and data["evictions"] == 4
 
 
+def test_eval_adaptive_on_figure_2():
+    data = run_json("eval", "AB*C", "-w", "1000", "--size", "5", "--strategy", "adaptive", stdin=FIGURE2)
+    assert data["count"] == 8  # the best any 5 elements hold; suse keeps 0 (tests/test_summary.py)
+    assert [(e["char"], e["timestamp"]) for e in data["elements"]] == [("A", 1), ("A", 2), ("B", 3), ("B", 5), ("C", 6)]
+
+
 def test_eval_with_probabilities_and_human_output(files):
     proc = run("eval", "A(B*C)*D", "-w", "1000", "--size", "3", "--strategy", "suse", "--seed", "1",
                "--probabilities", files["probs"], "--compare-exact", files["ex4.txt"])

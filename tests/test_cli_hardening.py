@@ -151,7 +151,7 @@ def test_help_and_usage_lines():
     "args, message",
     [
         (["--strategy", "lifo"], "error: Invalid value for '--strategy': 'lifo' is not one of 'suse', 'present', "
-                                 "'fifo', 'random' (see 'suse eval -h')"),
+                                 "'fifo', 'random', 'adaptive' (see 'suse eval -h')"),
         (["--strategy", "suse", "--size", "abc"], "error: Invalid value for '--size' / '-n': 'abc' is not an integer "
                                                   "(see 'suse eval -h')"),
         (["--strategy", "suse", "--seed", "-1"], "error: Invalid value for '--seed': must be at least 0, got -1 "

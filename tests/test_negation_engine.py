@@ -81,8 +81,11 @@ def test_summary_invariants_after_every_step(query, stream, window, policy, stra
         assert kept == fresh
         # Loading recounts every counter from the retained elements and their gaps.
         assert suse.Summary.from_bytes(s.to_bytes()).result() == s.result()
-        # Judged on the full stream: evicting an element never creates a match.
-        assert s.result().count <= exact.result().count
+        # Judged on the full stream: evicting an element never creates a match. (Not so for
+        # skip-till-next-match, whose runs over the retained elements may take an element the
+        # full stream's run skipped, negation or not.)
+        if policy != "next":
+            assert s.result().count <= exact.result().count
 
 
 def test_evicting_the_negated_event_does_not_create_a_match():

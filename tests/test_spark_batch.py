@@ -87,6 +87,12 @@ def test_end_matches_the_engine_per_partition(spark, events):
     assert row["avg"] == (int(row["sum"]) / int(row["count"]) if int(row["count"]) else None)
 
 
+def test_adaptive_strategy_matches_the_engine(spark, events):
+    df = spark.createDataFrame(events)
+    got = collect(aggregate(df, QUERY, WINDOW, CHARS, "t", ["k"], value="v", summary_size=4, strategy="adaptive"))
+    assert strip(got, COLS) == strip(oracle(events, lambda ts: [int(ts[-1])], size=4, strategy="adaptive"), COLS)
+
+
 def test_exact_and_every_n_events(spark, events):
     df = spark.createDataFrame(events)
     out = aggregate(df, QUERY, WINDOW, CHARS, "t", "k", value="v", summary_size=4, strategy="fifo",

@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+import suse  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark.config import ConfigError, load_config, parse_config  # noqa: E402
 from suse.spark.runner import Plan  # noqa: E402
@@ -153,6 +154,11 @@ def test_config_errors_name_the_key(change, expected):
         parse_config({**BASE, **change}, "job.toml")
     assert expected in str(err.value)
     assert str(err.value).startswith("job.toml is not a valid job:")
+
+
+def test_every_kernel_strategy_is_a_valid_job_setting():
+    for name in suse.api.STRATEGIES:  # the job schema follows the kernel's list (adaptive included)
+        assert parse_config({**BASE, "summary": {"strategy": name}}, "job.toml").summary.strategy == name
 
 
 def test_config_file_errors(tmp_path):

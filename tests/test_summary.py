@@ -14,7 +14,7 @@ from oracle import stnm_aggregate
 from strategies import queries, streams
 from suse.io.synthetic import synthetic_stream
 
-STRATEGIES = ["suse", "present", "fifo", "random"]
+STRATEGIES = list(suse.api.STRATEGIES)  # every strategy the kernel offers, adaptive included
 
 
 def _check_counters(s: suse.Summary) -> None:
@@ -224,7 +224,7 @@ def test_suse_retains_at_least_as_many_matches_as_the_baselines(size, window):
 
 
 @pytest.mark.parametrize("query", ["(aa)*b", "(ab|ba)*", "((ab)*c)+"])
-@pytest.mark.parametrize("strategy", ["suse", "fifo"])
+@pytest.mark.parametrize("strategy", ["suse", "fifo", "adaptive"])
 def test_automata_whose_transitions_cycle_on_one_character(query, strategy):
     """In-place counter updates need a working copy when one character's transitions form a
     cycle (in `(aa)*b`, 'a' maps 0 -> 1 -> 0); the copy path must agree with recomputation."""
@@ -235,3 +235,18 @@ def test_automata_whose_transitions_cycle_on_one_character(query, strategy):
         s.insert(c, t, v)
         _check_counters(s)
     assert suse.exact(q, events=ev).count > 0
+
+
+FIGURE2 = ("AABBCABCA", [1, 2, 3, 5, 6, 7, 8, 9, 10])  # the paper's Fig. 2 without D4 (skipped)
+
+
+def test_adaptive_keeps_the_best_possible_on_figure_2():
+    """Fig. 2, size 5 after A10: 8 matches is the best any 5 elements hold (A1 A2 B3 B5 C6).
+    `suse` trades realised matches for expected ones and ends with none."""
+    q = suse.Query("AB*C", window=1000)
+    counts = {}
+    for strategy in ("suse", "present", "adaptive"):
+        s = suse.Summary(q, size=5, strategy=strategy)
+        s.extend(*FIGURE2)
+        counts[strategy] = s.result().count
+    assert counts == {"suse": 0, "present": 8, "adaptive": 8}

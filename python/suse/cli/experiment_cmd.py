@@ -13,7 +13,7 @@ from suse.errors import InputError
 @app.command("experiment", cls=Command)
 @friendly_errors
 def experiment(
-    name: str = typer.Argument(..., metavar="NAME", help="fig7a ... fig11, flights, stocks, or 'all'."),
+    name: str = typer.Argument(..., metavar="NAME", help="fig7a ... fig11, flights, stocks, beyond, beyond-flights, beyond-stocks, or 'all'."),
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes: minutes per experiment on 2 cores."),
     out: Path = typer.Option(Path("out/experiments"), "--out", help="Directory for NAME.csv, NAME.png, NAME.json."),
     plot_only: bool = typer.Option(False, "--plot-only", help="Redraw NAME.png from NAME.csv in --out; run nothing."),

@@ -40,11 +40,8 @@ class Policy(str, Enum):
     contiguous = "contiguous"
 
 
-class Strategy(str, Enum):
-    suse = "suse"
-    present = "present"
-    fifo = "fifo"
-    random = "random"
+# The kernel's list, so a new strategy reaches the command line without an edit here.
+Strategy = Enum("Strategy", {name: name for name in suse.api.STRATEGIES}, type=str)
 
 
 class StreamFormat(str, Enum):

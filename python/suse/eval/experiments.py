@@ -140,7 +140,7 @@ def effectiveness(task: dict) -> list[dict]:
         truth = dict(zip(at.tolist(), (e.count for e in res.evaluations)))
 
     main, rows = task["strategies"][0], []
-    config = {k: task[k] for k in ("size", "window", "distribution", "events") if k in task}
+    config = {k: task[k] for k in ("family", "size", "window", "distribution", "events") if k in task}
     for (n, proc), ts in draws.items():
         ts = ts.tolist()
         ours = [counts[main][t] for t in ts]
@@ -150,6 +150,7 @@ def effectiveness(task: dict) -> list[dict]:
             row = {"label": label, "query": regex, **config, "run": run, "evaluations": n,
                    "process": proc, "strategy": main, "baseline": other,
                    "log10_improvement": imp.log10_mean, "mean_log10_ratio": imp.mean_log10,
+                   "share_at_least": sum(a >= b for a, b in zip(ours, theirs)) / len(ts),
                    "timestamps": imp.timestamps, "zero_baseline": imp.zero_baseline,
                    "zero_strategy": imp.zero_suse,
                    "log10_max_retained": metrics.log10(max(ours)) if max(ours) else float("nan"),
@@ -199,6 +200,89 @@ def _map(fn: Callable[[dict], list[dict]], tasks: list[dict], workers: int, what
 
 def _run_effectiveness(p: dict) -> pd.DataFrame:
     return _map(effectiveness, _tasks(p), p.get("workers", 2), "tasks")
+
+
+# --- beyond the paper: `adaptive` against the paper's strategies ---------------------------
+
+BEYOND = ["adaptive", "suse", "present", "fifo"]
+
+
+def trace(task: dict) -> list[dict]:
+    """The retained count of every strategy over one stream, at evenly spaced timestamps."""
+    import suse
+
+    q = suse.Query(task["query"], window=task["window"])
+    letters = "".join(sorted(set(q.alphabet)))
+    dist = task.get("distribution", "zipf")
+    ev = synthetic_stream(letters, task["events"], dist, seed=task["run"])
+    probs = alphabet_probabilities(letters, dist)
+    at = np.linspace(ev.timestamps[0], ev.timestamps[-1], task["points"]).astype(np.int64)
+    rows = []
+    for strategy in task["strategies"]:
+        s = suse.Summary(q, size=task["size"], strategy=strategy, probabilities=probs, seed=task["run"])
+        for t, e in zip(at.tolist(), s.extend(ev.chars, ev.timestamps, None, evaluate_at=at)):
+            rows.append({"kind": "trace", "query": task["query"], "size": task["size"], "window": task["window"],
+                         "distribution": dist, "run": task["run"], "strategy": strategy, "t": t,
+                         "log10_count": metrics.log10(e.count + 1), "count": str(e.count)})
+    return rows
+
+
+def _beyond_task(task: dict) -> list[dict]:
+    if task.get("kind") == "trace":
+        return trace(task)
+    return [{"kind": "cell", **row} for row in effectiveness(task)]
+
+
+def _run_beyond(p: dict) -> pd.DataFrame:
+    """The paper's query over the (size, window, distribution) grid, the Fig. 9 query families
+    at one (size, window), and one trace of the retained count over time."""
+    base = {"events": p["events"], "evaluations": [p["evaluations"]], "processes": ["uniform"],
+            "strategies": p["strategies"], "runs": p["runs"]}
+    tasks = _tasks({**base, "family": "paper", "query": PAPER_QUERY, "size": p["size"],
+                    "window": p["window"], "distribution": p["distribution"]})
+    for family, queries in p["families"].items():
+        tasks += _tasks({**base, "family": family, "query": queries, **p["family_at"]})
+    tasks.append({"kind": "trace", "query": PAPER_QUERY, "strategies": p["strategies"], **p["trace"]})
+    tasks.sort(key=lambda t: -t.get("size", 0) * t.get("window", 0))  # longest first: better packing
+    return _map(_beyond_task, tasks, p.get("workers", 2), "beyond")
+
+
+def beyond_cells(df: pd.DataFrame, family: str = "paper") -> pd.DataFrame:
+    """Per cell (mean over runs): log10 ratio and share of timestamps at least as good as each
+    baseline, one column pair per baseline."""
+    cells = df[(df["kind"] == "cell") & (df["family"] == family)]
+    keys = ["label", "size", "window", "distribution"] if family != "paper" else ["size", "window", "distribution"]
+    out = cells.groupby(keys + ["baseline"], sort=False, dropna=False)[["mean_log10_ratio", "share_at_least"]].mean()
+    return out.unstack("baseline")
+
+
+def _plot_beyond(df: pd.DataFrame, path: Path, title: str) -> None:
+    fig, axes = _figure(4, title, width=3.8)
+    cells = df[(df["kind"] == "cell") & (df["family"] == "paper")]
+    main = cells["strategy"].iloc[0]
+    for ax, b in zip(axes[:2], ("suse", "present")):
+        _lines(ax, cells[cells["baseline"] == b], "window", "size", "mean_log10_ratio")
+        _improvement_axes(ax, f"({'ab'[b == 'present']}) {main} / {b}, {PAPER_QUERY}, all distributions")
+        ax.set_ylabel("mean log10 ((A+1)/(B+1)) per timestamp")
+    fam = df[(df["kind"] == "cell") & (df["family"] != "paper")]
+    if len(fam):
+        m = fam.groupby(["family", "baseline"], sort=False)["mean_log10_ratio"].mean().unstack("baseline")
+        xs = np.arange(len(m))
+        for k, b in enumerate(c for c in m.columns):
+            axes[2].bar(xs + (k - (len(m.columns) - 1) / 2) * 0.25, m[b], 0.25, color=f"C{k}", label=f"{main} / {b}")
+        axes[2].set_xticks(xs, list(m.index))
+        _improvement_axes(axes[2], "(c) query families (mean over queries, runs)")
+        axes[2].set_ylabel("mean log10 ratio per timestamp")
+    tr = df[df["kind"] == "trace"]
+    if len(tr):
+        for k, (strategy, g) in enumerate(tr.groupby("strategy", sort=False)):
+            axes[3].plot(g["t"], g["log10_count"], "-", lw=1.2, color=f"C{k}", label=strategy)
+        r = tr.iloc[0]
+        axes[3].set(xlabel="timestamp", ylabel="log10 (retained matches + 1)",
+                    title=f"(d) one stream: |S|={r['size']}, window {r['window']}, {r['distribution']}, seed {r['run']}")
+        axes[3].title.set_fontsize(9)
+        axes[3].legend(fontsize=7)
+    fig.savefig(path, dpi=100)
 
 
 # --- efficiency ---------------------------------------------------------------------------
@@ -445,6 +529,10 @@ def _synthetic(**kw) -> dict:
             "processes": ["uniform"], "strategies": ["suse", "random", "fifo"], **kw}
 
 
+def _beyond(**kw) -> dict:
+    return {"evaluations": 50, "strategies": BEYOND, **kw}
+
+
 def _case(**kw) -> dict:
     return {"evaluations": 50, "strategies": ["suse", "random", "fifo"], "latency_sample": 200, **kw}
 
@@ -524,6 +612,33 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                            size=[100, 250, 500], window=[10, 50, 100, 250], runs=1),
                full=_case(config="examples/stocks.toml", unit=86400, unit_name="days",
                           size=[100, 250, 500], window=[10, 50, 100, 250, 500], runs=3)),
+    Experiment("beyond", f"Beyond the paper: adaptive vs suse, present, fifo; {PAPER_QUERY} grid and Fig. 9 families",
+               _run_beyond, _plot_beyond,
+               quick=_beyond(events=1500, size=[20, 50], window=[20, 100], distribution=["zipf", "uniform"], runs=1,
+                             families={"fig9a": kleene_count_family([4, 8])},
+                             family_at={"size": 50, "window": 50, "distribution": ["zipf"]},
+                             trace={"size": 50, "window": 100, "distribution": "zipf", "run": 0, "events": 1500,
+                                    "points": 30}),
+               # 5,000 events per stream: the grid ran in ~15 min on 2 shared cores (docs/RESULTS.md)
+               full=_beyond(events=5000, size=[100, 500, 1000], window=[50, 100, 250, 500],
+                            distribution=["zipf", "uniform", "normal"], runs=5,
+                            families={"fig9a": kleene_count_family([0, 4, 8, 12]), "fig9b": kleene_position_family(),
+                                      "fig9c": disjunction_family([0, 3, 7]), "fig9d": overlap_family([0, 2, 5])},
+                            family_at={"size": 500, "window": 100, "distribution": ["zipf", "uniform"]},
+                            trace={"size": 500, "window": 500, "distribution": "zipf", "run": 0, "events": 10000,
+                                   "points": 200})),
+    Experiment("beyond-flights", "Beyond the paper: adaptive vs suse, present, fifo on flights (examples/flights.toml)",
+               lambda p: _case_studies().run(p), lambda *a: _case_studies().plot(*a),
+               quick=_case(config="examples/flights.toml", unit=3600, unit_name="hours", strategies=BEYOND,
+                           size=[4, 16], window=[24, 168], runs=1),
+               full=_case(config="examples/flights.toml", unit=3600, unit_name="hours", strategies=BEYOND,
+                          size=[4, 8, 16, 32], window=[24, 48, 168, 720], runs=1)),
+    Experiment("beyond-stocks", "Beyond the paper: adaptive vs suse, present, fifo on stocks (examples/stocks.toml)",
+               lambda p: _case_studies().run(p), lambda *a: _case_studies().plot(*a),
+               quick=_case(config="examples/stocks.toml", unit=86400, unit_name="days", strategies=BEYOND,
+                           size=[100], window=[50, 250], runs=1),
+               full=_case(config="examples/stocks.toml", unit=86400, unit_name="days", strategies=BEYOND,
+                          size=[100, 250, 500], window=[10, 50, 100, 250, 500], runs=1)),
     Experiment("fig11", "Fig. 11: exact counting of ABCD over A^i B^i C^i D^i vs pyrematch",
                _run_exact_vs_rematch, _plot_exact,
                quick={"blocks": [2**k for k in range(12)], "pyrematch_limit": 32,

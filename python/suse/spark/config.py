@@ -9,6 +9,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from suse.api import STRATEGIES
 from suse.errors import InputError
 
 try:
@@ -82,7 +83,7 @@ class QueryConfig(_Strict):
 
 class SummaryConfig(_Strict):
     size: int = Field(500, ge=1)
-    strategy: Literal["suse", "present", "fifo", "random"] = "suse"
+    strategy: Literal[STRATEGIES] = "suse"  # type: ignore[valid-type]  # the kernel's list
     probabilities: Union[Literal["online", "estimate"], dict[str, float]] = "online"
     seed: int = Field(0, ge=0)
 

@@ -226,12 +226,24 @@ fn recompute_active_locals<P: SummaryPolicy>(s: &mut Summary<P>) {
         start = run;
     }
     let mut scratch = Vec::new();
+    // fwd[k]: the sets over the active elements before start+k that may take the next one.
+    // Under skip-till-any-match the empty set at the start state stands for the sets that
+    // start later (it skips everything); under contiguity it would die at the first element
+    // it skips, so there each set is started where its initiator is.
+    let kill = P::SKIP == Skip::Kill;
     let mut fwd = vec![DualX::zero(); (n - start + 1) * z];
-    fwd[dfa.start as usize] = DualX::one();
+    if !kill {
+        fwd[dfa.start as usize] = DualX::one();
+    }
     for y in start..n {
         let (done, rest) = fwd.split_at_mut((y - start + 1) * z);
         rest[..z].clone_from_slice(&done[(y - start) * z..]);
-        let _ = step(&dfa, &s.elems[y], P::SKIP, &mut rest[..z], Dir::Forward, Layout::Vector, &mut scratch);
+        let ev = &s.elems[y];
+        let _ = step(&dfa, ev, P::SKIP, &mut rest[..z], Dir::Forward, Layout::Vector, &mut scratch);
+        let q0 = dfa.init[ev.sym as usize];
+        if kill && q0 != NONE {
+            rest[q0 as usize] = rest[q0 as usize].plus(&DualX::weight(ev.v));
+        }
     }
     let mut b = identity::<Xf>(z);
     for y in (start..n).rev() {
@@ -246,6 +258,12 @@ fn recompute_active_locals<P: SummaryPolicy>(s: &mut Summary<P>) {
             }
             for j in 0..z {
                 row[j] = row[j].plus(&u.times(&b[q2 as usize * z + j]));
+            }
+        }
+        let q0 = dfa.init[ev.sym as usize];
+        if kill && q0 != NONE {
+            for j in 0..z {
+                row[j] = row[j].plus(&w.times(&b[q0 as usize * z + j])); // the sets that start at y
             }
         }
         let _ = step(&dfa, &ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch);

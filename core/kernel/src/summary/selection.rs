@@ -26,10 +26,13 @@ pub enum StrategyKind {
     Fifo,
     /// Evict a uniformly random element (seeded).
     Random,
+    /// Beyond the paper: expected matches over the elements the summary actually keeps, and
+    /// realised matches traded for expected ones only in small amounts (docs/ENGINE.md).
+    Adaptive,
 }
 
 impl StrategyKind {
-    pub const NAMES: [&'static str; 4] = ["suse", "present", "fifo", "random"];
+    pub const NAMES: [&'static str; 5] = ["suse", "present", "fifo", "random", "adaptive"];
 
     pub fn parse(s: &str) -> Option<StrategyKind> {
         match s {
@@ -37,6 +40,7 @@ impl StrategyKind {
             "present" => Some(StrategyKind::Present),
             "fifo" => Some(StrategyKind::Fifo),
             "random" => Some(StrategyKind::Random),
+            "adaptive" => Some(StrategyKind::Adaptive),
             _ => None,
         }
     }
@@ -47,10 +51,11 @@ impl StrategyKind {
 
     pub fn choose<P: SummaryPolicy>(self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
         match self {
-            StrategyKind::Suse => Benefit { expected: true }.choose(s, ev),
-            StrategyKind::Present => Benefit { expected: false }.choose(s, ev),
+            StrategyKind::Suse => Benefit { expected: true, at_risk: None }.choose(s, ev),
+            StrategyKind::Present => Benefit { expected: false, at_risk: None }.choose(s, ev),
             StrategyKind::Fifo => Fifo.choose(s, ev),
             StrategyKind::Random => Random.choose(s, ev),
+            StrategyKind::Adaptive => Benefit { expected: true, at_risk: Some(AT_RISK) }.choose(s, ev),
         }
     }
 }
@@ -76,7 +81,15 @@ impl Selector for Random {
 /// remaining lifetimes of the oldest and newest active initiators.
 pub struct Benefit {
     pub expected: bool,
+    /// `adaptive`: the share of the retained matches one eviction may give up for expected
+    /// ones. An element holding more counts [`PROTECTED`] times its benefit, unless the
+    /// candidate completes at least as many matches on arrival.
+    pub at_risk: Option<f64>,
 }
+
+/// `adaptive`'s share and weight, measured (docs/ENGINE.md, "Adaptive selection").
+pub const AT_RISK: f64 = 0.25;
+pub const PROTECTED: f64 = 1e9;
 
 impl Selector for Benefit {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
@@ -110,14 +123,20 @@ impl Selector for Benefit {
             dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or(Xf::ZERO).half()
         };
         let cand_new = if is_init(ev) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
-        let mut cand_benefit = pick(&final_sum(&dfa, &cand).unwrap_or_default());
+        let cand_pres = pick(&final_sum(&dfa, &cand).unwrap_or_default());
+        let mut cand_benefit = cand_pres;
+        let limit = self.at_risk.map(|share| {
+            let g: Vec<DualX> = crate::on_tier!(&s.exact, |p| p.g.iter().map(|d| d.to_xf()).collect());
+            pick(&final_sum(&dfa, &g).unwrap_or_default()).mul_f64(share)
+        });
         if let (true, Some(t_new)) = (self.expected, cand_new) {
             cand_benefit = cand_benefit.add(&expected(&cand, oldest_init.unwrap_or(t_new), t_new)).unwrap_or(cand_benefit);
         }
         let mut best: Option<(usize, Xf)> = None;
         let mut latest_init: Option<i64> = None;
         for i in 0..s.elems.len() {
-            let mut b = pick(&s.est.pres[i]);
+            let pres = pick(&s.est.pres[i]);
+            let mut b = pres;
             if i >= s.active_start && self.expected {
                 if is_init(&s.elems[i]) {
                     latest_init = Some(s.elems[i].t);
@@ -125,6 +144,11 @@ impl Selector for Benefit {
                 if let (Some(t_old), Some(t_new)) = (oldest_init, latest_init) {
                     b = b.add(&expected(&s.est.al[i * z..(i + 1) * z], t_old, t_new)).unwrap_or(b);
                 }
+            }
+            // Realised matches are certain, expected ones are not: a large share of the result
+            // goes only for a far larger expectation.
+            if limit.is_some_and(|l| pres > l && pres > cand_pres) {
+                b = b.mul_f64(PROTECTED);
             }
             if best.is_none_or(|(_, bb)| b < bb) {
                 best = Some((i, b));
