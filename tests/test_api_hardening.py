@@ -157,3 +157,12 @@ def test_decreasing_timestamps_name_the_event_also_across_batches():
     assert info.value.event == 0
     with pytest.raises(suse.InputError, match="^event 2: timestamp 1 is earlier than the previous timestamp 7"):
         suse.exact(s.query, [("A", 5), ("B", 7), ("A", 1)])
+
+
+def test_numpy_scalar_evaluation_times():
+    # Found by the bad-input suite: numpy float scalars have a dtype but no length.
+    q = suse.Query("AB", 10)
+    events = [("A", 1), ("B", 2)]
+    assert [e.count for e in suse.exact(q, events, evaluate_at=np.float64(2.0)).evaluations] == [1]
+    with pytest.raises(suse.InputError, match="not an integer"):
+        suse.exact(q, events, evaluate_at=np.float64(1.5))

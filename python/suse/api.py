@@ -375,9 +375,9 @@ def _eval_times(evaluate_at: Any, last: Optional[int] = None) -> tuple[Optional[
     into the caller's order (None when that is already the sorted order)."""
     if evaluate_at is None:
         return None, None
-    if isinstance(evaluate_at, (numbers.Integral, np.datetime64, dt.date)) or (
+    if isinstance(evaluate_at, (numbers.Integral, np.generic, dt.date)) or (
         isinstance(evaluate_at, np.ndarray) and evaluate_at.ndim == 0
-    ):
+    ):  # one time (any numpy scalar too: it has a dtype but no length)
         evaluate_at = [evaluate_at]
     if isinstance(evaluate_at, (str, bytes)):
         raise InputError(f"evaluate_at must be timestamps, got the string {evaluate_at!r}")
