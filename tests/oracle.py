@@ -564,13 +564,7 @@ class GuardedPositions:
         if kind == "cat":
             null, first, last = {frozenset()}, set(), set()
             for part in node[1]:
-                n, f, la = self._glushkov(part)
-                for p, g in last:
-                    for q, h in f:
-                        self.follow[p].add((q, g | h))
-                first |= {(q, a | h) for a in null for q, h in f}
-                last = {(p, g | b) for p, g in last for b in n} | la
-                null = {a | b for a in null for b in n}
+                null, first, last = self._then((null, first, last), self._glushkov(part))
             return null, first, last
         _, body, lo, hi = node  # rep: lo copies, then a loop or hi - lo optional copies
         copies = [("cat", [body] * lo)]
@@ -589,13 +583,19 @@ class GuardedPositions:
                 n = n | {frozenset()}
             else:
                 n, f, la = self._glushkov(copy)
-            for p, g in last:
-                for q, h in f:
-                    self.follow[p].add((q, g | h))
-            first |= {(q, a | h) for a in null for q, h in f}
-            last = {(p, g | b) for p, g in last for b in n} | la
-            null = {a | b for a in null for b in n}
+            null, first, last = self._then((null, first, last), (n, f, la))
         return null, first, last
+
+    def _then(self, left, right):
+        """(null, first, last) of `left` followed by `right`, adding the follow moves between."""
+        null, first, last = left
+        n, f, la = right
+        for p, g in last:
+            for q, h in f:
+                self.follow[p].add((q, g | h))
+        first = first | {(q, a | h) for a in null for q, h in f}
+        last = {(p, g | b) for p, g in last for b in n} | la
+        return {a | b for a in null for b in n}, first, last
 
     # -- runs over index sets of a stream
     def configurations(self, events, idx) -> set[int]:
