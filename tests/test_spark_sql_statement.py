@@ -181,3 +181,18 @@ def test_cli_sql_runs_on_a_file(tmp_path):
     got = pd.read_parquet(tmp_path / "out").sort_values("k")
     assert got.values.tolist() == [["x", "4"], ["y", "2"]]  # x: a1 c4 with any of b2, b3; y: a1 c3, a1 b2 c3
     assert "n" in proc.stdout and "x" in proc.stdout
+
+
+@pytest.mark.parametrize("kinds, policy, count", [
+    ("D A X C", "SKIP TILL ANY MATCH", "2"), ("D A X C", "CONTIGUOUS", "0"),
+    ("D A A C", "SKIP TILL ANY MATCH", "4"), ("D A A C", "CONTIGUOUS", "1"),
+])
+def test_all_subsequences_versus_contiguous(spark, kinds, policy, count):
+    """The side-by-side example of docs/SPARK.md."""
+    from suse.spark import sql
+
+    spark.createDataFrame([(i + 1, k) for i, k in enumerate(kinds.split())], "t long, kind string") \
+        .createOrReplaceTempView("side_by_side")
+    (row,) = sql(spark, f"""SELECT n FROM side_by_side MATCH_RECOGNIZE (ORDER BY t MEASURES COUNT(*) AS n
+        PATTERN (D A* C) DEFINE D AS kind = 'D', A AS kind = 'A', C AS kind = 'C' WITHIN 10 {policy})""").collect()
+    assert row.n == count

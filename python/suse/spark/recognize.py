@@ -525,6 +525,7 @@ def translate(spark: Any, text: str) -> tuple[Statement, Any, dict[str, Any]]:
     try:
         with analysing():
             df = spark.sql(st.source) if st.source_is_query else spark.table(st.source)
+            df.schema  # Spark Connect analyses lazily: fail here, at the source
     except PySparkException as exc:
         raise st.error(f"cannot read {'the subquery' if st.source_is_query else st.source}: {spark_message(exc)}", "FROM") from None
     value = None
