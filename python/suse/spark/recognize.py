@@ -566,7 +566,8 @@ def sql(spark: Any, text: str):
     except QueryError as exc:
         raise st.error(f"PATTERN: {exc.message}", "PATTERN") from None
     except SuseError as exc:
-        raise st.error(*_locate(st, str(exc))) from None
+        message = str(exc).replace("'_suse_measure'", repr(next((a for _, _, a in st.measures if a), "")))
+        raise st.error(*_locate(st, message)) from None
     names = {v: k for k, v in st.letters.items()}
     back = F.create_map(*[F.lit(x) for pair in names.items() for x in pair])
     cols = [F.col(f"`{k}`") for k in st.partition_by] + [F.col("evaluated_at")]
