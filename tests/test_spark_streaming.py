@@ -112,3 +112,65 @@ def test_streaming_rejects_what_it_cannot_do(spark, tmp_path):
         aggregate_stream(spark.createDataFrame(make_steps()[0], SCHEMA), **KW)
     with pytest.raises(InputError, match="holds integers"):
         aggregate_stream(src, **{**KW, "window": "1 day"})
+
+
+def test_idle_partitions_are_flushed_reported_and_dropped(spark, tmp_path):
+    import time
+
+    src_dir, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
+    src_dir.mkdir()
+    src = spark.readStream.schema(SCHEMA).json(str(src_dir))
+    query = (aggregate_stream(src, lateness=LATENESS, idle_timeout="1 second", **KW)
+             .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
+             .trigger(processingTime="500 milliseconds").start())
+
+    def wait_for(condition) -> pd.DataFrame:
+        # Polled with pandas: with processing-time timers every trigger runs a micro-batch, so
+        # processAllAvailable() would not return.
+        deadline, rows = time.monotonic() + 90, None
+        while time.monotonic() < deadline:
+            try:
+                rows = pd.read_parquet(out) if out.exists() else pd.DataFrame()
+            except (OSError, ValueError):  # a file still being written
+                rows = pd.DataFrame()
+            if len(rows) and condition(rows):
+                return rows
+            time.sleep(0.5)
+        raise AssertionError(f"timed out; rows so far:\n{rows}")
+
+    first = pd.DataFrame({"k": ["p", "p", "p", "q"], "t": [10, 12, 14, 10], "x": [0, 4, 7, 0], "v": 1})
+    write(first, src_dir, 0)
+    wait_for(lambda r: r.expired.sum() == 2)  # p and q fell idle: one expired row each
+    write(pd.DataFrame({"k": ["p"], "t": [11], "x": [0], "v": 1}), src_dir, 1)  # late, had p's state stayed
+    rows = wait_for(lambda r: ((r.k == "p") & (r.events == 1)).any())
+    query.stop()
+    expired = rows[rows.expired].set_index("k")
+    assert sorted(expired.index) == ["p", "q"]
+    # the expired row has fed what was buffered (t = 14 is within the lateness): final, not pending
+    (want,) = aggregate(spark.createDataFrame(first[first.k == "p"], SCHEMA), **KW).collect()
+    assert (expired.loc["p", "count"], expired.loc["p", "events"], expired.loc["p", "pending_events"]) == (want["count"], 3, 0)
+    fresh = rows[(rows.k == "p") & ~rows.expired & (rows.events == 1)]
+    assert len(fresh) == 1 and fresh.late_events.iloc[0] == 0  # a new summary after the drop
+
+
+def test_checkpoint_of_the_previous_implementation_is_refused(spark, tmp_path):
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    from suse.errors import StateError
+    from suse.spark.streaming import check_checkpoint
+
+    (tmp_path / "in").mkdir()
+    write(pd.DataFrame({"k": ["p"], "t": [1], "x": [0], "v": [1]}), tmp_path / "in", 0)
+    src = spark.readStream.schema(SCHEMA).json(str(tmp_path / "in"))
+
+    def count(key, frames, state):
+        yield pd.DataFrame({"k": [key[0]], "n": [sum(len(f) for f in frames)]})
+
+    old = src.groupBy("k").applyInPandasWithState(count, "k string, n long", "n long", "append", GroupStateTimeout.NoTimeout)
+    q = old.writeStream.format("parquet").option("path", str(tmp_path / "out")).option(
+        "checkpointLocation", str(tmp_path / "ckpt")).start()
+    q.processAllAvailable()
+    q.stop()
+    with pytest.raises(StateError, match="earlier suse"):
+        check_checkpoint(tmp_path / "ckpt")
+    check_checkpoint(tmp_path / "nothing-yet")  # a new location is fine

@@ -37,6 +37,27 @@ class QueryError(SuseError, ValueError):
         return f"{''.join(shown)}\n{''.join(pad[: self.position])}^"
 
 
+class SqlError(QueryError):
+    """A malformed or unsupported SQL statement (``suse.spark.sql``, ``suse sql``). ``line`` and
+    ``column`` are 1-based; ``position`` is the 0-based offset into ``query`` (the statement)."""
+
+    def __init__(self, message: str, position: int, query: str):
+        before = query[:position]
+        self.line = before.count("\n") + 1
+        self.column = position - (before.rfind("\n") + 1) + 1
+        super().__init__(message, position, query)
+        self.args = (f"line {self.line}, column {self.column}: {message}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+    def caret(self) -> str:
+        """The offending line of the statement with a caret under the column."""
+        lines = self.query.split("\n")
+        shown = lines[self.line - 1] if self.line <= len(lines) else ""
+        return QueryError(self.message, self.column - 1, shown).caret()
+
+
 class InputError(SuseError, ValueError):
     """Bad events or parameters: decreasing timestamps, bad values, wrong types, missing columns.
 

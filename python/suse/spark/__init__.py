@@ -5,7 +5,9 @@ from suse.spark.batch import aggregate
 from suse.spark.config import JobConfig, load_config
 from suse.spark.jobs import run_job
 from suse.spark.session import get_session
-from suse.spark.streaming import aggregate_stream, latest
+from suse.spark.streaming import aggregate_stream, check_checkpoint, latest
+from suse.spark.recognize import sql
+from suse.spark.udtf import register
 from suse.spark.workers import check_workers
 
-__all__ = ["JobConfig", "aggregate", "aggregate_stream", "check_workers", "get_session", "latest", "load_config", "run_job"]
+__all__ = ["JobConfig", "aggregate", "aggregate_stream", "check_checkpoint", "check_workers", "get_session", "latest", "load_config", "register", "run_job", "sql"]

@@ -53,7 +53,11 @@ def spark_message(exc: Exception) -> str:
 def analysing() -> Iterator[None]:
     """Silence pyspark's logging of analysis errors (a JSON dump with a JVM stack trace) while
     we check user SQL: the error is re-raised as a one-line InputError instead."""
-    loggers = [logging.getLogger(n) for n in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
+    # Through PySparkLogger: a plain logging.getLogger would create these names as plain
+    # Loggers first, and pyspark's later error logging (errorClass=...) would then fail.
+    from pyspark.logger import PySparkLogger
+
+    loggers = [PySparkLogger.getLogger(n) for n in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.CRITICAL + 1)

@@ -67,4 +67,11 @@ def load(spark: SparkSession, name: str, **synthetic_args) -> DataFrame:
         raise InputError(f"unknown dataset {name!r}: expected flights, stocks or synthetic")
     # Arrow slices a pandas frame into many small partitions (one per 10,000 rows); a task per
     # core is cheaper to schedule.
-    return spark.createDataFrame(frame).coalesce(spark.sparkContext.defaultParallelism)
+    return spark.createDataFrame(frame).coalesce(_parallelism(spark))
+
+
+def _parallelism(spark: SparkSession) -> int:
+    try:
+        return spark.sparkContext.defaultParallelism
+    except Exception:  # Spark Connect: no SparkContext on the client
+        return int(spark.conf.get("spark.sql.shuffle.partitions"))

@@ -23,7 +23,7 @@ from suse.spark.batch import aggregate
 from suse.spark.characters import analysing, quoted, spark_message
 from suse.spark.config import JobConfig, check_job
 from suse.spark.session import get_session
-from suse.spark.streaming import aggregate_stream, latest
+from suse.spark.streaming import aggregate_stream, check_checkpoint, latest
 
 
 @dataclass
@@ -178,6 +178,7 @@ def _top(df: DataFrame, n: int) -> list[dict]:
 def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     st, inp, summ, (q,) = cfg.streaming, cfg.input, cfg.summary, cfg.queries
     assert st is not None  # the config validator guarantees it
+    check_checkpoint(st.checkpoint)  # before any Spark work: an old checkpoint is refused
     src = load_input(spark, cfg, streaming=True)
     out = aggregate_stream(
         src, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,

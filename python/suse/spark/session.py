@@ -21,27 +21,38 @@ DEFAULTS = {
 
 
 def get_session(
-    master: str | None = None, app_name: str = "suse", options: Mapping[str, object] | None = None
+    master: str | None = None, app_name: str = "suse", options: Mapping[str, object] | None = None,
+    connect: bool = False,
 ) -> SparkSession:
     """Create (or return the running) SparkSession with suse's defaults and ``options``.
 
     ``master`` None means: what spark-submit was given, else ``local[2]``. Options that Spark
-    fixes at start-up (master, memory) only apply to a new session."""
+    fixes at start-up (master, memory) only apply to a new session.
+
+    ``connect=True`` returns a Spark Connect session instead: for a ``local[...]`` master,
+    pyspark starts a Connect server in a JVM of its own and this process talks to it over
+    gRPC (needs ``pip install 'suse[connect]'``); ``master`` may also be a Connect URL,
+    ``sc://host:15002``, whose server must have suse on its Python workers."""
     options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
     python = _python_for_workers(options.get("spark.pyspark.python"))
     builder = SparkSession.builder.appName(app_name)
     if master is None and not _under_spark_submit():
         master = DEFAULT_MASTER
-    if master:
+    if connect:
+        builder = builder.remote(master or DEFAULT_MASTER)
+    elif master:
         builder = builder.master(master)
     conf = {**DEFAULTS, "spark.pyspark.python": python, "spark.driver.extraJavaOptions": _QUIET_JVM}
     if master and master.startswith("local"):
         conf["spark.sql.shuffle.partitions"] = str(2 * (os.cpu_count() or 1))
     conf.update(options)
+    if connect and not (master or DEFAULT_MASTER).startswith("local"):
+        conf = dict(options)  # a remote server has its own static configuration
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if not connect:
+        spark.sparkContext.setLogLevel("ERROR")
     for key, value in options.items():  # runtime options reach a reused session too
         if spark.conf.isModifiable(key):
             spark.conf.set(key, value)

@@ -1,5 +1,7 @@
 """``aggregate_stream``: the same query over a streaming DataFrame, one summary per partition
-kept in Spark state (``applyInPandasWithState``; serialised with ``Summary.to_bytes``).
+kept in Spark state (``transformWithStateInPandas``: a value state holding ``Summary.to_bytes``,
+the buffer of pending events and the counters; a processing-time timer drops the state of a
+partition idle for longer than ``idle_timeout``).
 
 Order and lateness, per partition (docs/SPARK.md, "Streaming semantics"):
 
@@ -21,6 +23,8 @@ Order and lateness, per partition (docs/SPARK.md, "Streaming semantics"):
 from __future__ import annotations
 
 import datetime as dt
+import json
+from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -28,10 +32,10 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 import suse
-from suse.errors import InputError
+from suse.errors import InputError, StateError
 from suse.spark.batch import prepare, spark_frame
 from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE, quoted
 from suse.spark.runner import RESULT_DDL, Plan, as_float
@@ -39,13 +43,21 @@ from suse.spark.runner import RESULT_DDL, Plan, as_float
 STATE_DDL = (
     "summary binary, pending binary, watermark long, max_ts long, late long, fed long, dropped long, corrupt long"
 )
-STREAM_DDL = RESULT_DDL.replace(" events long,", " events long, late_events long, pending_events long,")
+STREAM_DDL = RESULT_DDL.replace(" events long,", " events long, late_events long, pending_events long,") + ", expired boolean"
 PENDING = np.dtype([("ts", "<i8"), ("rank", "<i4"), ("tie", "<i8"), ("value", "<i8")])
 _ALL = "_suse_all"  # the single group key when there is no partitioning
 _OUTPUT = [  # STREAM_DDL's columns after the keys, in order
     "evaluated_at", "count", "sum", "avg", "count_double", "sum_double", "detected_count", "events",
-    "late_events", "pending_events", "dropped_events", "corrupt_records", "elements",
+    "late_events", "pending_events", "dropped_events", "corrupt_records", "elements", "expired",
 ]
+#: STATE_DDL as a schema built by hand (no session is needed to parse it on an executor).
+STATE_SCHEMA = T.StructType([
+    T.StructField(name, T.BinaryType() if kind == "binary" else T.LongType())
+    for name, kind in (part.split() for part in STATE_DDL.split(", "))
+])
+_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+STATE_NAME = "suse_summary_v1"  # the state variable; a new layout gets a new name
 
 
 def aggregate_stream(
@@ -64,10 +76,16 @@ def aggregate_stream(
     aggregate: str = "count",
     policy: str = "any",
     timestamp_format: str | None = None,
+    idle_timeout: str | dt.timedelta | None = None,
 ) -> DataFrame:
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
-    ``late_events`` and ``pending_events``), one row per partition per micro-batch in which
-    it received events. Write it with an append-mode sink and a checkpoint location."""
+    ``late_events``, ``pending_events`` and ``expired``), one row per partition per
+    micro-batch in which it received events. Write it with an append-mode sink and a
+    checkpoint location.
+
+    ``idle_timeout`` (a duration of processing time, e.g. "1 hour"): a partition that receives
+    no events for that long has its buffered events fed, one last row emitted with
+    ``expired = true``, and its state dropped; later events start a new summary."""
     spark_frame(df, "aggregate_stream")
     if not df.isStreaming:
         raise InputError("aggregate_stream needs a streaming DataFrame (spark.readStream); use aggregate for batch data")
@@ -78,6 +96,13 @@ def aggregate_stream(
         "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True,
     )
     late_units = 0 if lateness in (0, "0") else events.axis.span(lateness, "lateness")
+    idle_ms = None
+    if idle_timeout is not None:
+        from suse.spark.timing import duration_seconds
+
+        idle_ms = duration_seconds(idle_timeout) * 1000
+        if idle_ms <= 0:
+            raise InputError("idle_timeout must be a positive duration such as '1 hour'")
     keys = list(events.keys)
     frame = events.frame if events.has_value else events.frame.withColumn(VALUE, F.lit(1).cast("long"))
     if not keys:
@@ -86,22 +111,84 @@ def aggregate_stream(
         [events.frame.schema[k] for k in keys] + list(T._parse_datatype_string(STREAM_DDL).fields)
     )
 
-    def step(key: tuple, batches: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-        yield advance(plan, late_units, key if keys else (), keys, batches, state)
-
-    out = frame.groupBy(*[quoted(k) for k in keys or [_ALL]]).applyInPandasWithState(
-        step, schema, STATE_DDL, "append", GroupStateTimeout.NoTimeout
+    # transformWithState keeps its state only in RocksDB; the option is read when a query
+    # starts (and then recorded in its checkpoint), so set it for this session now.
+    conf = df.sparkSession.conf
+    if conf.get(_PROVIDER, None) != _ROCKSDB:
+        conf.set(_PROVIDER, _ROCKSDB)
+    group = keys or [_ALL]
+    frame = frame.select(*[quoted(k) for k in group], TS, RANK, TIE, VALUE)  # the order _Processor reads
+    out = frame.groupBy(*[quoted(k) for k in group]).transformWithStateInPandas(
+        _Processor(plan, late_units, keys, idle_ms), schema, "Append",
+        "ProcessingTime" if idle_ms else "None",
     )
     if events.axis.is_datetime:
         out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
     return out
 
 
+class _State:
+    """A value state seen through the three members ``advance`` uses."""
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    @property
+    def exists(self) -> bool:
+        return self.value.exists()
+
+    @property
+    def get(self) -> tuple:
+        return tuple(self.value.get())
+
+    def update(self, row: tuple) -> None:
+        self.value.update(row)
+
+
+class _Processor(StatefulProcessor):
+    """One partition's summary, buffer and counters in a value state; an optional timer for
+    idle partitions."""
+
+    def __init__(self, plan: Plan, lateness: int, keys: Sequence[str], idle_ms: int | None) -> None:
+        self.plan, self.lateness, self.keys, self.idle_ms = plan, lateness, list(keys), idle_ms
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+        # pyspark 4.3 hands the value columns over as _1, _2, ...: name them by position
+        names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE]
+        rows = (f.set_axis(names, axis=1) for f in rows)
+        yield advance(self.plan, self.lateness, key if self.keys else (), self.keys, rows, _State(self.state))
+        if self.idle_ms:  # one timer per partition, pushed back by every batch with events
+            for t in list(self.handle.listTimers()):
+                self.handle.deleteTimer(t)
+            self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + self.idle_ms)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+        if not self.state.exists():
+            return
+        state = _State(self.state)
+        # Idle: nothing can come in order any more, so the buffered events are final.
+        row = advance(self.plan, self.lateness, key if self.keys else (), self.keys, iter(()), state, flush=True)
+        row["expired"] = True
+        self.state.clear()
+        yield row
+
+    def close(self) -> None:
+        pass
+
+
 def advance(
-    plan: Plan, lateness: int, key: tuple, keys: Sequence[str], batches: Iterator[pd.DataFrame], state: Any
+    plan: Plan, lateness: int, key: tuple, keys: Sequence[str], batches: Iterator[pd.DataFrame], state: Any,
+    flush: bool = False,
 ) -> pd.DataFrame:
-    """One micro-batch of one partition: update the state, return the partition's new row."""
-    pdf = pd.concat(list(batches), ignore_index=True)
+    """One micro-batch of one partition: update the state, return the partition's new row.
+    ``flush``: feed every buffered event (the partition is being dropped)."""
+    frames = list(batches)
+    pdf = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        {RANK: np.empty(0, "i4"), TS: np.empty(0, "i8"), TIE: np.empty(0, "i8"), VALUE: np.empty(0, "i8")})
     ranks = pdf[RANK].to_numpy()
     n_dropped, n_corrupt = int((ranks == DROPPED).sum()), int((ranks == CORRUPT).sum())
     pdf = pdf[ranks >= 0]  # counted above, never fed
@@ -111,8 +198,8 @@ def advance(
     new["ts"], new["rank"], new["tie"], new["value"] = pdf[TS], pdf[RANK], pdf[TIE], pdf[VALUE]
     if state.exists:
         blob, pending, watermark, max_ts, late, fed, dropped, corrupt = state.get
-        summary = suse.Summary.from_bytes(blob)
-        pending = np.frombuffer(pending, dtype=PENDING)
+        summary = suse.Summary.from_bytes(bytes(blob))
+        pending = np.frombuffer(bytes(pending), dtype=PENDING)
     else:
         summary, pending, watermark, max_ts, late, fed = plan.new_summary(), np.empty(0, PENDING), None, None, 0, 0
         dropped, corrupt = 0, 0
@@ -128,6 +215,8 @@ def advance(
     pending = np.concatenate([pending, new])
     pending = pending[np.lexsort((pending["tie"], pending["rank"], pending["ts"]))]
     ready = int(np.searchsorted(pending["ts"], watermark, side="left")) if watermark is not None else 0
+    if flush:
+        ready = len(pending)
     if ready:
         _feed(plan, summary, pending[:ready])
         fed += ready
@@ -149,7 +238,7 @@ def advance(
             elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in estimate.elements()]],
         )
     row.update(events=[fed + len(pending)], late_events=[late], pending_events=[len(pending)],
-               dropped_events=[dropped], corrupt_records=[corrupt])
+               dropped_events=[dropped], corrupt_records=[corrupt], expired=[False])
     return pd.DataFrame(row)[[*keys, *_OUTPUT]]
 
 
@@ -158,6 +247,29 @@ def _feed(plan: Plan, summary: suse.Summary, events: np.ndarray, evaluate_at: in
         plan.chars(events["rank"]), np.ascontiguousarray(events["ts"]), np.ascontiguousarray(events["value"]),
         evaluate_at=None if evaluate_at is None else [evaluate_at],
     )
+
+
+def check_checkpoint(path: str | Path) -> None:
+    """Refuse a checkpoint written by suse's earlier streaming implementation
+    (``applyInPandasWithState``): Spark would start the new operator on it without a word and
+    ignore the saved summaries. Local paths only; other file systems are not inspected."""
+    text = str(path)
+    if text.startswith("file:"):
+        text = text[len("file:"):]
+    elif "://" in text:
+        return
+    for meta in sorted(Path(text).glob("state/*/_metadata/metadata")):
+        try:
+            info = json.loads(meta.read_text().splitlines()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if info.get("operatorInfo", {}).get("operatorName") == "applyInPandasWithState":
+            raise StateError(
+                f"checkpoint {path} was written by an earlier suse, whose streaming state "
+                f"(applyInPandasWithState) this version cannot resume: it keeps state with "
+                f"transformWithStateInPandas. Start again with a new checkpoint (and output) "
+                f"location; the stream is then re-read from the start of its input"
+            )
 
 
 def latest(results: DataFrame, keys: Sequence[str], by: str = "events") -> DataFrame:

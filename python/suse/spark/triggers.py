@@ -9,6 +9,9 @@ a distribution over time. Four forms are accepted:
   partition reports its final state.
 * a list of timestamps: exactly those, for every partition (before the first event the
   result is empty; after the last it is the final state).
+* ``{"every": "30 days"}``: at every multiple of the period (counted from time 0, the epoch
+  for date-times, so all partitions share the same times) within the partition's time span,
+  and at its last event.
 * ``{"poisson": rate, "per": "1 day", "seed": 0}``: a Poisson process with ``rate``
   evaluations per ``per`` (default: the query window) over the partition's time span
   (first to last event). Each partition draws its own process from ``seed`` and a hash of
@@ -30,12 +33,12 @@ from suse.errors import InputError
 from suse.spark.timing import TimeAxis
 
 _EVERY = re.compile(r"every\s+(\d+)\s+events?", re.IGNORECASE)
-FORMS = "'end', 'every N events', a list of timestamps, or {poisson = RATE, per = DURATION, seed = K}"
+FORMS = "'end', 'every N events', a list of timestamps, {every = DURATION}, or {poisson = RATE, per = DURATION, seed = K}"
 
 
 @dataclass(frozen=True)
 class Trigger:
-    kind: str  # "end" | "every" | "at" | "poisson"
+    kind: str  # "end" | "every" | "period" | "at" | "poisson"
     every: int = 0
     at: tuple[int, ...] = ()
     rate: float = 0.0  # expected evaluations per `period`
@@ -53,6 +56,9 @@ class Trigger:
             return ts[-1:].astype(np.int64)
         if self.kind == "every":
             return np.unique(np.append(ts[self.every - 1 :: self.every], ts[-1]))
+        if self.kind == "period":
+            first = -(-int(ts[0]) // self.period) * self.period  # the first multiple >= ts[0]
+            return np.unique(np.append(np.arange(first, int(ts[-1]) + 1, self.period, dtype=np.int64), ts[-1]))
         return self._poisson(int(ts[0]), int(ts[-1]), key)
 
     def _poisson(self, first: int, last: int, key: Sequence[Any]) -> np.ndarray:
@@ -89,6 +95,13 @@ def parse_trigger(spec: Any, axis: TimeAxis, window: int) -> Trigger:
                 raise InputError("evaluate: 'every N events' needs N >= 1")
             return Trigger("every", every=n)
         raise InputError(f"evaluate: cannot read {spec!r}; expected {FORMS}")
+    if isinstance(spec, dict) and "every" in spec:
+        if set(spec) != {"every"}:
+            raise InputError(f"evaluate: {{every = DURATION}} takes no other keys, got {sorted(spec)}")
+        period = axis.span(spec["every"], "evaluate.every")
+        if period <= 0:
+            raise InputError("evaluate: 'every' needs a positive period")
+        return Trigger("period", period=period)
     if isinstance(spec, dict):
         unknown = set(spec) - {"poisson", "per", "seed"}
         if "poisson" not in spec or unknown:

@@ -54,7 +54,8 @@ def check_workers(spark: SparkSession) -> None:
     try:
         sc = spark.sparkContext
         app = sc.applicationId
-    except Exception:  # Spark Connect has no SparkContext; its server's workers are out of reach
+    except Exception:  # Spark Connect has no SparkContext: probe through a DataFrame instead
+        _check_connect(spark)
         return
     if app in _passed:
         return
@@ -75,6 +76,33 @@ def check_workers(spark: SparkSession) -> None:
                 f"{suse.__version__}. {fix}"
             )
     _passed.add(app)
+
+
+def _check_connect(spark: SparkSession) -> None:
+    """The probe as a DataFrame job, for Spark Connect sessions (the server's workers)."""
+    key = f"connect:{spark.conf.get('spark.app.id', '')}:{getattr(spark, 'session_id', '')}"
+    if key in _passed:
+        return
+    probe = _probe()
+
+    def as_frames(batches):
+        import pandas as pd
+
+        for _ in batches:
+            rows = list(probe(None))
+            yield pd.DataFrame(rows, columns=["python", "version", "problem"])
+
+    fix = _FIX.format(python=sys.executable, version=suse.__version__)
+    try:
+        found = spark.range(2, numPartitions=2).mapInPandas(
+            as_frames, "python string, version string, problem string").collect()
+    except Exception as exc:
+        raise SparkSetupError(f"the Spark Connect server's Python workers failed: {_reason(exc)}. {fix}") from None
+    for python, version, problem in found:
+        if problem is not None or version != suse.__version__:
+            why = problem or f"it has suse {version}, this is suse {suse.__version__}"
+            raise SparkSetupError(f"the Spark Connect server's Python workers run {python}, which cannot run this suse ({why}). {fix}")
+    _passed.add(key)
 
 
 _REASONS = [  # most telling first
