@@ -11,7 +11,7 @@
 use crate::dfa::{Dfa, NONE};
 use crate::dual::{Dual, DualX};
 use crate::semantics::Semantics;
-use crate::xf::Xf;
+use crate::xf::{Real, Xf, NARROW_LIMIT};
 use serde::{Deserialize, Serialize};
 
 /// Largest number of future steps the cache looks ahead.
@@ -78,13 +78,16 @@ pub struct Coefficients {
     pub means: Vec<f64>,
     #[serde(skip)]
     h: Vec<Vec<DualX>>,
+    /// `h` in `f64`, while every coefficient is below [`NARROW_LIMIT`].
+    #[serde(skip)]
+    h_narrow: Vec<Vec<Dual<f64>>>,
     #[serde(skip)]
     phi: Vec<DualX>,
 }
 
 impl Coefficients {
     pub fn new(probabilities: Vec<f64>, means: Vec<f64>) -> Self {
-        Coefficients { probabilities, means, h: Vec::new(), phi: Vec::new() }
+        Coefficients { probabilities, means, h: Vec::new(), h_narrow: Vec::new(), phi: Vec::new() }
     }
 
     fn init(&mut self, dfa: &Dfa) {
@@ -99,11 +102,19 @@ impl Coefficients {
         }
         self.phi = phi;
         self.h = vec![vec![DualX::zero(); dfa.n]];
+        self.h_narrow = vec![vec![Dual::zero(); dfa.n]];
     }
 
-    /// `h_n` of a cache already grown to `n` (see [`Coefficients::h`]).
-    pub fn cached(&self, n: usize) -> &[DualX] {
-        &self.h[n.min(MAX_STEPS).min(self.h.len() - 1)]
+    /// `h_n` of a cache already grown to `n` (see [`Coefficients::h`]), in float type `F`
+    /// (an `f64` table exists only while [`Coefficients::narrow_ok`]).
+    pub fn cached<F: Real>(&self, n: usize) -> &[Dual<F>] {
+        let table = F::pick(&self.h_narrow, &self.h);
+        &table[n.min(MAX_STEPS).min(table.len() - 1)]
+    }
+
+    /// Whether every coefficient computed so far has an `f64` copy.
+    pub fn narrow_ok(&self) -> bool {
+        self.h_narrow.len() == self.h.len()
     }
 
     /// `h_n`, growing the cache as needed (n is capped at [`MAX_STEPS`]).
@@ -132,6 +143,9 @@ impl Coefficients {
                     acc = acc.plus(&moved.scale(p));
                 }
                 next[q] = next[q].plus(&acc);
+            }
+            if self.narrow_ok() && next.iter().all(|d| d.c.to_f64() < NARROW_LIMIT && d.s.to_f64() < NARROW_LIMIT) {
+                self.h_narrow.push(next.iter().map(|d| Dual { c: d.c.to_f64(), s: d.s.to_f64() }).collect());
             }
             self.h.push(next);
         }

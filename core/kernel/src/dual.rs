@@ -5,7 +5,7 @@
 //! for any [`Scalar`]: exact counters use `Dual<u128 | U256 | BigUint>`, selection estimates
 //! `Dual<Xf>`.
 use crate::num::{Num, Scalar, R};
-use crate::xf::Xf;
+use crate::xf::{Real, Xf};
 use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 
@@ -81,17 +81,21 @@ impl<N: Num> Dual<N> {
     pub fn to_xf(&self) -> DualX {
         Dual { c: self.c.to_xf(), s: self.s.to_xf() }
     }
+    /// The estimate of this exact value in float type `F`.
+    pub fn to_real<F: Real>(&self) -> Dual<F> {
+        Dual { c: F::from_xf(self.c.to_xf()), s: F::from_xf(self.s.to_xf()) }
+    }
 }
 
-impl DualX {
+impl<F: Real> Dual<F> {
     /// Infallible arithmetic for estimates (their [`Scalar`] operations never fail).
     #[inline(always)]
     pub fn plus(&self, o: &Self) -> Self {
-        Dual { c: self.c.add(&o.c).unwrap_or(Xf::ZERO), s: self.s.add(&o.s).unwrap_or(Xf::ZERO) }
+        Dual { c: self.c.add(&o.c).unwrap_or_default(), s: self.s.add(&o.s).unwrap_or_default() }
     }
     #[inline(always)]
     pub fn minus(&self, o: &Self) -> Self {
-        Dual { c: self.c.sub(&o.c).unwrap_or(Xf::ZERO), s: self.s.sub(&o.s).unwrap_or(Xf::ZERO) }
+        Dual { c: self.c.sub(&o.c).unwrap_or_default(), s: self.s.sub(&o.s).unwrap_or_default() }
     }
     #[inline(always)]
     pub fn times(&self, o: &Self) -> Self {

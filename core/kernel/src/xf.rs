@@ -8,6 +8,7 @@
 //! bit for bit what plain `f64` gives (the selection of earlier releases is kept exactly), and
 //! the common case (e equal) costs one compare per operation beyond the float arithmetic.
 //! Values are estimates of non-negative quantities: subtraction clamps at zero.
+use crate::dual::Dual;
 use crate::num::{Scalar, R};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -188,6 +189,112 @@ impl Scalar for Xf {
     #[inline(always)]
     fn mul_u64(&self, v: u64) -> R<Self> {
         Ok(self.mul_f64(v as f64))
+    }
+}
+
+
+/// The float type of the selection estimates: plain `f64` while every estimate is known to
+/// stay far inside its range (exact counters on `u128` and the expected-future coefficients
+/// below [`NARROW_LIMIT`]), [`Xf`] after that. The two agree exactly where both apply, so a
+/// summary switches (once, see `Summary::fit_estimates`) without changing any decision.
+pub trait Real: Scalar + Copy + PartialOrd + Default {
+    const ONE: Self;
+    fn from_f64(x: f64) -> Self;
+    fn from_xf(x: Xf) -> Self;
+    fn to_xf(self) -> Xf;
+    fn mul_f64(self, p: f64) -> Self;
+    fn half(self) -> Self;
+    /// This type's copy of a table kept in both.
+    fn pick<'a>(narrow: &'a [Vec<Dual<f64>>], wide: &'a [Vec<Dual<Xf>>]) -> &'a [Vec<Dual<Self>>];
+}
+
+/// Estimates stay `f64` while the coefficients are below this: with counts below 2^128,
+/// values below 2^64 and at most 2^30 of headroom for protection weights, every product
+/// and sum stays under 2^1000.
+pub const NARROW_LIMIT: f64 = 1.0e180; // ~2^598
+
+impl Scalar for f64 {
+    #[inline(always)]
+    fn zero() -> Self {
+        0.0
+    }
+    #[inline(always)]
+    fn from_u64(v: u64) -> Self {
+        v as f64
+    }
+    #[inline(always)]
+    fn is_zero(&self) -> bool {
+        *self == 0.0
+    }
+    #[inline(always)]
+    fn add(&self, o: &Self) -> R<Self> {
+        Ok(self + o)
+    }
+    #[inline(always)]
+    fn sub(&self, o: &Self) -> R<Self> {
+        Ok((self - o).max(0.0)) // like Xf: estimates clamp at zero
+    }
+    #[inline(always)]
+    fn mul(&self, o: &Self) -> R<Self> {
+        Ok(self * o)
+    }
+    #[inline(always)]
+    fn mul_u64(&self, v: u64) -> R<Self> {
+        Ok(self * v as f64)
+    }
+}
+
+impl Real for f64 {
+    const ONE: f64 = 1.0;
+    #[inline(always)]
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+    #[inline(always)]
+    fn from_xf(x: Xf) -> Self {
+        x.to_f64()
+    }
+    #[inline(always)]
+    fn to_xf(self) -> Xf {
+        Xf::from_f64(self)
+    }
+    #[inline(always)]
+    fn mul_f64(self, p: f64) -> Self {
+        self * p
+    }
+    #[inline(always)]
+    fn half(self) -> Self {
+        self * 0.5
+    }
+    fn pick<'a>(narrow: &'a [Vec<Dual<f64>>], _wide: &'a [Vec<Dual<Xf>>]) -> &'a [Vec<Dual<f64>>] {
+        narrow
+    }
+}
+
+impl Real for Xf {
+    const ONE: Xf = Xf::ONE;
+    #[inline(always)]
+    fn from_f64(x: f64) -> Self {
+        Xf::from_f64(x)
+    }
+    #[inline(always)]
+    fn from_xf(x: Xf) -> Self {
+        x
+    }
+    #[inline(always)]
+    fn to_xf(self) -> Xf {
+        self
+    }
+    #[inline(always)]
+    fn mul_f64(self, p: f64) -> Self {
+        Xf::mul_f64(self, p)
+    }
+    #[inline(always)]
+    fn half(self) -> Self {
+        Xf::half(self)
+    }
+    fn pick<'a>(_narrow: &'a [Vec<Dual<f64>>], wide: &'a [Vec<Dual<Xf>>]) -> &'a [Vec<Dual<Xf>>] {
+        wide
     }
 }
 

@@ -11,12 +11,13 @@ use super::counters::{Counters, Retained};
 use super::neighbourhood::{joint_matches, local_sets};
 use super::{Summary, SummaryPolicy};
 use crate::dfa::{Skip, NONE};
-use crate::dual::{Dual, DualX};
+use super::estimates::Estimates;
+use crate::dual::Dual;
 use crate::error::Error;
 use crate::num::{Num, Scalar, R};
 use crate::semantics::{AnyMatch, Contiguous, Ev, Semantics};
 use crate::step::{final_sum, gain_into_finals, identity, step, takes, Dir, Layout};
-use crate::xf::Xf;
+use crate::xf::Real;
 use num_bigint::BigUint;
 
 /// Borrow the retained elements beside a mutable borrow of the exact counters.
@@ -43,8 +44,10 @@ macro_rules! set_policy {
                 expire(s, start, end)
             }
             fn refresh_estimates(s: &mut Summary<Self>) {
-                if s.est.al_dirty {
-                    recompute_active_locals(s);
+                if s.est.al_dirty() {
+                    let mut est = std::mem::take(&mut s.est);
+                    crate::on_est!(&mut est, e => recompute_active_locals(s, e));
+                    s.est = est;
                 }
             }
             fn exact_locals(s: &Summary<Self>) -> Result<Vec<Dual<BigUint>>, Error> {
@@ -64,7 +67,11 @@ fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -
     let mut after = identity::<N>(z);
     let mut scratch = after.clone();
     c.a = vec![Dual::zero(); z];
-    c.v = vec![Dual::zero(); r.elems.len() * z];
+    // Rows before the active window are zero already (only active initiators have one);
+    // the buffer is kept so that inserting does not reallocate and copy all of it.
+    c.v.resize(r.elems.len() * z, Dual::zero());
+    debug_assert!(c.v[..r.active_start * z].iter().all(|d| d.is_zero()));
+    c.v[r.active_start * z..].iter_mut().for_each(|d| *d = Dual::zero());
     let mut first = r.active_start;
     if P::SKIP == Skip::Kill && !r.elems.is_empty() {
         first = first.max(super::segment_start(r.elems, r.elems.len() - 1)); // earlier sets died at a break
@@ -85,25 +92,33 @@ fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -
 }
 
 fn insert<P: SummaryPolicy>(s: &mut Summary<P>, ev: Ev) -> Result<(), Error> {
-    let z = s.dfa.n;
-    let formed = s.formed_estimate(&ev);
     P::refresh_estimates(s);
-    let start = s.active_start;
+    // Taken out for the update, which reads the rest of the summary.
+    let mut est = std::mem::take(&mut s.est);
+    crate::on_est!(&mut est, e => extend_estimates(s, e, &ev)); // before the exact counters move on
+    s.est = est;
     let ctx = retained!(s);
     crate::promoting!(&mut s.exact, &ctx, |p| insert_exact::<P, _>(p, &ctx, &ev))?;
+    s.elems.push(ev);
+    Ok(())
+}
+
+/// Every active set grows by `ev` (present benefits gain what it completes), and `ev` gets
+/// its row: the sets it forms.
+fn extend_estimates<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimates<F>, ev: &Ev) {
+    let z = s.dfa.n;
+    let formed: Vec<Dual<F>> = s.formed_estimate(ev);
     let mut scratch = Vec::new();
-    for i in start..s.elems.len() {
-        let row = &mut s.est.al[i * z..(i + 1) * z];
+    for i in s.active_start..s.elems.len() {
+        let row = &mut est.al[i * z..(i + 1) * z];
         if row.iter().all(|d| d.is_zero()) {
             continue; // no active set contains element i (many under contiguity)
         }
-        let gained = gain_into_finals(&s.dfa, &ev, P::SKIP, row).unwrap_or_default();
-        let _ = step(&s.dfa, &ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch);
-        s.est.pres[i] = s.est.pres[i].plus(&gained);
+        let gained = gain_into_finals(&s.dfa, ev, P::SKIP, row).unwrap_or_default();
+        let _ = step(&s.dfa, ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch);
+        est.pres[i] = est.pres[i].plus(&gained);
     }
-    s.est.push(final_sum(&s.dfa, &formed).unwrap_or_default(), &formed);
-    s.elems.push(ev);
-    Ok(())
+    est.push(final_sum(&s.dfa, &formed).unwrap_or_default(), &formed);
 }
 
 fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
@@ -112,30 +127,36 @@ fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
     P::refresh_estimates(s);
     // An active element that no active set contains leaves the active counters as they
     // are (the estimates only ever add non-negative terms, so zero is exact zero).
-    let touches_active = p >= start && s.est.row(p, z).iter().any(|d| !d.c.is_zero());
+    let touches_active = p >= start && crate::on_est!(&s.est, e => e.row(p, z).iter().any(|d| !d.c.is_zero()));
     let ctx = retained!(s);
     crate::promoting!(&mut s.exact, &ctx, |part| remove_exact::<P, _>(part, &ctx, p, touches_active))?;
+    let (dfa, tau, elems) = (&s.dfa, s.cfg.tau, &s.elems);
+    crate::on_est!(&mut s.est, e => subtract_joint::<P, _>(dfa, tau, elems, e, p));
+    s.drop_element(p);
+    if touches_active {
+        s.est.set_al_dirty();
+    }
+    Ok(())
+}
+
+/// Every neighbour of `elems[p]` loses the complete matches it shares with it.
+fn subtract_joint<P: SummaryPolicy, F: Real>(dfa: &crate::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize) {
     // Joint matches are a subset of x's own: none to subtract when x completes none.
-    if s.est.pres[p].c >= Xf::from_f64(0.5) {
-        if let Ok((lo, joint)) = joint_matches::<Xf>(&s.dfa, s.cfg.tau, P::SKIP, &s.elems, p) {
+    if est.pres[p].c >= F::from_f64(0.5) {
+        if let Ok((lo, joint)) = joint_matches::<F>(dfa, tau, P::SKIP, elems, p) {
             for (j, d) in joint.iter().enumerate() {
-                s.est.pres[lo + j] = s.est.pres[lo + j].minus(d);
+                est.pres[lo + j] = est.pres[lo + j].minus(d);
             }
         }
     }
-    s.drop_element(p);
-    if touches_active {
-        s.est.al_dirty = true;
-    }
-    Ok(())
 }
 
 fn expire<P: SummaryPolicy>(s: &mut Summary<P>, start: usize, end: usize) -> Result<(), Error> {
     let z = s.dfa.n;
     let leaving_initiator = s.elems[start..end].iter().any(|e| s.dfa.starts(e.sym));
-    s.est.al[start * z..end * z].iter_mut().for_each(|d| *d = Dual::zero());
+    crate::on_est!(&mut s.est, e => e.al[start * z..end * z].iter_mut().for_each(|d| *d = Dual::zero()));
     if leaving_initiator {
-        s.est.al_dirty = true;
+        s.est.set_al_dirty();
         let ctx = retained!(s);
         crate::promoting!(&mut s.exact, &ctx, |p| (|| {
             for i in start..end {
@@ -213,8 +234,8 @@ fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: 
 
 /// Active local counters of every active element: the sets inside the active window that
 /// contain it, from one forward sweep of rows `e_{q0}·P(s..y−1)` and one backward product.
-fn recompute_active_locals<P: SummaryPolicy>(s: &mut Summary<P>) {
-    s.est.al_dirty = false;
+fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimates<F>) {
+    est.al_dirty = false;
     let dfa = s.dfa.clone();
     let z = dfa.n;
     let n = s.elems.len();
@@ -222,7 +243,7 @@ fn recompute_active_locals<P: SummaryPolicy>(s: &mut Summary<P>) {
     if P::SKIP == Skip::Kill && n > 0 {
         // Only the sets of the trailing unbroken run are alive under contiguity.
         let run = super::segment_start(&s.elems, n - 1).max(start);
-        s.est.al[start * z..run * z].iter_mut().for_each(|d| *d = DualX::zero());
+        est.al[start * z..run * z].iter_mut().for_each(|d| *d = Dual::zero());
         start = run;
     }
     let mut scratch = Vec::new();
@@ -231,9 +252,9 @@ fn recompute_active_locals<P: SummaryPolicy>(s: &mut Summary<P>) {
     // start later (it skips everything); under contiguity it would die at the first element
     // it skips, so there each set is started where its initiator is.
     let kill = P::SKIP == Skip::Kill;
-    let mut fwd = vec![DualX::zero(); (n - start + 1) * z];
+    let mut fwd = vec![Dual::<F>::zero(); (n - start + 1) * z];
     if !kill {
-        fwd[dfa.start as usize] = DualX::one();
+        fwd[dfa.start as usize] = Dual::one();
     }
     for y in start..n {
         let (done, rest) = fwd.split_at_mut((y - start + 1) * z);
@@ -242,15 +263,15 @@ fn recompute_active_locals<P: SummaryPolicy>(s: &mut Summary<P>) {
         let _ = step(&dfa, ev, P::SKIP, &mut rest[..z], Dir::Forward, Layout::Vector, &mut scratch);
         let q0 = dfa.init[ev.sym as usize];
         if kill && q0 != NONE {
-            rest[q0 as usize] = rest[q0 as usize].plus(&DualX::weight(ev.v));
+            rest[q0 as usize] = rest[q0 as usize].plus(&Dual::weight(ev.v));
         }
     }
-    let mut b = identity::<Xf>(z);
+    let mut b = identity::<F>(z);
     for y in (start..n).rev() {
         let ev = s.elems[y];
-        let w = DualX::weight(ev.v);
-        let row = &mut s.est.al[y * z..(y + 1) * z];
-        row.iter_mut().for_each(|d| *d = DualX::zero());
+        let w = Dual::<F>::weight(ev.v);
+        let row = &mut est.al[y * z..(y + 1) * z];
+        row.iter_mut().for_each(|d| *d = Dual::zero());
         for &(q, q2) in takes(&dfa, &ev, P::SKIP).iter() {
             let u = fwd[(y - start) * z + q as usize].times(&w);
             if u.is_zero() {

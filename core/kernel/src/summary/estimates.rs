@@ -1,29 +1,31 @@
-//! Selection estimates kept per retained element (extended-range floats, never reported).
-use crate::dual::DualX;
+//! Selection estimates kept per retained element (floats, never reported).
+use crate::dual::{Dual, DualX};
+use crate::xf::{Real, Xf};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Estimates {
+#[serde(bound = "")]
+pub struct Estimates<F: Real> {
     /// Present benefit per element: complete matches containing it (count, sum).
-    pub pres: Vec<DualX>,
+    pub pres: Vec<Dual<F>>,
     /// Active local counters per element, flat |Z| each (zero outside the active window).
-    pub al: Vec<DualX>,
+    pub al: Vec<Dual<F>>,
     /// The active local counters need a recomputation before they are read.
     pub al_dirty: bool,
 }
 
-impl Estimates {
+impl<F: Real> Estimates<F> {
     pub fn drop_element(&mut self, p: usize, z: usize) {
         self.pres.remove(p);
         self.al.drain(p * z..(p + 1) * z);
     }
 
-    pub fn push(&mut self, pres: DualX, al: &[DualX]) {
+    pub fn push(&mut self, pres: Dual<F>, al: &[Dual<F>]) {
         self.pres.push(pres);
         self.al.extend_from_slice(al);
     }
 
-    pub fn row(&self, i: usize, z: usize) -> &[DualX] {
+    pub fn row(&self, i: usize, z: usize) -> &[Dual<F>] {
         &self.al[i * z..(i + 1) * z]
     }
 
@@ -32,5 +34,94 @@ impl Estimates {
             return Err("selection estimates do not match the retained elements".into());
         }
         Ok(())
+    }
+
+    fn convert<G: Real>(&self) -> Estimates<G> {
+        let f = |d: &Dual<F>| Dual { c: G::from_xf(d.c.to_xf()), s: G::from_xf(d.s.to_xf()) };
+        Estimates { pres: self.pres.iter().map(f).collect(), al: self.al.iter().map(f).collect(), al_dirty: self.al_dirty }
+    }
+}
+
+/// The estimates in `f64` or, once values may leave its range, in [`Xf`]. Saved state holds
+/// the [`Xf`] form, so the format does not depend on the tier.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(into = "Estimates<Xf>", from = "Estimates<Xf>")]
+pub enum Est {
+    Narrow(Estimates<f64>),
+    Wide(Estimates<Xf>),
+}
+
+impl Default for Est {
+    fn default() -> Self {
+        Est::Narrow(Estimates::default())
+    }
+}
+
+impl From<Est> for Estimates<Xf> {
+    fn from(e: Est) -> Self {
+        match e {
+            Est::Narrow(n) => n.convert(),
+            Est::Wide(w) => w,
+        }
+    }
+}
+
+impl From<Estimates<Xf>> for Est {
+    fn from(w: Estimates<Xf>) -> Self {
+        Est::Wide(w)
+    }
+}
+
+/// Run `$body` with `$e` bound to the estimates in whichever float type they are held.
+#[macro_export]
+macro_rules! on_est {
+    ($est:expr, $e:ident => $body:expr) => {
+        match $est {
+            $crate::summary::estimates::Est::Narrow($e) => $body,
+            $crate::summary::estimates::Est::Wide($e) => $body,
+        }
+    };
+}
+
+impl Est {
+    pub fn is_wide(&self) -> bool {
+        matches!(self, Est::Wide(_))
+    }
+
+    pub fn widen(&mut self) {
+        if let Est::Narrow(n) = self {
+            *self = Est::Wide(n.convert());
+        }
+    }
+
+    /// Back to `f64`, when every value is inside its range (after loading saved state).
+    pub fn narrow(&mut self) {
+        if let Est::Wide(w) = self {
+            let fits = |d: &DualX| d.c.to_f64() < f64::MAX && d.s.to_f64() < f64::MAX;
+            if w.pres.iter().chain(&w.al).all(fits) {
+                *self = Est::Narrow(w.convert());
+            }
+        }
+    }
+
+    pub fn drop_element(&mut self, p: usize, z: usize) {
+        on_est!(self, e => e.drop_element(p, z))
+    }
+
+    pub fn validate(&self, n: usize, z: usize) -> Result<(), String> {
+        on_est!(self, e => e.validate(n, z))
+    }
+
+    pub fn al_dirty(&self) -> bool {
+        on_est!(self, e => e.al_dirty)
+    }
+
+    pub fn set_al_dirty(&mut self) {
+        on_est!(self, e => e.al_dirty = true)
+    }
+
+    /// Both estimates in [`Xf`], for reading.
+    pub fn wide(&self) -> Estimates<Xf> {
+        self.clone().into()
     }
 }

@@ -25,8 +25,9 @@ use crate::dual::{Dual, DualX};
 use crate::error::Error;
 use crate::semantics::{expired, Ev, Semantics};
 use crate::tier::Ladder;
+use crate::xf::Real;
 use counters::{Counters, CountersFamily, Retained};
-use estimates::Estimates;
+use estimates::Est;
 use num_bigint::BigUint;
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
@@ -90,7 +91,7 @@ pub struct Summary<P: SummaryPolicy> {
     pub dfa: Arc<Dfa>,
     pub elems: Vec<Ev>,
     pub(crate) exact: Ladder<CountersFamily<P>>,
-    pub(crate) est: Estimates,
+    pub(crate) est: Est,
     pub(crate) active_start: usize,
     pub now: Option<i64>,
     pub(crate) estimator: Estimator,
@@ -102,6 +103,9 @@ pub struct Summary<P: SummaryPolicy> {
     pub evictions: u64,
     /// The gap since the last retained element (events and elements not retained).
     pub(crate) pending_gap: u32,
+    /// Tests: hold the estimates in [`crate::xf::Xf`] throughout.
+    #[serde(skip)]
+    pub(crate) force_wide: bool,
     #[serde(skip)]
     _policy: PhantomData<P>,
 }
@@ -123,6 +127,7 @@ impl<P: SummaryPolicy> Clone for Summary<P> {
             skipped: self.skipped,
             evictions: self.evictions,
             pending_gap: self.pending_gap,
+            force_wide: self.force_wide,
             _policy: PhantomData,
         }
     }
@@ -148,7 +153,7 @@ impl<P: SummaryPolicy> Summary<P> {
             dfa,
             elems: Vec::new(),
             exact: Ladder::U128(Counters::empty(z)),
-            est: Estimates::default(),
+            est: Est::default(),
             active_start: 0,
             now: None,
             estimator,
@@ -158,6 +163,7 @@ impl<P: SummaryPolicy> Summary<P> {
             skipped: 0,
             evictions: 0,
             pending_gap: 0,
+            force_wide: false,
             _policy: PhantomData,
         }
     }
@@ -180,6 +186,7 @@ impl<P: SummaryPolicy> Summary<P> {
     /// previous element of the stream).
     pub fn observe(&mut self, ev: Ev) -> Result<(), Error> {
         self.events += 1;
+        self.fit_estimates();
         self.now = Some(ev.t);
         if let Some(ttl) = self.cfg.time_to_live {
             while !self.elems.is_empty() && expired(self.elems[0].t, ev.t, ttl) {
@@ -262,18 +269,31 @@ impl<P: SummaryPolicy> Summary<P> {
     }
 
     /// Float view of the sets a new element would form, from the exact active counters.
-    pub(crate) fn formed_estimate(&self, ev: &Ev) -> Vec<DualX> {
-        let a: Vec<DualX> = crate::on_tier!(&self.exact, |p| p.a.iter().map(|d| d.to_xf()).collect());
+    pub(crate) fn formed_estimate<F: Real>(&self, ev: &Ev) -> Vec<Dual<F>> {
+        let a: Vec<Dual<F>> = crate::on_tier!(&self.exact, |p| p.a.iter().map(|d| d.to_real()).collect());
         let mut formed = vec![Dual::zero(); self.dfa.n];
         // Estimates never overflow.
         let _ = P::formed(&self.dfa, &a, ev, &mut formed);
         formed
     }
 
+    /// Hold the estimates in `f64` exactly while that is safe: the exact counters fit `u128`
+    /// and the expected-future coefficients have an `f64` table (see [`Real`]). Widening
+    /// happens at most once per tier change; the two forms agree on every value.
+    pub(crate) fn fit_estimates(&mut self) {
+        let narrow_ok = !self.force_wide && matches!(self.exact, crate::tier::Ladder::U128(_)) && self.coeffs.narrow_ok();
+        match (narrow_ok, self.est.is_wide()) {
+            (false, false) => self.est.widen(),
+            (true, true) => self.est.narrow(),
+            _ => {}
+        }
+    }
+
     /// Selection estimates, refreshed: (present benefit per element, active local rows).
     pub fn estimates(&mut self) -> (Vec<DualX>, Vec<Vec<DualX>>) {
         P::refresh_estimates(self);
-        (self.est.pres.clone(), self.est.al.chunks(self.dfa.n).map(|c| c.to_vec()).collect())
+        let w = self.est.wide();
+        (w.pres, w.al.chunks(self.dfa.n).map(|c| c.to_vec()).collect())
     }
 
     /// Exact active counters as maintained, and recomputed from the elements (for tests).

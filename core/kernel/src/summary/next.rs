@@ -5,12 +5,13 @@
 //! O(|S|·|Z|) exact work and O(|S|·|A|) for the estimates. Correct and simple; slower.
 use super::counters::{Counters, Retained};
 use super::{Summary, SummaryPolicy};
-use crate::dual::{Dual, DualX};
+use super::estimates::Estimates;
+use crate::dual::Dual;
 use crate::error::Error;
 use crate::num::{Num, R};
 use crate::semantics::{expired, walk_runs, Ev, NextMatch, Semantics};
 use crate::window::Window;
-use crate::xf::Xf;
+use crate::xf::Real;
 use num_bigint::BigUint;
 
 impl SummaryPolicy for NextMatch {
@@ -37,7 +38,8 @@ impl SummaryPolicy for NextMatch {
             Ok(())
         })())?;
         s.elems.push(ev);
-        s.est.push(DualX::zero(), &vec![DualX::zero(); s.dfa.n]);
+        let z = s.dfa.n;
+        crate::on_est!(&mut s.est, e => e.push(Dual::zero(), &vec![Dual::zero(); z]));
         refresh(s)
     }
 
@@ -80,25 +82,30 @@ fn refresh(s: &mut Summary<NextMatch>) -> Result<(), Error> {
 
 /// Present benefits and active local counters by simulating every run.
 fn recompute_estimates(s: &mut Summary<NextMatch>) {
+    let mut est = std::mem::take(&mut s.est);
+    crate::on_est!(&mut est, e => simulate_runs(s, e));
+    s.est = est;
+}
+
+fn simulate_runs<F: Real>(s: &Summary<NextMatch>, est: &mut Estimates<F>) {
     let z = s.dfa.n;
     let n = s.elems.len();
     let now = s.now.unwrap_or(i64::MIN);
     let (elems, tau) = (&s.elems, s.cfg.tau);
-    let est = &mut s.est;
-    est.pres = vec![DualX::zero(); n];
-    est.al = vec![DualX::zero(); n * z];
+    est.pres = vec![Dual::zero(); n];
+    est.al = vec![Dual::zero(); n * z];
     walk_runs(&s.dfa, tau, elems, |run| {
         // Estimates never overflow.
-        if let Ok(locals) = run.locals::<Xf>(elems) {
+        if let Ok(locals) = run.locals::<F>(elems) {
             for (k, l) in locals.iter().enumerate() {
                 est.pres[run.taken[k]] = est.pres[run.taken[k]].plus(l);
             }
         }
         if run.end != crate::dfa::NONE && !expired(elems[run.initiator].t, now, tau) {
-            let value = run.value::<Xf>(elems).unwrap_or(Xf::ZERO);
+            let value = run.value::<F>(elems).unwrap_or_default();
             for &k in run.taken {
                 let cell = &mut est.al[k * z + run.end as usize];
-                *cell = cell.plus(&Dual { c: Xf::ONE, s: value });
+                *cell = cell.plus(&Dual { c: F::ONE, s: value });
             }
         }
     });

@@ -3,11 +3,11 @@
 //! To add a strategy, implement [`Selector`] and give it a [`StrategyKind`] variant and name.
 use super::{Aggregate, Summary, SummaryPolicy};
 use crate::benefit::MAX_STEPS;
-use crate::dual::{Dual, DualX};
-use crate::num::Scalar;
+use super::estimates::Estimates;
+use crate::dual::Dual;
 use crate::semantics::Ev;
 use crate::step::final_sum;
-use crate::xf::Xf;
+use crate::xf::Real;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -94,11 +94,20 @@ pub const PROTECTED: f64 = 1e9;
 impl Selector for Benefit {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
         P::refresh_estimates(s);
-        let dfa = s.dfa.clone();
+        s.coeffs.h::<P>(&s.dfa, s.cfg.size.min(MAX_STEPS)); // grow the cache once
+        s.fit_estimates(); // large coefficients need the wide floats
+        let s = &*s;
+        crate::on_est!(&s.est, est => self.choose_in(s, est, ev))
+    }
+}
+
+impl Benefit {
+    fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &Estimates<F>, ev: &Ev) -> Option<usize> {
+        let dfa = &s.dfa;
         let t = ev.t;
         let tau = s.cfg.tau;
         let agg = s.cfg.aggregate;
-        let pick = |d: &DualX| if agg == Aggregate::Sum { d.s } else { d.c };
+        let pick = |d: &Dual<F>| if agg == Aggregate::Sum { d.s } else { d.c };
         let rate = s.estimator.rate();
         // Look ahead at most |S| elements: a set can only grow by elements the summary also
         // keeps, and beyond that the expectation (which ignores the capacity) overrates
@@ -112,37 +121,36 @@ impl Selector for Benefit {
         let z = dfa.n;
         let active = &s.elems[s.active_start..];
         let oldest_init = active.iter().find(|e| is_init(e)).map(|e| e.t);
-        let cand = s.formed_estimate(ev);
-        s.coeffs.h::<P>(&dfa, s.cfg.size.min(MAX_STEPS)); // grow the cache once
+        let cand: Vec<Dual<F>> = s.formed_estimate(ev);
         let coeffs = &s.coeffs;
-        let dot = |al: &[DualX], h: &[DualX]| -> Xf {
-            let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: DualX, (x, h)| acc.plus(&x.times(h)));
+        let dot = |al: &[Dual<F>], h: &[Dual<F>]| -> F {
+            let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: Dual<F>, (x, h)| acc.plus(&x.times(h)));
             pick(&acc)
         };
-        let expected = |al: &[DualX], t_old: i64, t_new: i64| -> Xf {
-            dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or(Xf::ZERO).half()
+        let expected = |al: &[Dual<F>], t_old: i64, t_new: i64| -> F {
+            dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or_default().half()
         };
         let cand_new = if is_init(ev) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
-        let cand_pres = pick(&final_sum(&dfa, &cand).unwrap_or_default());
+        let cand_pres = pick(&final_sum(dfa, &cand).unwrap_or_default());
         let mut cand_benefit = cand_pres;
         let limit = self.at_risk.map(|share| {
-            let g: Vec<DualX> = crate::on_tier!(&s.exact, |p| p.g.iter().map(|d| d.to_xf()).collect());
-            pick(&final_sum(&dfa, &g).unwrap_or_default()).mul_f64(share)
+            let g: Vec<Dual<F>> = crate::on_tier!(&s.exact, |p| p.g.iter().map(|d| d.to_real()).collect());
+            pick(&final_sum(dfa, &g).unwrap_or_default()).mul_f64(share)
         });
         if let (true, Some(t_new)) = (self.expected, cand_new) {
             cand_benefit = cand_benefit.add(&expected(&cand, oldest_init.unwrap_or(t_new), t_new)).unwrap_or(cand_benefit);
         }
-        let mut best: Option<(usize, Xf)> = None;
+        let mut best: Option<(usize, F)> = None;
         let mut latest_init: Option<i64> = None;
         for i in 0..s.elems.len() {
-            let pres = pick(&s.est.pres[i]);
+            let pres = pick(&est.pres[i]);
             let mut b = pres;
             if i >= s.active_start && self.expected {
                 if is_init(&s.elems[i]) {
                     latest_init = Some(s.elems[i].t);
                 }
                 if let (Some(t_old), Some(t_new)) = (oldest_init, latest_init) {
-                    b = b.add(&expected(&s.est.al[i * z..(i + 1) * z], t_old, t_new)).unwrap_or(b);
+                    b = b.add(&expected(&est.al[i * z..(i + 1) * z], t_old, t_new)).unwrap_or(b);
                 }
             }
             // Realised matches are certain, expected ones are not: a large share of the result

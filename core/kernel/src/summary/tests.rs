@@ -60,6 +60,21 @@ fn run_checked<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Res
     Ok(())
 }
 
+fn same_with_wide<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Result<(), TestCaseError> {
+    let mut narrow = Summary::<P>::new(dfa.clone(), cfg.clone());
+    let mut wide = Summary::<P>::new(dfa.clone(), cfg);
+    wide.force_wide = true;
+    for e in evs {
+        narrow.observe(*e).unwrap();
+        wide.observe(*e).unwrap();
+        prop_assert!(!narrow.est.is_wide() && wide.est.is_wide());
+        prop_assert_eq!(&narrow.elems, &wide.elems);
+        let (a, b) = (narrow.estimates(), wide.estimates());
+        prop_assert_eq!(a, b);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -89,6 +104,18 @@ proptest! {
         let (c, sum, partial) = split_totals(&dfa, &r.g);
         prop_assert_eq!((c.clone(), sum, partial), x.totals());
         prop_assert_eq!(r.detected.c, c);
+    }
+
+    /// Estimates in `f64` and in `Xf` make the same choices and hold the same values.
+    #[test]
+    fn narrow_and_wide_estimates_agree((dfa, raw) in case(), size in 1usize..7, tau in 0i64..12, strat in 0usize..5, policy in 0usize..3) {
+        let cfg = config(size, tau, strategy_of(strat), Aggregate::Count, None);
+        let evs = elements(&dfa, &raw);
+        match policy {
+            0 => same_with_wide::<AnyMatch>(&dfa, &evs, cfg)?,
+            1 => same_with_wide::<NextMatch>(&dfa, &evs, cfg)?,
+            _ => same_with_wide::<Contiguous>(&dfa, &evs, cfg)?,
+        }
     }
 
     /// Saved state: every corruption is refused with a state error, never a panic; an
