@@ -129,11 +129,13 @@ fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
     // are (the estimates only ever add non-negative terms, so zero is exact zero).
     let touches_active = p >= start && crate::on_est!(&s.est, e => e.row(p, z).iter().any(|d| !d.c.is_zero()));
     let ctx = retained!(s);
-    crate::promoting!(&mut s.exact, &ctx, |part| remove_exact::<P, _>(part, &ctx, p, touches_active))?;
+    crate::promoting!(&mut s.exact, &ctx, |part| remove_exact::<P, _>(part, &ctx, p))?;
     let (dfa, tau, elems) = (&s.dfa, s.cfg.tau, &s.elems);
     crate::on_est!(&mut s.est, e => subtract_joint::<P, _>(dfa, tau, elems, e, p));
     s.drop_element(p);
     if touches_active {
+        let ctx = retained!(s);
+        crate::promoting!(&mut s.exact, &ctx, |part| rebuild_active::<P, _>(part, &ctx))?;
         s.est.set_al_dirty();
     }
     Ok(())
@@ -218,17 +220,14 @@ fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev:
 }
 
 /// Subtract the sets containing element `p`.
-fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, touches_active: bool) -> R<()> {
+/// (The active counters are rebuilt after the element has left, by the caller.)
+fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize) -> R<()> {
     let z = r.dfa.n;
     let local = local_sets::<N>(r.dfa, r.tau, P::SKIP, r.elems, p)?;
     for (g, l) in c.g.iter_mut().zip(&local) {
         g.sub_assign(l)?;
     }
     c.v.drain(p * z..(p + 1) * z);
-    if touches_active {
-        let rest = super::without(r.dfa, r.elems, p);
-        rebuild_active::<P, N>(c, &Retained { elems: &rest, ..*r })?;
-    }
     Ok(())
 }
 
