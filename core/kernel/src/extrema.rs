@@ -90,6 +90,9 @@ pub struct Extrema {
     /// The oldest front entry's union pushed through `back_agg`.
     front_vec: Vec<Ext>,
     scratch: Vec<Ext>,
+    /// Per state, the current element's edges (general path only).
+    edges_buf: Vec<[(u32, bool); 2]>,
+    vec_buf: Vec<Ext>,
     /// Over every match formed so far.
     pub total: Ext,
     pending_gap: u32,
@@ -115,6 +118,8 @@ impl Extrema {
             back_vec: vec![Ext::NONE; z],
             front_vec: vec![Ext::NONE; z],
             scratch: vec![Ext::NONE; z * z],
+            edges_buf: vec![[(NONE, false); 2]; z],
+            vec_buf: vec![Ext::NONE; z],
             total: Ext::NONE,
             pending_gap: 0,
             dfa,
@@ -160,27 +165,19 @@ impl Extrema {
         }
     }
 
+    /// Whether the element's operator is `I ⊕ w·T_c`: then updates run in place over the
+    /// symbol's transitions only, in the order the count engine uses (`Dfa::col_order`,
+    /// `row_order`), instead of through a dense copy.
+    #[inline]
+    fn plain(&self, ev: &Ev) -> bool {
+        self.policy == Policy::Any && self.dfa.plain(ev.sym, ev.gap, Skip::Keep)
+    }
+
     fn weight(&self, ev: &Ev) -> Ext {
         if self.mask[ev.sym as usize] {
             Ext::value(ev.v)
         } else {
             Ext::EMPTY
-        }
-    }
-
-    /// `v ← v · op(ev)` for a row vector (`out` is overwritten).
-    fn vec_step(&self, v: &[Ext], ev: &Ev, out: &mut [Ext]) {
-        let w = self.weight(ev);
-        out.iter_mut().for_each(|x| *x = Ext::NONE);
-        for (q, x) in v.iter().enumerate() {
-            if !x.ok {
-                continue;
-            }
-            for (to, took) in self.edges(q as u32, ev) {
-                if to != NONE {
-                    out[to as usize].join(&if took { x.then(&w) } else { *x });
-                }
-            }
         }
     }
 
@@ -207,6 +204,21 @@ impl Extrema {
             }
             items.push((ev.t, union.clone()));
             // agg ← op(ev) · agg
+            if self.plain(ev) {
+                if let Some(order) = &self.dfa.row_order[ev.sym as usize] {
+                    let w = self.weight(ev);
+                    for &(q, to) in order {
+                        let (q, to) = (q as usize, to as usize);
+                        for r in 0..z {
+                            let x = agg[to * z + r];
+                            if x.ok {
+                                agg[q * z + r].join(&w.then(&x));
+                            }
+                        }
+                    }
+                    continue;
+                }
+            }
             for q in 0..z {
                 let row = &mut scratch[q * z..(q + 1) * z];
                 row.iter_mut().for_each(|x| *x = Ext::NONE);
@@ -265,36 +277,86 @@ impl Extrema {
     /// Process one element (its gap already filled in).
     pub fn push(&mut self, ev: Ev) {
         self.expire(ev.t);
-        let z = self.dfa.n;
         let w = self.weight(&ev);
-        // The matches `ev` completes: active sets that take it into a final state, and {ev}.
         let init = self.dfa.init[ev.sym as usize];
         if init != NONE && self.dfa.finals[init as usize] {
-            self.total.join(&w);
+            self.total.join(&w); // {ev} itself
+        }
+        let dfa = Arc::clone(&self.dfa); // borrowed beside `self`
+        match dfa.col_order[ev.sym as usize].as_deref() {
+            Some(order) if self.plain(&ev) => self.push_plain(&ev, w, order),
+            _ => self.push_general(&ev, w),
+        }
+        if init != NONE {
+            self.back_vec[init as usize].join(&w);
+        }
+        self.back.push(ev);
+    }
+
+    /// `I ⊕ w·T_c` in place, over the symbol's transitions in a dependency-safe order.
+    fn push_plain(&mut self, ev: &Ev, w: Ext, order: &[(u32, u32)]) {
+        let z = self.dfa.n;
+        // The matches `ev` completes: active sets that take it into a final state.
+        for &(q, to) in &self.dfa.by_sym[ev.sym as usize] {
+            if self.dfa.finals[to as usize] {
+                let mut a = self.front_vec[q as usize];
+                a.join(&self.back_vec[q as usize]);
+                if a.ok {
+                    self.total.join(&a.then(&w));
+                }
+            }
+        }
+        for &(q, to) in order {
+            let (q, to) = (q as usize, to as usize);
+            for v in [&mut self.front_vec, &mut self.back_vec] {
+                if v[q].ok {
+                    let x = v[q].then(&w);
+                    v[to].join(&x);
+                }
+            }
+            for p in 0..z {
+                let x = self.back_agg[p * z + q];
+                if x.ok {
+                    self.back_agg[p * z + to].join(&x.then(&w));
+                }
+            }
+        }
+    }
+
+    /// Any operator (negation filters, skip-till-next-match, contiguity), through copies.
+    fn push_general(&mut self, ev: &Ev, w: Ext) {
+        let z = self.dfa.n;
+        for q in 0..z {
+            self.edges_buf[q] = self.edges(q as u32, ev);
         }
         for q in 0..z {
             let mut a = self.front_vec[q];
             a.join(&self.back_vec[q]);
-            if !a.ok {
-                continue;
-            }
-            let [(to, _), _] = self.edges(q as u32, &ev);
-            if to != NONE && self.dfa.finals[to as usize] {
+            let (to, _) = self.edges_buf[q][0];
+            if a.ok && to != NONE && self.dfa.finals[to as usize] {
                 self.total.join(&a.then(&w));
             }
         }
-        let mut out = vec![Ext::NONE; z];
-        self.vec_step(&self.front_vec, &ev, &mut out);
-        self.front_vec.copy_from_slice(&out);
-        self.vec_step(&self.back_vec, &ev, &mut out);
-        if init != NONE {
-            out[init as usize].join(&w);
-        }
-        self.back_vec = out;
+        let step = |edges: &[[(u32, bool); 2]], v: &mut Vec<Ext>, out: &mut Vec<Ext>| {
+            out.iter_mut().for_each(|x| *x = Ext::NONE);
+            for (q, x) in v.iter().enumerate() {
+                if !x.ok {
+                    continue;
+                }
+                for &(to, took) in &edges[q] {
+                    if to != NONE {
+                        out[to as usize].join(&if took { x.then(&w) } else { *x });
+                    }
+                }
+            }
+            std::mem::swap(v, out);
+        };
+        step(&self.edges_buf, &mut self.front_vec, &mut self.vec_buf);
+        step(&self.edges_buf, &mut self.back_vec, &mut self.vec_buf);
         // back_agg ← back_agg · op(ev), column by column through the edges.
         self.scratch.iter_mut().for_each(|x| *x = Ext::NONE);
         for q in 0..z {
-            for (to, took) in self.edges(q as u32, &ev) {
+            for (to, took) in self.edges_buf[q] {
                 if to == NONE {
                     continue;
                 }
@@ -307,7 +369,6 @@ impl Extrema {
             }
         }
         std::mem::swap(&mut self.back_agg, &mut self.scratch);
-        self.back.push(ev);
     }
 }
 
