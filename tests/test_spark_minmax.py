@@ -125,3 +125,23 @@ def test_toml_job_refuses_of_outside_the_query(tmp_path):
     text = JOB.format(src=tmp_path / "in.csv", out=tmp_path / "out", query=QUERY, window=WINDOW, size=SIZE)
     with pytest.raises(InputError, match=r"query\[0\]\.of: of names 'Z', which is not a letter"):
         parse_config(tomllib.loads(text.replace('of = "C"', 'of = "Z"')))  # before Spark starts
+
+
+def test_sql_table_function_refuses_min_max_instead_of_dropping_them(spark, events):
+    from suse.spark import register
+
+    register(spark)
+    spark.createDataFrame(events).createOrReplaceTempView("minmax_events")
+    sql = ("SELECT * FROM suse_aggregate(TABLE(SELECT k, t, x FROM minmax_events) PARTITION BY k, query => 'AB', "
+           "window => 5, timestamp => 't', characters => '{\"A\": \"x < 3\", \"B\": \"x >= 3\"}', aggregate => 'max')")
+    with pytest.raises(Exception, match="aggregate 'max' is not offered by the table function"):
+        spark.sql(sql).collect()
+
+
+def test_live_page_refuses_min_max_instead_of_showing_plain_sums(tmp_path):
+    from suse.dashboard import serve
+
+    job = tmp_path / "job.toml"
+    job.write_text(JOB.format(src=tmp_path / "in.csv", out=tmp_path / "out", query=QUERY, window=WINDOW, size=SIZE))
+    with pytest.raises(InputError, match="query 'max': the live page does not show aggregate min/max or `of`"):
+        serve(job, log=lambda line: None)
