@@ -132,8 +132,8 @@ def test_sql_table_function_refuses_min_max_instead_of_dropping_them(spark, even
 
     register(spark)
     spark.createDataFrame(events).createOrReplaceTempView("minmax_events")
-    sql = ("SELECT * FROM suse_aggregate(TABLE(SELECT k, t, x FROM minmax_events) PARTITION BY k, query => 'AB', "
-           "window => 5, timestamp => 't', characters => '{\"A\": \"x < 3\", \"B\": \"x >= 3\"}', aggregate => 'max')")
+    sql = ("SELECT * FROM suse_aggregate(TABLE(SELECT k, t, IF(x < 3, 'A', 'B') AS c FROM minmax_events) "
+           "PARTITION BY k, query => 'AB', window => 5, timestamp => 't', aggregate => 'max')")
     with pytest.raises(Exception, match="aggregate 'max' is not offered by the table function"):
         spark.sql(sql).collect()
 
