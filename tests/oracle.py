@@ -678,3 +678,28 @@ def query_stnm_aggregate(query: str, events, window: int) -> dict:
     events = list(events)
     matches = query_stnm_matches(query, events, window)
     return {"count": len(matches), "sum": sum(_value(events[i]) for m in matches for i in m)}
+
+
+# --------------------------------------------------------------------------- MIN / MAX, of=
+def query_extrema(query: str, events, window: int, policy: str = "any", of: str | None = None) -> dict:
+    """COUNT, SUM, MIN and MAX of a suse query over every match under ``policy`` ("any",
+    "next", "contiguous"), by enumeration. ``of`` (letters) restricts SUM, MIN and MAX to the
+    values of those letters' elements; MIN/MAX range over the elements that belong to at
+    least one match (None when none does)."""
+    events = list(events)
+    if policy == "next":
+        matches = query_stnm_matches(query, events, window)
+    else:
+        matches = query_matches(query, events, window, policy)
+
+    def counted(i: int) -> bool:
+        return of is None or events[i][0] in of
+
+    in_match = sorted({i for m in matches for i in m if counted(i)})
+    values = [_value(events[i]) for i in in_match]
+    return {
+        "count": len(matches),
+        "sum": sum(_value(events[i]) for m in matches for i in m if counted(i)),
+        "min": min(values, default=None),
+        "max": max(values, default=None),
+    }

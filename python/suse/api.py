@@ -17,11 +17,13 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from suse import _core
-from suse.errors import InputError, StateError
+from suse.errors import InputError, QueryError, StateError
 from suse.query import Automaton, compile_regex
 
-# The kernel owns these names; the Python layer only validates against them.
-AGGREGATES = tuple(_core.AGGREGATES)
+# The kernel owns these names; the Python layer only validates against them. MIN and MAX run
+# beside the counters (their summaries rank elements by match counts, as COUNT does).
+EXTREMA = ("min", "max")
+AGGREGATES = tuple(_core.AGGREGATES) + EXTREMA
 POLICIES = tuple(_core.POLICIES)
 STRATEGIES = tuple(_core.STRATEGIES)
 #: Default memory budget of one engine (bytes); see `memory_limit=` and docs/ENGINE.md.
@@ -76,9 +78,14 @@ class Query:
     skip-till-next-match (each initiator starts one run that takes every later event it can);
     `policy="contiguous"` counts only matches whose elements are consecutive events of the
     stream (any event between, also of a character outside the query, breaks them).
+
+    `aggregate="min"`/`"max"` report the smallest/largest value among the elements that belong
+    to at least one match. `of` (a letter or letters of the query, e.g. `"C"` or `"CD"`)
+    restricts SUM, AVG, MIN and MAX to the values of those letters' elements; COUNT ignores it.
     """
 
-    def __init__(self, regex: str, window: int, aggregate: str = "count", policy: str = "any"):
+    def __init__(self, regex: str, window: int, aggregate: str = "count", policy: str = "any",
+                 of: Optional[Any] = None):
         if not isinstance(regex, str):
             raise InputError(f"the query must be a string, got {type(regex).__name__}")
         self.regex = regex
@@ -86,6 +93,20 @@ class Query:
         self.aggregate = _check_choice("aggregate", aggregate, AGGREGATES)
         self.policy = _check_choice("policy", policy, POLICIES)
         self.automaton, self._dfa = _compiled(regex)
+        self.of = _check_of(of, regex, self.automaton.alphabet)
+
+    @property
+    def _kernel_aggregate(self) -> str:
+        """What the kernel's summary ranks by: MIN/MAX keep ranking by match counts."""
+        return "count" if self.aggregate in EXTREMA else self.aggregate
+
+    @property
+    def _extrema(self) -> bool:
+        return self.aggregate in EXTREMA
+
+    @property
+    def _of_mask(self) -> Optional[list[bool]]:
+        return None if self.of is None else [c in self.of for c in self.automaton.alphabet]
 
     @property
     def alphabet(self) -> str:
@@ -98,16 +119,40 @@ class Query:
         return getattr(self.automaton, "negated", "")
 
     def to_dict(self) -> dict:
-        return {"regex": self.regex, "window": self.window, "aggregate": self.aggregate, "policy": self.policy}
+        d = {"regex": self.regex, "window": self.window, "aggregate": self.aggregate, "policy": self.policy}
+        if self.of is not None:  # absent when unset, so descriptions saved before `of` still match
+            d["of"] = self.of
+        return d
 
     def __repr__(self) -> str:
-        return f"Query({self.regex!r}, window={self.window}, aggregate={self.aggregate!r}, policy={self.policy!r})"
+        of = "" if self.of is None else f", of={self.of!r}"
+        return f"Query({self.regex!r}, window={self.window}, aggregate={self.aggregate!r}, policy={self.policy!r}{of})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Query) and self.to_dict() == other.to_dict()
 
     def __hash__(self) -> int:
         return hash(tuple(self.to_dict().items()))
+
+
+def _check_of(of: Any, regex: str, alphabet: str) -> Optional[str]:
+    """`of` as the letters it names, in alphabet order; `QueryError` for anything else."""
+    if of is None:
+        return None
+    if isinstance(of, str):
+        letters = list(of)
+    elif isinstance(of, (list, tuple, set, frozenset)) and all(isinstance(c, str) and len(c) == 1 for c in of):
+        letters = list(of)
+    else:
+        raise QueryError(f"of must be a letter or letters of the query, got {_show(of)}", 0, regex)
+    if not letters:
+        raise QueryError("of names no letter; give at least one letter of the query", 0, regex)
+    for c in letters:
+        if c not in alphabet:
+            at = regex.find(c)
+            raise QueryError(f"of names {c!r}, which is not a letter of the query (its letters are {alphabet})",
+                             max(at, 0), regex)
+    return "".join(c for c in alphabet if c in letters)
 
 
 @dataclass(frozen=True)
@@ -122,6 +167,10 @@ class Evaluation:
     detected_sum: Optional[int] = None
     #: The retained elements at `timestamp` (summaries, when asked for with `elements=True`).
     elements: Optional[list[tuple[str, int, int]]] = None
+    #: Smallest / largest value among the elements in at least one match (queries with
+    #: aggregate "min" or "max"; None otherwise, and when there is no match).
+    min: Optional[int] = None
+    max: Optional[int] = None
 
     @property
     def avg(self) -> Optional[float]:
@@ -136,6 +185,8 @@ class ExactResult:
     skipped: int
     events: int
     evaluations: list[Evaluation] = field(default_factory=list)
+    min: Optional[int] = None
+    max: Optional[int] = None
 
     @property
     def avg(self) -> Optional[float]:
@@ -152,6 +203,8 @@ class SummaryResult:
     skipped: int
     events: int
     size: int
+    min: Optional[int] = None
+    max: Optional[int] = None
 
     @property
     def avg(self) -> Optional[float]:
@@ -172,6 +225,8 @@ def _evaluation(row: Any) -> Evaluation:
         detected_count=row.detected_count,
         detected_sum=row.detected_sum,
         elements=row.elements,
+        min=row.min,
+        max=row.max,
     )
 
 
@@ -419,7 +474,8 @@ class Exact:
         if not isinstance(query, Query):
             raise InputError(f"expected a suse.Query, got {type(query).__name__}")
         self.query = query
-        self._engine = _core.ExactEngine(query._dfa, query.window, query.policy, _check_memory_limit(memory_limit))
+        self._engine = _core.ExactEngine(query._dfa, query.window, query.policy, _check_memory_limit(memory_limit),
+                                         query._extrema, query._of_mask)
 
     def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
                evaluate_at: Any = None) -> list[Evaluation]:
@@ -434,7 +490,8 @@ class Exact:
 
     def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
         t = self._engine.totals()
-        return ExactResult(t.count, t.sum, t.partial_count, self._engine.skipped, self._engine.events, evaluations or [])
+        return ExactResult(t.count, t.sum, t.partial_count, self._engine.skipped, self._engine.events, evaluations or [],
+                           t.min, t.max)
 
 
 def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
@@ -484,8 +541,8 @@ class Summary:
         p = None if self.probabilities is None else [self.probabilities.get(c, 0.0) for c in query.alphabet]
         self.memory_limit = _check_memory_limit(memory_limit)
         self._engine = _core.SummaryEngine(
-            query._dfa, query.window, self.size, self.strategy, query.aggregate, query.policy, p, self.seed,
-            self.time_to_live, self.memory_limit,
+            query._dfa, query.window, self.size, self.strategy, query._kernel_aggregate, query.policy, p, self.seed,
+            self.time_to_live, self.memory_limit, query._extrema, query._of_mask,
         )
 
     def insert(self, char: str, timestamp: int, value: int = 1) -> None:
@@ -514,7 +571,7 @@ class Summary:
     def result(self) -> SummaryResult:
         r = self._engine.result()
         return SummaryResult(r.count, r.sum, r.partial_count, r.detected_count, r.detected_sum, self._engine.skipped,
-                             self._engine.events, len(self))
+                             self._engine.events, len(self), r.min, r.max)
 
     def elements(self) -> list[tuple[str, int, int]]:
         return self._engine.elements()
@@ -561,11 +618,12 @@ class Summary:
             raise StateError(f"saved summary has an unreadable description: {exc}") from None
         summary.memory_limit = _check_memory_limit(memory_limit)
         cfg = engine.config
-        stated = (query.window, summary.size, summary.strategy, query.aggregate, query.policy, summary.time_to_live,
+        stated = (query.window, summary.size, summary.strategy, query._kernel_aggregate, query.policy, summary.time_to_live,
                   summary.seed)
         held = (cfg.window, cfg.size, cfg.strategy, cfg.aggregate, cfg.policy, cfg.time_to_live, cfg.seed)
         if stated != held or not engine.same_automaton(query._dfa):
             raise StateError("saved summary does not match the query and options it describes")
+        engine._set_output(query._extrema, query._of_mask)
         summary._engine = engine
         return summary
 

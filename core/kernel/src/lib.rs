@@ -15,6 +15,7 @@ pub mod benefit;
 pub mod dfa;
 pub mod dual;
 pub mod engine;
+pub mod extrema;
 pub mod error;
 pub mod limits;
 pub mod num;

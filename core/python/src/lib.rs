@@ -13,6 +13,7 @@ use suse_kernel::batch::{Batch, Raw};
 use suse_kernel::dfa::{Dfa, DfaSpec, GAP_BREAK, UNKNOWN};
 use suse_kernel::engine::{ExactEngine as KExact, SummaryEngine as KSummary};
 use suse_kernel::error::Error;
+use suse_kernel::extrema::{check_mask, Extrema};
 use suse_kernel::limits::{Limits, DEFAULT_MAX_BYTES};
 use suse_kernel::semantics::{Ev, Policy};
 use suse_kernel::state::{self, Saved, FORMAT_VERSION};
@@ -101,6 +102,10 @@ struct NativeEvaluation {
     detected_count: Option<BigUint>,
     detected_sum: Option<BigUint>,
     elements: Option<Vec<(char, i64, u64)>>,
+    /// MIN/MAX over the elements in at least one match (when asked for; `None` otherwise or
+    /// without a match).
+    min: Option<u64>,
+    max: Option<u64>,
 }
 
 /// A summary's configuration as the kernel holds it (what a saved state is checked against).
@@ -122,6 +127,34 @@ struct NativeTotals {
     count: BigUint,
     sum: BigUint,
     partial_count: BigUint,
+    min: Option<u64>,
+    max: Option<u64>,
+}
+
+/// What an engine reports beside counts: MIN/MAX (`extrema`) and which letters' values are
+/// aggregated (`mask`, from `of=`; `None`: all).
+#[derive(Clone, Default)]
+struct Output {
+    extrema: bool,
+    mask: Option<Vec<bool>>,
+}
+
+impl Output {
+    fn new(dfa: &Dfa, extrema: bool, of: Option<Vec<bool>>) -> Result<Self, Error> {
+        if let Some(m) = &of {
+            check_mask(dfa, m)?;
+        }
+        Ok(Output { extrema, mask: of })
+    }
+
+    /// The event as the counters see it: an element outside `of` adds nothing to SUM.
+    #[inline]
+    fn mask(&self, raw: Raw) -> Raw {
+        match (raw, &self.mask) {
+            (Raw::Element(ev), Some(m)) if !m[ev.sym as usize] => Raw::Element(Ev { v: 0, ..ev }),
+            _ => raw,
+        }
+    }
 }
 
 fn array(a: &Option<PyReadonlyArray1<'_, i64>>) -> Option<Vec<i64>> {
@@ -170,8 +203,16 @@ impl Arrays {
 /// What the exact engine counts beside its totals.
 struct ExactState {
     engine: KExact,
+    out: Output,
+    extrema: Option<Extrema>,
     events: u64,
     skipped: u64,
+}
+
+impl ExactState {
+    fn extremes(&self) -> (Option<u64>, Option<u64>) {
+        self.extrema.as_ref().and_then(|x| x.result()).map_or((None, None), |(lo, hi)| (Some(lo), Some(hi)))
+    }
 }
 
 /// Two lists of `(count, sum)` pairs.
@@ -188,11 +229,14 @@ struct ExactEngine {
 #[pymethods]
 impl ExactEngine {
     #[new]
-    #[pyo3(signature = (dfa, window, policy_name, memory_limit=None))]
-    fn new(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>) -> PyResult<Self> {
+    #[pyo3(signature = (dfa, window, policy_name, memory_limit=None, extrema=false, of=None))]
+    fn new(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>, extrema: bool, of: Option<Vec<bool>>) -> PyResult<Self> {
         guard_ro(|| {
-            let engine = KExact::new(dfa.inner.clone(), window, policy(policy_name)?, &limits(memory_limit))?;
-            Ok(ExactEngine { state: ExactState { engine, events: 0, skipped: 0 }, last_t: None, dead: None })
+            let policy = policy(policy_name)?;
+            let engine = KExact::new(dfa.inner.clone(), window, policy, &limits(memory_limit))?;
+            let out = Output::new(&dfa.inner, extrema, of)?;
+            let extrema = if extrema { Some(Extrema::new(dfa.inner.clone(), window, policy, out.mask.clone())?) } else { None };
+            Ok(ExactEngine { state: ExactState { engine, out, extrema, events: 0, skipped: 0 }, last_t: None, dead: None })
         })
     }
 
@@ -219,18 +263,23 @@ impl ExactEngine {
                 if raw == Raw::Gap(GAP_BREAK) {
                     me.skipped += 1;
                 }
-                me.engine.feed(raw)
+                if let Some(x) = &mut me.extrema {
+                    x.feed(raw);
+                }
+                me.engine.feed(me.out.mask(raw))
             },
             |me, t| {
                 let (count, sum, partial_count) = me.engine.totals();
-                NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None }
+                let (min, max) = me.extremes();
+                NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None, min, max }
             },
         )
     }
 
     fn totals(&self) -> NativeTotals {
         let (count, sum, partial_count) = self.state.engine.totals();
-        NativeTotals { count, sum, partial_count }
+        let (min, max) = self.state.extremes();
+        NativeTotals { count, sum, partial_count, min, max }
     }
 
     #[getter]
@@ -263,14 +312,18 @@ impl ExactEngine {
 #[pyclass(name = "SummaryEngine", module = "suse._core")]
 struct SummaryEngine {
     inner: KSummary,
+    out: Output,
     last_t: Option<i64>,
     dead: Option<String>,
 }
 
-fn evaluation(s: &KSummary, t: i64, with_elements: bool) -> NativeEvaluation {
+fn evaluation(s: &KSummary, out: &Output, t: i64, with_elements: bool) -> Result<NativeEvaluation, Error> {
     let r = s.readout();
     let (count, sum, partial_count) = split_totals(s.dfa(), &r.g);
-    NativeEvaluation {
+    // Not maintained under eviction (not invertible): recomputed from the retained elements,
+    // O(|S|·|Z|²) per evaluation.
+    let range = if out.extrema { Extrema::over(s.dfa().clone(), s.config().tau, s.policy(), out.mask.clone(), s.elements())? } else { None };
+    Ok(NativeEvaluation {
         timestamp: t,
         count,
         sum,
@@ -278,7 +331,9 @@ fn evaluation(s: &KSummary, t: i64, with_elements: bool) -> NativeEvaluation {
         detected_count: Some(r.detected.c),
         detected_sum: Some(r.detected.s),
         elements: with_elements.then(|| element_list(s)),
-    }
+        min: range.map(|r| r.0),
+        max: range.map(|r| r.1),
+    })
 }
 
 fn element_list(s: &KSummary) -> Vec<(char, i64, u64)> {
@@ -289,7 +344,7 @@ fn element_list(s: &KSummary) -> Vec<(char, i64, u64)> {
 #[pymethods]
 impl SummaryEngine {
     #[new]
-    #[pyo3(signature = (dfa, window, size, strategy, aggregate, policy_name, probabilities, seed, time_to_live, memory_limit=None))]
+    #[pyo3(signature = (dfa, window, size, strategy, aggregate, policy_name, probabilities, seed, time_to_live, memory_limit=None, extrema=false, of=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dfa: &PyDfa,
@@ -302,6 +357,8 @@ impl SummaryEngine {
         seed: u64,
         time_to_live: Option<i64>,
         memory_limit: Option<u64>,
+        extrema: bool,
+        of: Option<Vec<bool>>,
     ) -> PyResult<Self> {
         guard_ro(|| {
             let strategy = StrategyKind::parse(strategy)
@@ -310,7 +367,8 @@ impl SummaryEngine {
                 .ok_or_else(|| Error::input(format!("aggregate must be one of {}; got {aggregate:?}", Aggregate::NAMES.join(", "))))?;
             let cfg = Config { size, tau: window, strategy, aggregate, time_to_live, probabilities, seed };
             let inner = KSummary::new(dfa.inner.clone(), policy(policy_name)?, cfg, &limits(memory_limit))?;
-            Ok(SummaryEngine { inner, last_t: None, dead: None })
+            let out = Output::new(&dfa.inner, extrema, of)?;
+            Ok(SummaryEngine { inner, out, last_t: None, dead: None })
         })
     }
 
@@ -327,20 +385,30 @@ impl SummaryEngine {
         with_elements: bool,
     ) -> PyResult<Vec<NativeEvaluation>> {
         let dfa = self.inner.dfa().clone();
-        Arrays::new(timestamps, values, evaluate_at).run(
+        let out = self.out.clone();
+        let rows = Arrays::new(timestamps, values, evaluate_at).run(
             py,
             chars,
             &mut self.dead,
             &mut self.last_t,
             &dfa,
             &mut self.inner,
-            |s, raw| s.feed(raw),
-            |s, t| evaluation(s, t, with_elements),
-        )
+            |s, raw| s.feed(out.mask(raw)),
+            |s, t| evaluation(s, &out, t, with_elements),
+        )?;
+        rows.into_iter().map(|r| r.map_err(to_py)).collect()
     }
 
-    fn result(&self) -> NativeEvaluation {
-        evaluation(&self.inner, self.inner.now().unwrap_or(0), false)
+    fn result(&self) -> PyResult<NativeEvaluation> {
+        guard_ro(|| evaluation(&self.inner, &self.out, self.inner.now().unwrap_or(0), false))
+    }
+
+    /// Set what a loaded summary reports beside counts (saved with the caller's description,
+    /// not in the kernel state, so states of earlier versions load unchanged).
+    #[pyo3(signature = (extrema=false, of=None))]
+    fn _set_output(&mut self, extrema: bool, of: Option<Vec<bool>>) -> PyResult<()> {
+        self.out = guard_ro(|| Output::new(self.inner.dfa(), extrema, of))?;
+        Ok(())
     }
 
     #[getter]
@@ -415,7 +483,7 @@ impl SummaryEngine {
         py.allow_threads(|| {
             guard_ro(|| {
                 let saved = state::load(data, &limits(memory_limit))?;
-                Ok((SummaryEngine { inner: saved.summary, last_t: saved.last_t, dead: None }, saved.meta))
+                Ok((SummaryEngine { inner: saved.summary, out: Output::default(), last_t: saved.last_t, dead: None }, saved.meta))
             })
         })
     }

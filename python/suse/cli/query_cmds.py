@@ -32,6 +32,8 @@ class Aggregate(str, Enum):
     count = "count"
     sum = "sum"
     avg = "avg"
+    min = "min"
+    max = "max"
 
 
 class Policy(str, Enum):
@@ -93,7 +95,12 @@ WINDOW = typer.Option(
 )
 AGGREGATE = typer.Option(
     Aggregate.count, "--aggregate",
-    help="Aggregate the summary's selection optimises for; all three are always reported.",
+    help="Aggregate the summary's selection optimises for; count, sum and avg are always reported, "
+    "min and max (ranked by counts) add the smallest/largest value of an element in a match.",
+)
+OF = typer.Option(
+    None, "--of", metavar="LETTERS",
+    help="Aggregate only these letters' values (e.g. C): SUM, AVG, MIN and MAX; COUNT ignores it.",
 )
 POLICY = typer.Option(Policy.any, "--policy", help="any = skip-till-any-match, next = skip-till-next-match, contiguous = consecutive events only.")
 EVALUATE_AT = typer.Option(
@@ -165,8 +172,13 @@ def compile_cmd(
 
 
 # ----------------------------------------------------------------------------------------- exact
-def _evaluation_dict(ev: suse.Evaluation) -> dict[str, Any]:
-    return {"timestamp": ev.timestamp, "count": ev.count, "sum": ev.sum, "avg": ev.avg, "partial_count": ev.partial_count}
+def _evaluation_dict(ev: suse.Evaluation, extrema: bool = False) -> dict[str, Any]:
+    row = {"timestamp": ev.timestamp, "count": ev.count, "sum": ev.sum, "avg": ev.avg, "partial_count": ev.partial_count}
+    return row | ({"min": ev.min, "max": ev.max} if extrema else {})
+
+
+def _extrema_cells(r: Any, extrema: bool) -> list[str]:
+    return ["-" if r.min is None else str(r.min), "-" if r.max is None else str(r.max)] if extrema else []
 
 
 @app.command("exact", cls=Command)
@@ -180,29 +192,36 @@ def exact_cmd(
     as_json: bool = JSON,
     fmt: StreamFormat = FORMAT,
     aggregate: Aggregate = typer.Option(
-        Aggregate.count, "--aggregate", hidden=True,
-        help="No effect: exact results always carry count, sum and avg (kept for old scripts).",
+        Aggregate.count, "--aggregate",
+        help="count, sum and avg are always reported; min or max also report the smallest and largest "
+        "value of an element in a match.",
     ),
+    of: Optional[str] = OF,
 ) -> None:
     """Count (and sum) every match of QUERY over the whole stream, exactly."""
-    q = suse.Query(query, window, aggregate.value, policy.value)
+    q = suse.Query(query, window, aggregate.value, policy.value, of=of)
+    extrema = q._extrema
     events = read_stream(stream, fmt.value)
     with events.located():
         r = suse.exact(q, events, evaluate_at=evaluate_at)
     data = {
         "count": r.count, "sum": r.sum, "avg": r.avg, "partial_count": r.partial_count,
         "skipped": r.skipped, "events": r.events,
-        "evaluations": [_evaluation_dict(ev) for ev in r.evaluations],
+        "evaluations": [_evaluation_dict(ev, extrema) for ev in r.evaluations],
     }
+    if extrema:
+        data |= {"min": r.min, "max": r.max}
     if as_json:
         _print_json(data)
         return
     out = stdout_console()
     out.print(f"[bold]{escape(query)}[/] window {window}, policy {policy.value}: {r.events} events, {r.skipped} skipped")
-    table = _table("", "count", "sum", "avg", "partial_count")
+    table = _table("", "count", "sum", "avg", "partial_count", *(["min", "max"] if extrema else []))
     for ev in r.evaluations:
-        table.add_row(f"t ≤ {ev.timestamp}", str(ev.count), str(ev.sum), _avg_text(ev.avg), str(ev.partial_count))
-    table.add_row("[bold]stream[/]", str(r.count), str(r.sum), _avg_text(r.avg), str(r.partial_count))
+        table.add_row(f"t ≤ {ev.timestamp}", str(ev.count), str(ev.sum), _avg_text(ev.avg), str(ev.partial_count),
+                      *_extrema_cells(ev, extrema))
+    table.add_row("[bold]stream[/]", str(r.count), str(r.sum), _avg_text(r.avg), str(r.partial_count),
+                  *_extrema_cells(r, extrema))
     out.print(table)
 
 
@@ -257,9 +276,11 @@ def eval_cmd(
     compare_exact: bool = typer.Option(False, "--compare-exact", help="Also run the exact engine and report its count and sum."),
     as_json: bool = JSON,
     fmt: StreamFormat = FORMAT,
+    of: Optional[str] = OF,
 ) -> None:
     """Run a bounded summary of SIZE elements over the stream and report what it counts."""
-    q = suse.Query(query, window, aggregate.value, policy.value)
+    q = suse.Query(query, window, aggregate.value, policy.value, of=of)
+    extrema = q._extrema
     summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities, q.alphabet), seed, time_to_live)
     events = read_stream(stream, fmt.value)
     with events.located():
@@ -271,7 +292,7 @@ def eval_cmd(
 
     rows = []
     for i, ev in enumerate(evaluations):
-        row = _evaluation_dict(ev) | {"detected_count": ev.detected_count, "detected_sum": ev.detected_sum}
+        row = _evaluation_dict(ev, extrema) | {"detected_count": ev.detected_count, "detected_sum": ev.detected_sum}
         if exact is not None:
             # Both engines answer the evaluation times in the order given, so rows line up.
             row |= {"exact_count": exact.evaluations[i].count, "exact_sum": exact.evaluations[i].sum}
@@ -287,6 +308,8 @@ def eval_cmd(
     }
     if exact is not None:
         data |= {"exact_count": exact.count, "exact_sum": exact.sum}
+    if extrema:
+        data |= {"min": r.min, "max": r.max}
     if as_json:
         _print_json(data)
         return
@@ -297,13 +320,15 @@ def eval_cmd(
         f"({r.skipped} skipped)"
     )
     out.print(f"{data['evictions']} evictions, {data['events_per_second'] or 0:,.0f} events/s, seed {summary.seed}")
-    columns = ["", "count", "sum", "avg", "detected_count"] + (["exact_count", "exact_sum"] if exact else [])
+    columns = ["", "count", "sum", "avg", "detected_count"] + (["min", "max"] if extrema else []) + (
+        ["exact_count", "exact_sum"] if exact else [])
     table = _table(*columns)
-    for row in rows:
+    for ev, row in zip(evaluations, rows):
         extra = [str(row["exact_count"]), str(row["exact_sum"])] if exact else []
         table.add_row(f"t ≤ {row['timestamp']}", str(row["count"]), str(row["sum"]), _avg_text(row["avg"]),
-                      str(row["detected_count"]), *extra)
+                      str(row["detected_count"]), *_extrema_cells(ev, extrema), *extra)
     extra = [str(exact.count), str(exact.sum)] if exact else []
-    table.add_row("[bold]summary[/]", str(r.count), str(r.sum), _avg_text(r.avg), str(r.detected_count), *extra)
+    table.add_row("[bold]summary[/]", str(r.count), str(r.sum), _avg_text(r.avg), str(r.detected_count),
+                  *_extrema_cells(r, extrema), *extra)
     out.print(table)
     out.print(f"retained ({len(summary)}): {_paper_text(summary.elements())}", markup=False)

@@ -91,6 +91,10 @@ def serve(
         cfg = parse_config(tomllib.loads(bundled_job(replay)), f"bundled job {replay!r}")
     if master:
         cfg.spark.master = master
+    for q in cfg.queries:  # the live page shows counts and sums of every letter only
+        if q.aggregate in ("min", "max") or q.of is not None:
+            raise InputError(f"query {q.label!r}: the live page does not show aggregate min/max or `of` yet; "
+                             "run the job with `suse run`")
     if cfg.mode == "streaming" and speed is not None:
         raise InputError("--speed applies to a replayed batch job; a streaming job runs at the pace its files arrive")
     names = [cfg.summary.strategy]

@@ -14,7 +14,7 @@ from suse.errors import InputError
 from suse.spark.characters import RANK, TIE, TS, VALUE, Events, quoted, to_events
 from suse.spark.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.workers import check_workers
-from suse.spark.runner import EXACT_DDL, RESULT_DDL, Plan, run_sorted
+from suse.spark.runner import EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, run_sorted
 from suse.spark.triggers import parse_trigger
 
 
@@ -36,13 +36,16 @@ def aggregate(
     aggregate: str = "count",
     policy: str = "any",
     timestamp_format: str | None = None,
+    of: str | None = None,
 ) -> DataFrame:
     """Aggregate the subsequence matches of ``query`` within ``window`` per partition.
 
     Returns one row per partition and evaluation time: the partition columns,
     ``evaluated_at``, ``count``/``sum`` (exact decimal strings), ``avg``, ``count_double``,
     ``sum_double``, ``detected_count``, ``events`` and the retained ``elements``; plus
-    ``exact_count``/``exact_sum`` when ``exact``. See docs/SPARK.md.
+    ``exact_count``/``exact_sum`` when ``exact``; ``min``/``max`` when ``aggregate`` is
+    "min" or "max". ``of`` (letters of the query) restricts SUM/AVG/MIN/MAX to those letters'
+    values. See docs/SPARK.md.
 
     ``probabilities``: None (estimated online by each summary), a mapping char -> p, or
     "estimate" (character frequencies over the whole input, one extra Spark job).
@@ -55,7 +58,7 @@ def aggregate(
         )
     events, plan = prepare(
         df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
-        evaluate, exact, replicate, probabilities, seed, aggregate, policy, timestamp_format,
+        evaluate, exact, replicate, probabilities, seed, aggregate, policy, timestamp_format, of=of,
     )
     return run(events, plan)
 
@@ -74,12 +77,13 @@ def prepare(
     strategy: str = "suse", evaluate: Any = "end", exact: bool = False,
     replicate: Sequence[str] | None = None, probabilities: Any = None, seed: int = 0,
     aggregate: str = "count", policy: str = "any", timestamp_format: str | None = None,
-    streaming: bool = False,
+    streaming: bool = False, of: str | None = None,
 ) -> tuple[Events, Plan]:
     """Validate everything on the driver and build the event frame and executor plan."""
     if isinstance(partition_by, str):
         partition_by = [partition_by]
-    parsed = suse.Query(query, 0, policy=policy)  # QueryError with a position if malformed
+    parsed = suse.Query(query, 0, policy=policy, of=of)  # QueryError with a position if malformed
+    of = parsed.of  # normalised (a set of letters becomes a string)
     # Negated characters are events the engine needs (they kill the sets they fall between);
     # under contiguity every row is (any row between two elements breaks the match).
     alphabet = parsed.alphabet + "".join(c for c in parsed.negated if c not in parsed.alphabet)
@@ -97,7 +101,7 @@ def prepare(
     plan = Plan(
         query, window_units, aggregate, policy, summary_size, strategy,
         None if probabilities is None or estimate else tuple(sorted(probabilities.items())),
-        seed, trigger, bool(exact), events.order,
+        seed, trigger, bool(exact), events.order, of,
     )
     plan.new_summary()  # fail now on a bad size, strategy, probabilities or seed
     # Everything above is checked on the driver; the first Spark jobs start here.
@@ -122,9 +126,10 @@ def estimate_probabilities(events: Events, query: suse.Query) -> dict[str, float
     return {c: found.get(c, 0.0) for c in query.alphabet}  # every query character, 0 if absent
 
 
-def output_schema(events: Events, exact: bool) -> T.StructType:
+def output_schema(events: Events, exact: bool, extrema: bool = False) -> T.StructType:
     keys = [events.frame.schema[k] for k in events.keys]
-    results = T._parse_datatype_string(RESULT_DDL + (", " + EXACT_DDL if exact else ""))
+    results = T._parse_datatype_string(
+        RESULT_DDL + (", " + EXACT_DDL if exact else "") + (", " + EXTREMA_DDL if extrema else ""))
     return T.StructType(keys + list(results.fields))
 
 
@@ -142,7 +147,7 @@ def run(events: Events, plan: Plan) -> DataFrame:
     def body(batches):
         return run_sorted(plan, key_names, batches, TS, RANK, value_col)
 
-    out = frame.mapInArrow(body, output_schema(events, plan.exact))
+    out = frame.mapInArrow(body, output_schema(events, plan.exact, plan.extrema))
     if events.axis.is_datetime:
         out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
     return out

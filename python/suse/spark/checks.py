@@ -140,6 +140,11 @@ def _query_problems(cfg: JobConfig, q: Any, key: str, kind: str | None, streamin
         return [f"{key}.regex: {exc.message} at position {exc.position} of {q.regex!r}"]
     except SuseError as exc:
         return [f"{key}: {exc}"]
+    if q.of is not None:
+        try:
+            suse.Query(q.regex, 0, q.aggregate, q.policy, of=q.of)
+        except QueryError as exc:
+            out.append(f"{key}.of: {exc.message}")
     chars = cfg.characters
     if not isinstance(chars, str):
         try:

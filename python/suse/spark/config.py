@@ -72,8 +72,10 @@ class QueryConfig(_Strict):
     name: Optional[str] = None
     regex: str
     window: Union[int, str]
-    aggregate: Literal["count", "sum", "avg"] = "count"
+    aggregate: Literal["count", "sum", "avg", "min", "max"] = "count"
     policy: Literal["any", "next", "contiguous"] = "any"
+    #: Letters whose values SUM/AVG/MIN/MAX aggregate (e.g. "C"); COUNT ignores it.
+    of: Optional[str] = None
     replicate: list[str] = []
 
     @property

@@ -134,10 +134,11 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
         out = aggregate(
             df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
             summ.size, summ.strategy, ev.at, ev.exact, q.replicate, probabilities, summ.seed,
-            q.aggregate, q.policy, inp.timestamp_format,
+            q.aggregate, q.policy, inp.timestamp_format, of=q.of,
         )
         results.append(out.select(F.lit(q.label).alias("query"), "*"))
-    result = functools.reduce(DataFrame.unionByName, results).persist()
+    # Queries with aggregate min/max add min/max columns; the others get NULLs there.
+    result = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), results).persist()
     try:
         writer = _for_format(result, cfg.output.format).write.mode(cfg.output.mode).format(cfg.output.format)
         writer = writer.option("header", "true")  # CSV only; other formats ignore it
@@ -184,7 +185,7 @@ def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
         src, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
         summ.size, summ.strategy, st.lateness,
         None if summ.probabilities == "online" else summ.probabilities,
-        summ.seed, q.aggregate, q.policy, inp.timestamp_format,
+        summ.seed, q.aggregate, q.policy, inp.timestamp_format, of=q.of,
     )
     writer = (
         _for_format(out, cfg.output.format).writeStream.format(cfg.output.format)

@@ -32,9 +32,15 @@ class Plan:
     trigger: Trigger = field(default_factory=lambda: Trigger("end"))
     exact: bool = False
     order: str = ""  # order[rank] is an event's character (predicate order)
+    of: str | None = None  # letters whose values SUM/AVG/MIN/MAX aggregate (None: all)
 
     def query(self) -> suse.Query:
-        return _query(self.regex, self.window, self.aggregate, self.policy)
+        return _query(self.regex, self.window, self.aggregate, self.policy, self.of)
+
+    @property
+    def extrema(self) -> bool:
+        """Whether the output carries ``min``/``max`` columns."""
+        return self.aggregate in suse.api.EXTREMA
 
     def new_summary(self) -> suse.Summary:
         probs = None if self.probabilities is None else dict(self.probabilities)
@@ -46,8 +52,8 @@ class Plan:
 
 
 @functools.lru_cache(maxsize=16)
-def _query(regex: str, window: int, aggregate: str, policy: str) -> suse.Query:
-    return suse.Query(regex, window, aggregate=aggregate, policy=policy)
+def _query(regex: str, window: int, aggregate: str, policy: str, of: str | None = None) -> suse.Query:
+    return suse.Query(regex, window, aggregate=aggregate, policy=policy, of=of)
 
 
 class Row(NamedTuple):
@@ -61,6 +67,8 @@ class Row(NamedTuple):
     exact_sum: int | None = None
     dropped: int = 0  # rows of the partition with a NULL or unreadable timestamp
     corrupt: int = 0  # records of the partition the reader could not parse
+    min: int | None = None  # MIN/MAX (aggregate "min"/"max" only)
+    max: int | None = None
 
 
 def empty_row(plan: Plan, dropped: int, corrupt: int) -> Row:
@@ -86,7 +94,8 @@ def evaluate_partition(
     rows = []
     for i, (ev, cut) in enumerate(zip(evaluations, counts)):
         ex = (exact[i].count, exact[i].sum) if exact is not None else (None, None)
-        rows.append(Row(ev.timestamp, ev.count, ev.sum, ev.detected_count, cut, ev.elements, *ex))
+        rows.append(Row(ev.timestamp, ev.count, ev.sum, ev.detected_count, cut, ev.elements, *ex,
+                        min=ev.min, max=ev.max))
     return rows
 
 
@@ -99,6 +108,7 @@ RESULT_DDL = (
     "elements array<struct<char:string,timestamp:long,value:long>>"
 )
 EXACT_DDL = "exact_count string, exact_sum string"
+EXTREMA_DDL = "min long, max long"  # after EXACT_DDL, for aggregate "min"/"max"
 
 
 def as_float(n: int) -> float:
@@ -108,7 +118,7 @@ def as_float(n: int) -> float:
         return math.inf
 
 
-def result_columns(rows: Sequence[Row], exact: bool) -> dict[str, list]:
+def result_columns(rows: Sequence[Row], exact: bool, extrema: bool = False) -> dict[str, list]:
     """Python column lists in RESULT_DDL (+ EXACT_DDL) order. Counts and sums are exact
     decimal strings because they outgrow every numeric Spark type; ``*_double`` copies are
     for sorting and plotting."""
@@ -128,6 +138,9 @@ def result_columns(rows: Sequence[Row], exact: bool) -> dict[str, list]:
     if exact:
         cols["exact_count"] = [str(r.exact_count) for r in rows]
         cols["exact_sum"] = [str(r.exact_sum) for r in rows]
+    if extrema:
+        cols["min"] = [r.min for r in rows]
+        cols["max"] = [r.max for r in rows]
     return cols
 
 
@@ -167,7 +180,7 @@ def run_sorted(
 
     def emit() -> pa.RecordBatch:
         cols = [pa.array([k[i] for k in out_keys], type=key_types[i]) for i in range(len(keys))]
-        data = result_columns(out_rows, plan.exact)
+        data = result_columns(out_rows, plan.exact, plan.extrema)
         cols += [pa.array(v, type=ARROW_TYPES[name]) for name, v in data.items()]
         out_keys.clear()
         out_rows.clear()
@@ -218,4 +231,5 @@ ARROW_TYPES = {  # explicit: a column of only NULLs (avg with no matches) must n
     "evaluated_at": pa.int64(), "count": pa.string(), "sum": pa.string(), "avg": pa.float64(),
     "count_double": pa.float64(), "sum_double": pa.float64(), "detected_count": pa.string(),
     "events": pa.int64(), "dropped_events": pa.int64(), "corrupt_records": pa.int64(), "elements": ELEMENT_LIST, "exact_count": pa.string(), "exact_sum": pa.string(),
+    "min": pa.int64(), "max": pa.int64(),
 }

@@ -38,7 +38,7 @@ import suse
 from suse.errors import InputError, StateError
 from suse.spark.batch import prepare, spark_frame
 from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE, quoted
-from suse.spark.runner import RESULT_DDL, Plan, as_float
+from suse.spark.runner import EXTREMA_DDL, RESULT_DDL, Plan, as_float
 
 STATE_DDL = (
     "summary binary, pending binary, watermark long, max_ts long, late long, fed long, dropped long, corrupt long"
@@ -77,6 +77,7 @@ def aggregate_stream(
     policy: str = "any",
     timestamp_format: str | None = None,
     idle_timeout: str | dt.timedelta | None = None,
+    of: str | None = None,
 ) -> DataFrame:
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
     ``late_events``, ``pending_events`` and ``expired``), one row per partition per
@@ -93,7 +94,7 @@ def aggregate_stream(
         raise InputError("streaming jobs take probabilities as a mapping or None (estimated online)")
     events, plan = prepare(
         df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
-        "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True,
+        "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True, of=of,
     )
     late_units = 0 if lateness in (0, "0") else events.axis.span(lateness, "lateness")
     idle_ms = None
@@ -107,8 +108,9 @@ def aggregate_stream(
     frame = events.frame if events.has_value else events.frame.withColumn(VALUE, F.lit(1).cast("long"))
     if not keys:
         frame = frame.withColumn(_ALL, F.lit(0))
+    ddl = STREAM_DDL + (", " + EXTREMA_DDL if plan.extrema else "")  # min/max last, as in batch
     schema = T.StructType(
-        [events.frame.schema[k] for k in keys] + list(T._parse_datatype_string(STREAM_DDL).fields)
+        [events.frame.schema[k] for k in keys] + list(T._parse_datatype_string(ddl).fields)
     )
 
     # transformWithState keeps its state only in RocksDB; the option is read when a query
@@ -227,7 +229,7 @@ def advance(
     row = {k: [v] for k, v in zip(keys, key)}
     if max_ts is None:  # only dropped or corrupt rows so far: report their counts
         row.update(evaluated_at=[None], count=["0"], sum=["0"], avg=[None], count_double=[0.0], sum_double=[0.0],
-                   detected_count=["0"], elements=[[]])
+                   detected_count=["0"], elements=[[]], min=[None], max=[None])
     else:
         estimate = suse.Summary.from_bytes(blob)  # a copy: buffered events are provisional
         (ev,) = _feed(plan, estimate, pending, evaluate_at=max_ts)
@@ -236,10 +238,12 @@ def advance(
             avg=[ev.sum / ev.count if ev.count else None], count_double=[as_float(ev.count)],
             sum_double=[as_float(ev.sum)], detected_count=[str(ev.detected_count)],
             elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in estimate.elements()]],
+            min=[ev.min], max=[ev.max],
         )
     row.update(events=[fed + len(pending)], late_events=[late], pending_events=[len(pending)],
                dropped_events=[dropped], corrupt_records=[corrupt], expired=[False])
-    return pd.DataFrame(row)[[*keys, *_OUTPUT]]
+    extrema = ["min", "max"] if plan.extrema else []
+    return pd.DataFrame(row)[[*keys, *_OUTPUT, *extrema]]
 
 
 def _feed(plan: Plan, summary: suse.Summary, events: np.ndarray, evaluate_at: int | None = None):

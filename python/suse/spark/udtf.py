@@ -180,6 +180,8 @@ def analyse(table: Any, args: tuple, kwargs: dict) -> Analysis:
         # rank = position in the alphabet, as for a character column in aggregate
         query.alphabet + "".join(c for c in query.negated if c not in query.alphabet),
     )
+    if plan.extrema:  # its output schema has no min/max columns yet
+        raise InputError(f"{NAME}: aggregate {plan.aggregate!r} is not offered by the table function; use suse.spark.aggregate")
     if plan.policy == "contiguous":
         raise InputError(f"{NAME}: policy 'contiguous' needs every row, including rows with no character; use suse.spark.aggregate or suse.spark.sql")
     plan.new_summary()  # a bad size, strategy, probabilities or seed fails now
