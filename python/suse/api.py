@@ -19,6 +19,7 @@ import numpy as np
 from suse import _core
 from suse.errors import InputError, StateError
 from suse.query import Automaton, compile_regex
+from suse.query.approximate import MAX_MISSING
 
 # The kernel owns these names; the Python layer only validates against them.
 AGGREGATES = tuple(_core.AGGREGATES)
@@ -54,10 +55,11 @@ def _check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(regex: str) -> tuple[Automaton, Any]:
+def _compiled(regex: str, max_missing: int = 0) -> tuple[Automaton, Any]:
     """The automaton of `regex` and its native form. Cached: saved summaries and Spark state
     rebuild their Query on every load, and compiling is the expensive part."""
-    automaton = compile_regex(regex)
+    automaton = compile_regex(regex, max_missing) if max_missing else compile_regex(regex)
+    labels = {"final_cost": automaton.final_cost(), "max_missing": max_missing} if max_missing else {}
     dfa = _core.Dfa(
         automaton.n_states,
         automaton.alphabet,
@@ -65,6 +67,7 @@ def _compiled(regex: str) -> tuple[Automaton, Any]:
         automaton.start,
         [s in automaton.finals for s in automaton.states],
         automaton.table(),
+        **labels,
     )
     return automaton, dfa
 
@@ -76,16 +79,22 @@ class Query:
     skip-till-next-match (each initiator starts one run that takes every later event it can);
     `policy="contiguous"` counts only matches whose elements are consecutive events of the
     stream (any event between, also of a character outside the query, breaks them).
+
+    `max_missing=k` (approximate matching, ACEP) also counts the index sets whose word
+    becomes a word of the pattern once at most k letters are inserted; results then carry
+    `count_by_missing` (k + 1 counts by the least number of missing letters).
     """
 
-    def __init__(self, regex: str, window: int, aggregate: str = "count", policy: str = "any"):
+    def __init__(self, regex: str, window: int, aggregate: str = "count", policy: str = "any",
+                 max_missing: int = 0):
         if not isinstance(regex, str):
             raise InputError(f"the query must be a string, got {type(regex).__name__}")
         self.regex = regex
         self.window = _check_int("window", window)
         self.aggregate = _check_choice("aggregate", aggregate, AGGREGATES)
         self.policy = _check_choice("policy", policy, POLICIES)
-        self.automaton, self._dfa = _compiled(regex)
+        self.max_missing = _check_int("max_missing", max_missing, maximum=MAX_MISSING)
+        self.automaton, self._dfa = _compiled(regex, self.max_missing)
 
     @property
     def alphabet(self) -> str:
@@ -98,10 +107,15 @@ class Query:
         return getattr(self.automaton, "negated", "")
 
     def to_dict(self) -> dict:
-        return {"regex": self.regex, "window": self.window, "aggregate": self.aggregate, "policy": self.policy}
+        out = {"regex": self.regex, "window": self.window, "aggregate": self.aggregate, "policy": self.policy}
+        if self.max_missing:  # only when set, so exact queries describe themselves as before
+            out["max_missing"] = self.max_missing
+        return out
 
     def __repr__(self) -> str:
-        return f"Query({self.regex!r}, window={self.window}, aggregate={self.aggregate!r}, policy={self.policy!r})"
+        missing = f", max_missing={self.max_missing}" if self.max_missing else ""
+        return (f"Query({self.regex!r}, window={self.window}, aggregate={self.aggregate!r}, "
+                f"policy={self.policy!r}{missing})")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Query) and self.to_dict() == other.to_dict()
@@ -122,6 +136,9 @@ class Evaluation:
     detected_sum: Optional[int] = None
     #: The retained elements at `timestamp` (summaries, when asked for with `elements=True`).
     elements: Optional[list[tuple[str, int, int]]] = None
+    #: Approximate queries (`max_missing=k`): the count by least number of missing letters,
+    #: k + 1 entries summing to `count`; None for exact queries.
+    count_by_missing: Optional[list[int]] = None
 
     @property
     def avg(self) -> Optional[float]:
@@ -136,6 +153,7 @@ class ExactResult:
     skipped: int
     events: int
     evaluations: list[Evaluation] = field(default_factory=list)
+    count_by_missing: Optional[list[int]] = None
 
     @property
     def avg(self) -> Optional[float]:
@@ -152,6 +170,7 @@ class SummaryResult:
     skipped: int
     events: int
     size: int
+    count_by_missing: Optional[list[int]] = None
 
     @property
     def avg(self) -> Optional[float]:
@@ -172,6 +191,7 @@ def _evaluation(row: Any) -> Evaluation:
         detected_count=row.detected_count,
         detected_sum=row.detected_sum,
         elements=row.elements,
+        count_by_missing=row.count_by_missing,
     )
 
 
@@ -434,7 +454,8 @@ class Exact:
 
     def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
         t = self._engine.totals()
-        return ExactResult(t.count, t.sum, t.partial_count, self._engine.skipped, self._engine.events, evaluations or [])
+        return ExactResult(t.count, t.sum, t.partial_count, self._engine.skipped, self._engine.events, evaluations or [],
+                           t.count_by_missing)
 
 
 def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
@@ -514,7 +535,7 @@ class Summary:
     def result(self) -> SummaryResult:
         r = self._engine.result()
         return SummaryResult(r.count, r.sum, r.partial_count, r.detected_count, r.detected_sum, self._engine.skipped,
-                             self._engine.events, len(self))
+                             self._engine.events, len(self), r.count_by_missing)
 
     def elements(self) -> list[tuple[str, int, int]]:
         return self._engine.elements()
@@ -564,7 +585,7 @@ class Summary:
         stated = (query.window, summary.size, summary.strategy, query.aggregate, query.policy, summary.time_to_live,
                   summary.seed)
         held = (cfg.window, cfg.size, cfg.strategy, cfg.aggregate, cfg.policy, cfg.time_to_live, cfg.seed)
-        if stated != held or not engine.same_automaton(query._dfa):
+        if stated != held or not engine.adopt_labels(query._dfa):
             raise StateError("saved summary does not match the query and options it describes")
         summary._engine = engine
         return summary

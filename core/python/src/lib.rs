@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use suse_kernel::approx::CostLabels;
 use suse_kernel::batch::{Batch, Raw};
 use suse_kernel::dfa::{Dfa, DfaSpec, GAP_BREAK, UNKNOWN};
 use suse_kernel::engine::{ExactEngine as KExact, SummaryEngine as KSummary};
@@ -69,19 +70,36 @@ fn limits(memory_limit: Option<u64>) -> Limits {
 #[derive(Clone)]
 struct PyDfa {
     inner: Arc<Dfa>,
+    /// Approximate matching: the cost label of each final state (None: exact matching).
+    labels: Option<Arc<CostLabels>>,
 }
 
 #[pymethods]
 impl PyDfa {
     #[new]
-    #[pyo3(signature = (n_states, alphabet, negated, start, finals, table))]
-    fn new(n_states: usize, alphabet: &str, negated: &str, start: u32, finals: Vec<bool>, table: Vec<i64>) -> PyResult<Self> {
+    #[pyo3(signature = (n_states, alphabet, negated, start, finals, table, final_cost=None, max_missing=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        n_states: usize,
+        alphabet: &str,
+        negated: &str,
+        start: u32,
+        finals: Vec<bool>,
+        table: Vec<i64>,
+        final_cost: Option<Vec<u8>>,
+        max_missing: u8,
+    ) -> PyResult<Self> {
         guard_ro(|| {
             if !alphabet.is_ascii() || !negated.is_ascii() {
                 return Err(Error::input("alphabet must be ASCII"));
             }
             let spec = DfaSpec { n: n_states, alphabet: alphabet.as_bytes().to_vec(), negated: negated.as_bytes().to_vec(), start, finals, table };
-            Dfa::new(spec).map(|d| PyDfa { inner: Arc::new(d) }).map_err(Error::Input)
+            let dfa = Dfa::new(spec).map_err(Error::Input)?;
+            let labels = match final_cost {
+                Some(cost) => Some(Arc::new(CostLabels::new(&dfa, cost, max_missing).map_err(Error::Input)?)),
+                None => None,
+            };
+            Ok(PyDfa { inner: Arc::new(dfa), labels })
         })
     }
 
@@ -101,6 +119,8 @@ struct NativeEvaluation {
     detected_count: Option<BigUint>,
     detected_sum: Option<BigUint>,
     elements: Option<Vec<(char, i64, u64)>>,
+    /// Approximate matching: the count by least number of missing letters (index 0: exact).
+    count_by_missing: Option<Vec<BigUint>>,
 }
 
 /// A summary's configuration as the kernel holds it (what a saved state is checked against).
@@ -122,6 +142,7 @@ struct NativeTotals {
     count: BigUint,
     sum: BigUint,
     partial_count: BigUint,
+    count_by_missing: Option<Vec<BigUint>>,
 }
 
 fn array(a: &Option<PyReadonlyArray1<'_, i64>>) -> Option<Vec<i64>> {
@@ -183,6 +204,7 @@ struct ExactEngine {
     state: ExactState,
     last_t: Option<i64>,
     dead: Option<String>,
+    labels: Option<Arc<CostLabels>>,
 }
 
 #[pymethods]
@@ -192,7 +214,7 @@ impl ExactEngine {
     fn new(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>) -> PyResult<Self> {
         guard_ro(|| {
             let engine = KExact::new(dfa.inner.clone(), window, policy(policy_name)?, &limits(memory_limit))?;
-            Ok(ExactEngine { state: ExactState { engine, events: 0, skipped: 0 }, last_t: None, dead: None })
+            Ok(ExactEngine { state: ExactState { engine, events: 0, skipped: 0 }, last_t: None, dead: None, labels: dfa.labels.clone() })
         })
     }
 
@@ -207,6 +229,7 @@ impl ExactEngine {
         evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
     ) -> PyResult<Vec<NativeEvaluation>> {
         let dfa = self.state.engine.dfa().clone();
+        let labels = self.labels.clone();
         Arrays::new(timestamps, values, evaluate_at).run(
             py,
             chars,
@@ -223,14 +246,16 @@ impl ExactEngine {
             },
             |me, t| {
                 let (count, sum, partial_count) = me.engine.totals();
-                NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None }
+                let count_by_missing = exact_by_missing(&me.engine, labels.as_deref());
+                NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None, count_by_missing }
             },
         )
     }
 
     fn totals(&self) -> NativeTotals {
         let (count, sum, partial_count) = self.state.engine.totals();
-        NativeTotals { count, sum, partial_count }
+        let count_by_missing = exact_by_missing(&self.state.engine, self.labels.as_deref());
+        NativeTotals { count, sum, partial_count, count_by_missing }
     }
 
     #[getter]
@@ -265,9 +290,15 @@ struct SummaryEngine {
     inner: KSummary,
     last_t: Option<i64>,
     dead: Option<String>,
+    labels: Option<Arc<CostLabels>>,
 }
 
-fn evaluation(s: &KSummary, t: i64, with_elements: bool) -> NativeEvaluation {
+/// The exact engine's count by missing letters, when it runs an approximate query.
+fn exact_by_missing(engine: &KExact, labels: Option<&CostLabels>) -> Option<Vec<BigUint>> {
+    labels.map(|l| l.split(engine.dfa(), &engine.per_state()))
+}
+
+fn evaluation(s: &KSummary, t: i64, with_elements: bool, labels: Option<&CostLabels>) -> NativeEvaluation {
     let r = s.readout();
     let (count, sum, partial_count) = split_totals(s.dfa(), &r.g);
     NativeEvaluation {
@@ -278,6 +309,7 @@ fn evaluation(s: &KSummary, t: i64, with_elements: bool) -> NativeEvaluation {
         detected_count: Some(r.detected.c),
         detected_sum: Some(r.detected.s),
         elements: with_elements.then(|| element_list(s)),
+        count_by_missing: labels.map(|l| l.split(s.dfa(), &r.g)),
     }
 }
 
@@ -310,7 +342,7 @@ impl SummaryEngine {
                 .ok_or_else(|| Error::input(format!("aggregate must be one of {}; got {aggregate:?}", Aggregate::NAMES.join(", "))))?;
             let cfg = Config { size, tau: window, strategy, aggregate, time_to_live, probabilities, seed };
             let inner = KSummary::new(dfa.inner.clone(), policy(policy_name)?, cfg, &limits(memory_limit))?;
-            Ok(SummaryEngine { inner, last_t: None, dead: None })
+            Ok(SummaryEngine { inner, last_t: None, dead: None, labels: dfa.labels.clone() })
         })
     }
 
@@ -327,6 +359,7 @@ impl SummaryEngine {
         with_elements: bool,
     ) -> PyResult<Vec<NativeEvaluation>> {
         let dfa = self.inner.dfa().clone();
+        let labels = self.labels.clone();
         Arrays::new(timestamps, values, evaluate_at).run(
             py,
             chars,
@@ -335,12 +368,12 @@ impl SummaryEngine {
             &dfa,
             &mut self.inner,
             |s, raw| s.feed(raw),
-            |s, t| evaluation(s, t, with_elements),
+            |s, t| evaluation(s, t, with_elements, labels.as_deref()),
         )
     }
 
     fn result(&self) -> NativeEvaluation {
-        evaluation(&self.inner, self.inner.now().unwrap_or(0), false)
+        evaluation(&self.inner, self.inner.now().unwrap_or(0), false, self.labels.as_deref())
     }
 
     #[getter]
@@ -361,6 +394,16 @@ impl SummaryEngine {
     /// Whether this summary runs over exactly the automaton `dfa`.
     fn same_automaton(&self, dfa: &PyDfa) -> bool {
         self.inner.dfa().spec() == dfa.inner.spec()
+    }
+
+    /// Take the cost labels of `dfa` (approximate matching; a saved state does not hold them,
+    /// they follow from the query). False, and nothing changes, if `dfa` is another automaton.
+    fn adopt_labels(&mut self, dfa: &PyDfa) -> bool {
+        let same = self.same_automaton(dfa);
+        if same {
+            self.labels = dfa.labels.clone();
+        }
+        same
     }
 
     fn elements(&self) -> Vec<(char, i64, u64)> {
@@ -415,7 +458,7 @@ impl SummaryEngine {
         py.allow_threads(|| {
             guard_ro(|| {
                 let saved = state::load(data, &limits(memory_limit))?;
-                Ok((SummaryEngine { inner: saved.summary, last_t: saved.last_t, dead: None }, saved.meta))
+                Ok((SummaryEngine { inner: saved.summary, last_t: saved.last_t, dead: None, labels: None }, saved.meta))
             })
         })
     }
