@@ -14,7 +14,7 @@ from suse.errors import InputError
 from suse.spark.characters import RANK, TIE, TS, VALUE, Events, quoted, to_events
 from suse.spark.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.workers import check_workers
-from suse.spark.runner import EXACT_DDL, RESULT_DDL, Plan, run_sorted
+from suse.spark.runner import APPROX_DDL, EXACT_DDL, RESULT_DDL, Plan, run_sorted
 from suse.spark.triggers import parse_trigger
 
 
@@ -36,13 +36,15 @@ def aggregate(
     aggregate: str = "count",
     policy: str = "any",
     timestamp_format: str | None = None,
+    max_missing: int = 0,
 ) -> DataFrame:
     """Aggregate the subsequence matches of ``query`` within ``window`` per partition.
 
     Returns one row per partition and evaluation time: the partition columns,
     ``evaluated_at``, ``count``/``sum`` (exact decimal strings), ``avg``, ``count_double``,
     ``sum_double``, ``detected_count``, ``events`` and the retained ``elements``; plus
-    ``exact_count``/``exact_sum`` when ``exact``. See docs/SPARK.md.
+    ``exact_count``/``exact_sum`` when ``exact``, and ``count_by_missing`` (decimal strings,
+    index j: matches missing j letters) when ``max_missing`` > 0. See docs/SPARK.md.
 
     ``probabilities``: None (estimated online by each summary), a mapping char -> p, or
     "estimate" (character frequencies over the whole input, one extra Spark job).
@@ -56,6 +58,7 @@ def aggregate(
     events, plan = prepare(
         df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
         evaluate, exact, replicate, probabilities, seed, aggregate, policy, timestamp_format,
+        max_missing=max_missing,
     )
     return run(events, plan)
 
@@ -74,12 +77,13 @@ def prepare(
     strategy: str = "suse", evaluate: Any = "end", exact: bool = False,
     replicate: Sequence[str] | None = None, probabilities: Any = None, seed: int = 0,
     aggregate: str = "count", policy: str = "any", timestamp_format: str | None = None,
-    streaming: bool = False,
+    streaming: bool = False, max_missing: int = 0,
 ) -> tuple[Events, Plan]:
     """Validate everything on the driver and build the event frame and executor plan."""
     if isinstance(partition_by, str):
         partition_by = [partition_by]
-    parsed = suse.Query(query, 0, policy=policy)  # QueryError with a position if malformed
+    # QueryError with a position if malformed (or approximate with negation).
+    parsed = suse.Query(query, 0, policy=policy, max_missing=max_missing)
     # Negated characters are events the engine needs (they kill the sets they fall between);
     # under contiguity every row is (any row between two elements breaks the match).
     alphabet = parsed.alphabet + "".join(c for c in parsed.negated if c not in parsed.alphabet)
@@ -97,7 +101,7 @@ def prepare(
     plan = Plan(
         query, window_units, aggregate, policy, summary_size, strategy,
         None if probabilities is None or estimate else tuple(sorted(probabilities.items())),
-        seed, trigger, bool(exact), events.order,
+        seed, trigger, bool(exact), events.order, parsed.max_missing,
     )
     plan.new_summary()  # fail now on a bad size, strategy, probabilities or seed
     # Everything above is checked on the driver; the first Spark jobs start here.
@@ -122,9 +126,10 @@ def estimate_probabilities(events: Events, query: suse.Query) -> dict[str, float
     return {c: found.get(c, 0.0) for c in query.alphabet}  # every query character, 0 if absent
 
 
-def output_schema(events: Events, exact: bool) -> T.StructType:
+def output_schema(events: Events, exact: bool, approx: bool = False) -> T.StructType:
     keys = [events.frame.schema[k] for k in events.keys]
-    results = T._parse_datatype_string(RESULT_DDL + (", " + EXACT_DDL if exact else ""))
+    ddl = RESULT_DDL + (", " + EXACT_DDL if exact else "") + (", " + APPROX_DDL if approx else "")
+    results = T._parse_datatype_string(ddl)
     return T.StructType(keys + list(results.fields))
 
 
@@ -142,7 +147,7 @@ def run(events: Events, plan: Plan) -> DataFrame:
     def body(batches):
         return run_sorted(plan, key_names, batches, TS, RANK, value_col)
 
-    out = frame.mapInArrow(body, output_schema(events, plan.exact))
+    out = frame.mapInArrow(body, output_schema(events, plan.exact, plan.max_missing > 0))
     if events.axis.is_datetime:
         out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
     return out

@@ -75,6 +75,7 @@ class QueryConfig(_Strict):
     aggregate: Literal["count", "sum", "avg"] = "count"
     policy: Literal["any", "next", "contiguous"] = "any"
     replicate: list[str] = []
+    max_missing: int = Field(0, ge=0, description="approximate matching: pattern letters a match may miss")
 
     @property
     def label(self) -> str:

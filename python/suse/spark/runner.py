@@ -32,9 +32,10 @@ class Plan:
     trigger: Trigger = field(default_factory=lambda: Trigger("end"))
     exact: bool = False
     order: str = ""  # order[rank] is an event's character (predicate order)
+    max_missing: int = 0  # approximate matching: adds the count_by_missing column when > 0
 
     def query(self) -> suse.Query:
-        return _query(self.regex, self.window, self.aggregate, self.policy)
+        return _query(self.regex, self.window, self.aggregate, self.policy, self.max_missing)
 
     def new_summary(self) -> suse.Summary:
         probs = None if self.probabilities is None else dict(self.probabilities)
@@ -46,8 +47,8 @@ class Plan:
 
 
 @functools.lru_cache(maxsize=16)
-def _query(regex: str, window: int, aggregate: str, policy: str) -> suse.Query:
-    return suse.Query(regex, window, aggregate=aggregate, policy=policy)
+def _query(regex: str, window: int, aggregate: str, policy: str, max_missing: int = 0) -> suse.Query:
+    return suse.Query(regex, window, aggregate=aggregate, policy=policy, max_missing=max_missing)
 
 
 class Row(NamedTuple):
@@ -61,13 +62,15 @@ class Row(NamedTuple):
     exact_sum: int | None = None
     dropped: int = 0  # rows of the partition with a NULL or unreadable timestamp
     corrupt: int = 0  # records of the partition the reader could not parse
+    count_by_missing: list | None = None  # approximate matching (max_missing > 0)
 
 
 def empty_row(plan: Plan, dropped: int, corrupt: int) -> Row:
     """The row of a partition that has counted rows but no usable event (so no evaluation
     time): without it those counts would vanish."""
     ex = (0, 0) if plan.exact else (None, None)
-    return Row(None, 0, 0, 0, 0, [], *ex, dropped, corrupt)  # type: ignore[arg-type]
+    by_missing = [0] * (plan.max_missing + 1) if plan.max_missing else None
+    return Row(None, 0, 0, 0, 0, [], *ex, dropped, corrupt, by_missing)  # type: ignore[arg-type]
 
 
 def evaluate_partition(
@@ -86,7 +89,8 @@ def evaluate_partition(
     rows = []
     for i, (ev, cut) in enumerate(zip(evaluations, counts)):
         ex = (exact[i].count, exact[i].sum) if exact is not None else (None, None)
-        rows.append(Row(ev.timestamp, ev.count, ev.sum, ev.detected_count, cut, ev.elements, *ex))
+        rows.append(Row(ev.timestamp, ev.count, ev.sum, ev.detected_count, cut, ev.elements, *ex,
+                        count_by_missing=ev.count_by_missing))
     return rows
 
 
@@ -99,6 +103,7 @@ RESULT_DDL = (
     "elements array<struct<char:string,timestamp:long,value:long>>"
 )
 EXACT_DDL = "exact_count string, exact_sum string"
+APPROX_DDL = "count_by_missing array<string>"  # only when max_missing > 0, after EXACT_DDL
 
 
 def as_float(n: int) -> float:
@@ -108,7 +113,7 @@ def as_float(n: int) -> float:
         return math.inf
 
 
-def result_columns(rows: Sequence[Row], exact: bool) -> dict[str, list]:
+def result_columns(rows: Sequence[Row], exact: bool, approx: bool = False) -> dict[str, list]:
     """Python column lists in RESULT_DDL (+ EXACT_DDL) order. Counts and sums are exact
     decimal strings because they outgrow every numeric Spark type; ``*_double`` copies are
     for sorting and plotting."""
@@ -128,6 +133,8 @@ def result_columns(rows: Sequence[Row], exact: bool) -> dict[str, list]:
     if exact:
         cols["exact_count"] = [str(r.exact_count) for r in rows]
         cols["exact_sum"] = [str(r.exact_sum) for r in rows]
+    if approx:
+        cols["count_by_missing"] = [[str(c) for c in r.count_by_missing or ()] for r in rows]
     return cols
 
 
@@ -167,7 +174,7 @@ def run_sorted(
 
     def emit() -> pa.RecordBatch:
         cols = [pa.array([k[i] for k in out_keys], type=key_types[i]) for i in range(len(keys))]
-        data = result_columns(out_rows, plan.exact)
+        data = result_columns(out_rows, plan.exact, plan.max_missing > 0)
         cols += [pa.array(v, type=ARROW_TYPES[name]) for name, v in data.items()]
         out_keys.clear()
         out_rows.clear()
@@ -218,4 +225,5 @@ ARROW_TYPES = {  # explicit: a column of only NULLs (avg with no matches) must n
     "evaluated_at": pa.int64(), "count": pa.string(), "sum": pa.string(), "avg": pa.float64(),
     "count_double": pa.float64(), "sum_double": pa.float64(), "detected_count": pa.string(),
     "events": pa.int64(), "dropped_events": pa.int64(), "corrupt_records": pa.int64(), "elements": ELEMENT_LIST, "exact_count": pa.string(), "exact_sum": pa.string(),
+    "count_by_missing": pa.list_(pa.string()),
 }
