@@ -163,13 +163,13 @@ def compile_cmd(
     table = _table("state", *symbols)
     for state in shown.states:
         marks = ("→" if state == shown.start else "") + ("*" if state in shown.finals else "")
-        marks += f"-{missing[state]}" if state in missing else ""
         cells = [",".join(map(str, sorted(moves.get((state, ch), [])))) or "·" for ch in symbols]
-        table.add_row(f"{marks}{state}", *cells)
+        cost = f" (-{missing[state]})" if state in missing else ""
+        table.add_row(f"{marks}{state}{cost}", *cells)
     out.print(table)
     out.print("→ start, * final, · no transition (dead)", markup=False)
     if missing:
-        out.print("*-j: final, its words miss j pattern letters at least (a match there counts in "
+        out.print("(-j): final, its words miss j pattern letters at least (a match there counts in "
                   "count_by_missing[j])", markup=False)
     if shown.negated:
         out.print(
