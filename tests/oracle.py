@@ -703,3 +703,81 @@ def query_extrema(query: str, events, window: int, policy: str = "any", of: str 
         "min": min(values, default=None),
         "max": max(values, default=None),
     }
+
+
+# =========================================================================== approximate
+# Approximate matching (ACEP, ``max_missing=k``): an index set matches when its word w is
+# non-empty and inserting at most k letters turns it into a word of the language; it counts
+# once, with the least such number. Decided here by search over the supersequences of w with
+# up to |w| + k letters (each tested with ``re.fullmatch``), without suse's compiler.
+
+
+def insertions(word: str, alphabet: str, j: int) -> set[str]:
+    """Every word obtained by inserting exactly ``j`` letters of ``alphabet`` into ``word``."""
+    words = {word}
+    for _ in range(j):
+        words = {w[:i] + c + w[i:] for w in words for i in range(len(w) + 1) for c in alphabet}
+    return words
+
+
+class ApproxLanguage(Language):
+    """The words with at most ``k`` missing letters of a base ``Language``; usable wherever
+    the oracles take a Language (``stam_aggregate``, ``stnm_aggregate``)."""
+
+    def __init__(self, regex_py: str, alphabet: str, k: int):  # noqa: D107 - no NFA of its own
+        self.base = Language(regex_py)
+        self.pattern, self.alphabet, self.k = regex_py, alphabet, k
+        self._missing: dict[str, int | None] = {}
+        self._live_k: dict[str, bool] = {}
+
+    def missing(self, word: str) -> int | None:
+        """The least number of letters to insert into ``word`` to get a word of the base
+        language, or None when more than k are needed."""
+        if word not in self._missing:
+            self._missing[word] = next(
+                (j for j in range(self.k + 1) if any(self.base.accepts(u) for u in insertions(word, self.alphabet, j))),
+                None,
+            )
+        return self._missing[word]
+
+    def accepts(self, word: str) -> bool:
+        return self.missing(word) is not None
+
+    def is_live_prefix(self, word: str) -> bool:
+        # w·v has at most k missing letters for some v iff at most k insertions into w make a
+        # prefix of a word of the base language (the rest of that word can be v).
+        if word not in self._live_k:
+            self._live_k[word] = any(
+                self.base.is_live_prefix(u) for j in range(self.k + 1) for u in insertions(word, self.alphabet, j)
+            )
+        return self._live_k[word]
+
+
+def approx_aggregate(query: str, events, window: int, k: int, policy: str = "any") -> dict:
+    """COUNT, SUM, partial_count and count_by_missing of ``query`` with ``max_missing=k``
+    (no negations), by enumeration of index sets; ``policy`` "any", "contiguous" or "next"."""
+    letters, negated = query_letters(query)
+    if negated:
+        raise ValueError("approximate matching has no negations")
+    lang = ApproxLanguage(query_to_python_regex(query), letters, k)
+    events = list(events)
+    by_missing = [0] * (k + 1)
+    if policy == "next":
+        matches = stnm_matches(lang, events, window)
+        for m in matches:
+            by_missing[lang.missing("".join(events[i][0] for i in m))] += 1
+        total = sum(_value(events[i]) for m in matches for i in m)
+        return {"count": len(matches), "sum": total, "count_by_missing": by_missing}
+    _check_policy(policy)
+    total = partial = 0
+    for idx in _windowed_subsets(events, window):
+        if policy == "contiguous" and not _contiguous(idx):
+            continue
+        word = "".join(events[i][0] for i in idx)
+        j = lang.missing(word)
+        if j is not None:
+            by_missing[j] += 1
+            total += sum(_value(events[i]) for i in idx)
+        elif lang.is_live_prefix(word):
+            partial += 1
+    return {"count": sum(by_missing), "sum": total, "partial_count": partial, "count_by_missing": by_missing}

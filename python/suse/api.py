@@ -19,6 +19,7 @@ import numpy as np
 from suse import _core
 from suse.errors import InputError, QueryError, StateError
 from suse.query import Automaton, compile_regex
+from suse.query.approximate import MAX_MISSING
 
 # The kernel owns these names; the Python layer only validates against them. MIN and MAX run
 # beside the counters (their summaries rank elements by match counts, as COUNT does).
@@ -56,10 +57,11 @@ def _check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(regex: str) -> tuple[Automaton, Any]:
+def _compiled(regex: str, max_missing: int = 0) -> tuple[Automaton, Any]:
     """The automaton of `regex` and its native form. Cached: saved summaries and Spark state
     rebuild their Query on every load, and compiling is the expensive part."""
-    automaton = compile_regex(regex)
+    automaton = compile_regex(regex, max_missing) if max_missing else compile_regex(regex)
+    labels = {"final_cost": automaton.final_cost(), "max_missing": max_missing} if max_missing else {}
     dfa = _core.Dfa(
         automaton.n_states,
         automaton.alphabet,
@@ -67,6 +69,7 @@ def _compiled(regex: str) -> tuple[Automaton, Any]:
         automaton.start,
         [s in automaton.finals for s in automaton.states],
         automaton.table(),
+        **labels,
     )
     return automaton, dfa
 
@@ -82,17 +85,22 @@ class Query:
     `aggregate="min"`/`"max"` report the smallest/largest value among the elements that belong
     to at least one match. `of` (a letter or letters of the query, e.g. `"C"` or `"CD"`)
     restricts SUM, AVG, MIN and MAX to the values of those letters' elements; COUNT ignores it.
+
+    `max_missing=k` (approximate matching, ACEP) also counts the index sets whose word
+    becomes a word of the pattern once at most k letters are inserted; results then carry
+    `count_by_missing` (k + 1 counts by the least number of missing letters).
     """
 
     def __init__(self, regex: str, window: int, aggregate: str = "count", policy: str = "any",
-                 of: Optional[Any] = None):
+                 of: Optional[Any] = None, max_missing: int = 0):
         if not isinstance(regex, str):
             raise InputError(f"the query must be a string, got {type(regex).__name__}")
         self.regex = regex
         self.window = _check_int("window", window)
         self.aggregate = _check_choice("aggregate", aggregate, AGGREGATES)
         self.policy = _check_choice("policy", policy, POLICIES)
-        self.automaton, self._dfa = _compiled(regex)
+        self.max_missing = _check_int("max_missing", max_missing, maximum=MAX_MISSING)
+        self.automaton, self._dfa = _compiled(regex, self.max_missing)
         self.of = _check_of(of, regex, self.automaton.alphabet)
 
     @property
@@ -122,11 +130,15 @@ class Query:
         d = {"regex": self.regex, "window": self.window, "aggregate": self.aggregate, "policy": self.policy}
         if self.of is not None:  # absent when unset, so descriptions saved before `of` still match
             d["of"] = self.of
+        if self.max_missing:  # the same for exact queries
+            d["max_missing"] = self.max_missing
         return d
 
     def __repr__(self) -> str:
         of = "" if self.of is None else f", of={self.of!r}"
-        return f"Query({self.regex!r}, window={self.window}, aggregate={self.aggregate!r}, policy={self.policy!r}{of})"
+        missing = f", max_missing={self.max_missing}" if self.max_missing else ""
+        return (f"Query({self.regex!r}, window={self.window}, aggregate={self.aggregate!r}, "
+                f"policy={self.policy!r}{of}{missing})")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Query) and self.to_dict() == other.to_dict()
@@ -171,6 +183,9 @@ class Evaluation:
     #: aggregate "min" or "max"; None otherwise, and when there is no match).
     min: Optional[int] = None
     max: Optional[int] = None
+    #: Approximate queries (`max_missing=k`): the count by least number of missing letters,
+    #: k + 1 entries summing to `count`; None for exact queries.
+    count_by_missing: Optional[list[int]] = None
 
     @property
     def avg(self) -> Optional[float]:
@@ -187,6 +202,7 @@ class ExactResult:
     evaluations: list[Evaluation] = field(default_factory=list)
     min: Optional[int] = None
     max: Optional[int] = None
+    count_by_missing: Optional[list[int]] = None
 
     @property
     def avg(self) -> Optional[float]:
@@ -205,6 +221,7 @@ class SummaryResult:
     size: int
     min: Optional[int] = None
     max: Optional[int] = None
+    count_by_missing: Optional[list[int]] = None
 
     @property
     def avg(self) -> Optional[float]:
@@ -227,6 +244,7 @@ def _evaluation(row: Any) -> Evaluation:
         elements=row.elements,
         min=row.min,
         max=row.max,
+        count_by_missing=row.count_by_missing,
     )
 
 
@@ -491,7 +509,7 @@ class Exact:
     def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
         t = self._engine.totals()
         return ExactResult(t.count, t.sum, t.partial_count, self._engine.skipped, self._engine.events, evaluations or [],
-                           t.min, t.max)
+                           t.min, t.max, t.count_by_missing)
 
 
 def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
@@ -571,7 +589,7 @@ class Summary:
     def result(self) -> SummaryResult:
         r = self._engine.result()
         return SummaryResult(r.count, r.sum, r.partial_count, r.detected_count, r.detected_sum, self._engine.skipped,
-                             self._engine.events, len(self), r.min, r.max)
+                             self._engine.events, len(self), r.min, r.max, r.count_by_missing)
 
     def elements(self) -> list[tuple[str, int, int]]:
         return self._engine.elements()
@@ -621,7 +639,7 @@ class Summary:
         stated = (query.window, summary.size, summary.strategy, query._kernel_aggregate, query.policy, summary.time_to_live,
                   summary.seed)
         held = (cfg.window, cfg.size, cfg.strategy, cfg.aggregate, cfg.policy, cfg.time_to_live, cfg.seed)
-        if stated != held or not engine.same_automaton(query._dfa):
+        if stated != held or not engine.adopt_labels(query._dfa):
             raise StateError("saved summary does not match the query and options it describes")
         engine._set_output(query._extrema, query._of_mask)
         summary._engine = engine

@@ -70,6 +70,11 @@ impl ExactEngine {
         with_policy!(self, ExactEngine, |e, _g| split_totals(e.dfa(), &e.totals_big()))
     }
 
+    /// The totals per automaton state (what [`crate::approx::CostLabels::split`] reads).
+    pub fn per_state(&self) -> Vec<crate::dual::Dual<BigUint>> {
+        with_policy!(self, ExactEngine, |e, _g| e.totals_big())
+    }
+
     pub fn dfa(&self) -> &Arc<Dfa> {
         with_policy!(self, ExactEngine, |e, _g| e.dfa())
     }

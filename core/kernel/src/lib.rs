@@ -9,7 +9,9 @@
 //! * [`tier`]: overflow promotion, once; [`window`]: the exact two-stacks engine;
 //! * [`summary`]: the bounded summary (lifecycle, counters, neighbourhood algebra,
 //!   estimates, selection); [`benefit`]: expected-benefit coefficients;
+//! * [`approx`]: counts by missing pattern letters (approximate matching);
 //! * [`engine`], [`batch`], [`state`], [`limits`], [`error`]: what a caller drives.
+pub mod approx;
 pub mod batch;
 pub mod benefit;
 pub mod dfa;

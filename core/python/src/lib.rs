@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use suse_kernel::approx::CostLabels;
 use suse_kernel::batch::{Batch, Raw};
 use suse_kernel::dfa::{Dfa, DfaSpec, GAP_BREAK, UNKNOWN};
 use suse_kernel::engine::{ExactEngine as KExact, SummaryEngine as KSummary};
@@ -70,19 +71,36 @@ fn limits(memory_limit: Option<u64>) -> Limits {
 #[derive(Clone)]
 struct PyDfa {
     inner: Arc<Dfa>,
+    /// Approximate matching: the cost label of each final state (None: exact matching).
+    labels: Option<Arc<CostLabels>>,
 }
 
 #[pymethods]
 impl PyDfa {
     #[new]
-    #[pyo3(signature = (n_states, alphabet, negated, start, finals, table))]
-    fn new(n_states: usize, alphabet: &str, negated: &str, start: u32, finals: Vec<bool>, table: Vec<i64>) -> PyResult<Self> {
+    #[pyo3(signature = (n_states, alphabet, negated, start, finals, table, final_cost=None, max_missing=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        n_states: usize,
+        alphabet: &str,
+        negated: &str,
+        start: u32,
+        finals: Vec<bool>,
+        table: Vec<i64>,
+        final_cost: Option<Vec<u8>>,
+        max_missing: u8,
+    ) -> PyResult<Self> {
         guard_ro(|| {
             if !alphabet.is_ascii() || !negated.is_ascii() {
                 return Err(Error::input("alphabet must be ASCII"));
             }
             let spec = DfaSpec { n: n_states, alphabet: alphabet.as_bytes().to_vec(), negated: negated.as_bytes().to_vec(), start, finals, table };
-            Dfa::new(spec).map(|d| PyDfa { inner: Arc::new(d) }).map_err(Error::Input)
+            let dfa = Dfa::new(spec).map_err(Error::Input)?;
+            let labels = match final_cost {
+                Some(cost) => Some(Arc::new(CostLabels::new(&dfa, cost, max_missing).map_err(Error::Input)?)),
+                None => None,
+            };
+            Ok(PyDfa { inner: Arc::new(dfa), labels })
         })
     }
 
@@ -106,6 +124,8 @@ struct NativeEvaluation {
     /// without a match).
     min: Option<u64>,
     max: Option<u64>,
+    /// Approximate matching: the count by least number of missing letters (index 0: exact).
+    count_by_missing: Option<Vec<BigUint>>,
 }
 
 /// A summary's configuration as the kernel holds it (what a saved state is checked against).
@@ -129,6 +149,7 @@ struct NativeTotals {
     partial_count: BigUint,
     min: Option<u64>,
     max: Option<u64>,
+    count_by_missing: Option<Vec<BigUint>>,
 }
 
 /// What an engine reports beside counts: MIN/MAX (`extrema`) and which letters' values are
@@ -224,6 +245,7 @@ struct ExactEngine {
     state: ExactState,
     last_t: Option<i64>,
     dead: Option<String>,
+    labels: Option<Arc<CostLabels>>,
 }
 
 #[pymethods]
@@ -236,7 +258,7 @@ impl ExactEngine {
             let engine = KExact::new(dfa.inner.clone(), window, policy, &limits(memory_limit))?;
             let out = Output::new(&dfa.inner, extrema, of)?;
             let extrema = if extrema { Some(Extrema::new(dfa.inner.clone(), window, policy, out.mask.clone())?) } else { None };
-            Ok(ExactEngine { state: ExactState { engine, out, extrema, events: 0, skipped: 0 }, last_t: None, dead: None })
+            Ok(ExactEngine { state: ExactState { engine, out, extrema, events: 0, skipped: 0 }, last_t: None, dead: None, labels: dfa.labels.clone() })
         })
     }
 
@@ -251,6 +273,7 @@ impl ExactEngine {
         evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
     ) -> PyResult<Vec<NativeEvaluation>> {
         let dfa = self.state.engine.dfa().clone();
+        let labels = self.labels.clone();
         Arrays::new(timestamps, values, evaluate_at).run(
             py,
             chars,
@@ -271,7 +294,8 @@ impl ExactEngine {
             |me, t| {
                 let (count, sum, partial_count) = me.engine.totals();
                 let (min, max) = me.extremes();
-                NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None, min, max }
+                let count_by_missing = exact_by_missing(&me.engine, labels.as_deref());
+                NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None, min, max, count_by_missing }
             },
         )
     }
@@ -279,7 +303,8 @@ impl ExactEngine {
     fn totals(&self) -> NativeTotals {
         let (count, sum, partial_count) = self.state.engine.totals();
         let (min, max) = self.state.extremes();
-        NativeTotals { count, sum, partial_count, min, max }
+        let count_by_missing = exact_by_missing(&self.state.engine, self.labels.as_deref());
+        NativeTotals { count, sum, partial_count, min, max, count_by_missing }
     }
 
     #[getter]
@@ -315,9 +340,15 @@ struct SummaryEngine {
     out: Output,
     last_t: Option<i64>,
     dead: Option<String>,
+    labels: Option<Arc<CostLabels>>,
 }
 
-fn evaluation(s: &KSummary, out: &Output, t: i64, with_elements: bool) -> Result<NativeEvaluation, Error> {
+/// The exact engine's count by missing letters, when it runs an approximate query.
+fn exact_by_missing(engine: &KExact, labels: Option<&CostLabels>) -> Option<Vec<BigUint>> {
+    labels.map(|l| l.split(engine.dfa(), &engine.per_state()))
+}
+
+fn evaluation(s: &KSummary, out: &Output, t: i64, with_elements: bool, labels: Option<&CostLabels>) -> Result<NativeEvaluation, Error> {
     let r = s.readout();
     let (count, sum, partial_count) = split_totals(s.dfa(), &r.g);
     // Not maintained under eviction (not invertible): recomputed from the retained elements,
@@ -333,6 +364,7 @@ fn evaluation(s: &KSummary, out: &Output, t: i64, with_elements: bool) -> Result
         elements: with_elements.then(|| element_list(s)),
         min: range.map(|r| r.0),
         max: range.map(|r| r.1),
+        count_by_missing: labels.map(|l| l.split(s.dfa(), &r.g)),
     })
 }
 
@@ -368,7 +400,7 @@ impl SummaryEngine {
             let cfg = Config { size, tau: window, strategy, aggregate, time_to_live, probabilities, seed };
             let inner = KSummary::new(dfa.inner.clone(), policy(policy_name)?, cfg, &limits(memory_limit))?;
             let out = Output::new(&dfa.inner, extrema, of)?;
-            Ok(SummaryEngine { inner, out, last_t: None, dead: None })
+            Ok(SummaryEngine { inner, out, last_t: None, dead: None, labels: dfa.labels.clone() })
         })
     }
 
@@ -386,6 +418,7 @@ impl SummaryEngine {
     ) -> PyResult<Vec<NativeEvaluation>> {
         let dfa = self.inner.dfa().clone();
         let out = self.out.clone();
+        let labels = self.labels.clone();
         let rows = Arrays::new(timestamps, values, evaluate_at).run(
             py,
             chars,
@@ -394,13 +427,13 @@ impl SummaryEngine {
             &dfa,
             &mut self.inner,
             |s, raw| s.feed(out.mask(raw)),
-            |s, t| evaluation(s, &out, t, with_elements),
+            |s, t| evaluation(s, &out, t, with_elements, labels.as_deref()),
         )?;
         rows.into_iter().map(|r| r.map_err(to_py)).collect()
     }
 
     fn result(&self) -> PyResult<NativeEvaluation> {
-        guard_ro(|| evaluation(&self.inner, &self.out, self.inner.now().unwrap_or(0), false))
+        guard_ro(|| evaluation(&self.inner, &self.out, self.inner.now().unwrap_or(0), false, self.labels.as_deref()))
     }
 
     /// Set what a loaded summary reports beside counts (saved with the caller's description,
@@ -429,6 +462,16 @@ impl SummaryEngine {
     /// Whether this summary runs over exactly the automaton `dfa`.
     fn same_automaton(&self, dfa: &PyDfa) -> bool {
         self.inner.dfa().spec() == dfa.inner.spec()
+    }
+
+    /// Take the cost labels of `dfa` (approximate matching; a saved state does not hold them,
+    /// they follow from the query). False, and nothing changes, if `dfa` is another automaton.
+    fn adopt_labels(&mut self, dfa: &PyDfa) -> bool {
+        let same = self.same_automaton(dfa);
+        if same {
+            self.labels = dfa.labels.clone();
+        }
+        same
     }
 
     fn elements(&self) -> Vec<(char, i64, u64)> {
@@ -483,7 +526,7 @@ impl SummaryEngine {
         py.allow_threads(|| {
             guard_ro(|| {
                 let saved = state::load(data, &limits(memory_limit))?;
-                Ok((SummaryEngine { inner: saved.summary, out: Output::default(), last_t: saved.last_t, dead: None }, saved.meta))
+                Ok((SummaryEngine { inner: saved.summary, out: Output::default(), last_t: saved.last_t, dead: None, labels: None }, saved.meta))
             })
         })
     }

@@ -108,6 +108,10 @@ EVALUATE_AT = typer.Option(
     help="Also report the aggregate over all events with timestamp <= each T (rows in this order).",
 )
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
+MAX_MISSING = typer.Option(
+    0, "--max-missing", metavar="K", parser=_at_least(0),
+    help="Approximate matching: also count matches missing up to K pattern letters (reports count_by_missing).",
+)
 FORMAT = typer.Option(StreamFormat.auto, "--format", help="Stream format; auto = CSV if the first line has a comma.")
 
 
@@ -134,13 +138,19 @@ def compile_cmd(
     query: str = QUERY,
     dot: bool = typer.Option(False, "--dot", help="Print Graphviz DOT instead of a table."),
     stage: Stage = typer.Option(Stage.trimmed, "--stage", help="Pipeline stage to show; 'trimmed' is the minimal DFA used for counting."),
+    max_missing: int = MAX_MISSING,
 ) -> None:
     """Compile QUERY and print its automaton (or one intermediate stage)."""
     out = stdout_console()
-    automaton = compile_regex(query)
+    automaton = compile_regex(query, max_missing)
     shown = automaton if stage is Stage.trimmed else automaton.stages[stage.value]
+    # Final states' missing-letter labels (approximate matching), on the automaton used for counting.
+    missing = automaton.missing if max_missing and stage is Stage.trimmed else {}
     if dot:
-        print(shown.to_dot(f"{query} ({stage.value})"), end="")
+        text = shown.to_dot(f"{query} ({stage.value})")
+        for state, cost in sorted(missing.items()):
+            text = text.replace(f"  {state} [shape=doublecircle];", f'  {state} [shape=doublecircle, xlabel="-{cost}"];')
+        print(text, end="")
         return
     moves: dict[tuple[int, str], list[int]] = {}
     for source, ch, target in shown.edges():
@@ -150,18 +160,24 @@ def compile_cmd(
     zero_width = sorted(labels - set(shown.symbols), key=lambda ch: (ch != "ε", ch))
     symbols = list(shown.alphabet) + [s for s in shown.symbols[len(shown.alphabet):] if s in labels] + zero_width
     negated = f", negated {shown.negated}" if shown.negated else ""
+    finals = ", ".join(f"{s} (-{missing[s]})" if missing else str(s) for s in sorted(shown.finals)) or "none"
+    approx = f", max_missing {max_missing}" if max_missing else ""
     out.print(
         f"query {query!r} ({stage.value}): {shown.n_states} states, start {shown.start}, "
-        f"finals {', '.join(map(str, sorted(shown.finals))) or 'none'}, alphabet {shown.alphabet}{negated}",
+        f"finals {finals}, alphabet {shown.alphabet}{negated}{approx}",
         markup=False,
     )
     table = _table("state", *symbols)
     for state in shown.states:
         marks = ("→" if state == shown.start else "") + ("*" if state in shown.finals else "")
         cells = [",".join(map(str, sorted(moves.get((state, ch), [])))) or "·" for ch in symbols]
-        table.add_row(f"{marks}{state}", *cells)
+        cost = f" (-{missing[state]})" if state in missing else ""
+        table.add_row(f"{marks}{state}{cost}", *cells)
     out.print(table)
     out.print("→ start, * final, · no transition (dead)", markup=False)
+    if missing:
+        out.print("(-j): final, its words miss j pattern letters at least (a match there counts in "
+                  "count_by_missing[j])", markup=False)
     if shown.negated:
         out.print(
             "!x: where a partial match goes when an x event lies between two of its elements "
@@ -174,11 +190,19 @@ def compile_cmd(
 # ----------------------------------------------------------------------------------------- exact
 def _evaluation_dict(ev: suse.Evaluation, extrema: bool = False) -> dict[str, Any]:
     row = {"timestamp": ev.timestamp, "count": ev.count, "sum": ev.sum, "avg": ev.avg, "partial_count": ev.partial_count}
-    return row | ({"min": ev.min, "max": ev.max} if extrema else {})
+    if extrema:
+        row |= {"min": ev.min, "max": ev.max}
+    if ev.count_by_missing is not None:
+        row["count_by_missing"] = ev.count_by_missing
+    return row
 
 
 def _extrema_cells(r: Any, extrema: bool) -> list[str]:
     return ["-" if r.min is None else str(r.min), "-" if r.max is None else str(r.max)] if extrema else []
+
+
+def _by_missing_text(counts: Optional[list[int]]) -> str:
+    return " / ".join(map(str, counts)) if counts is not None else ""
 
 
 @app.command("exact", cls=Command)
@@ -191,6 +215,7 @@ def exact_cmd(
     evaluate_at: Optional[Times] = EVALUATE_AT,
     as_json: bool = JSON,
     fmt: StreamFormat = FORMAT,
+    max_missing: int = MAX_MISSING,
     aggregate: Aggregate = typer.Option(
         Aggregate.count, "--aggregate",
         help="count, sum and avg are always reported; min or max also report the smallest and largest "
@@ -199,7 +224,7 @@ def exact_cmd(
     of: Optional[str] = OF,
 ) -> None:
     """Count (and sum) every match of QUERY over the whole stream, exactly."""
-    q = suse.Query(query, window, aggregate.value, policy.value, of=of)
+    q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
     extrema = q._extrema
     events = read_stream(stream, fmt.value)
     with events.located():
@@ -211,17 +236,20 @@ def exact_cmd(
     }
     if extrema:
         data |= {"min": r.min, "max": r.max}
+    if r.count_by_missing is not None:
+        data["count_by_missing"] = r.count_by_missing
     if as_json:
         _print_json(data)
         return
     out = stdout_console()
     out.print(f"[bold]{escape(query)}[/] window {window}, policy {policy.value}: {r.events} events, {r.skipped} skipped")
-    table = _table("", "count", "sum", "avg", "partial_count", *(["min", "max"] if extrema else []))
+    by = ["count_by_missing"] if max_missing else []
+    table = _table("", "count", "sum", "avg", "partial_count", *(["min", "max"] if extrema else []), *by)
     for ev in r.evaluations:
         table.add_row(f"t ≤ {ev.timestamp}", str(ev.count), str(ev.sum), _avg_text(ev.avg), str(ev.partial_count),
-                      *_extrema_cells(ev, extrema))
+                      *_extrema_cells(ev, extrema), *([_by_missing_text(ev.count_by_missing)] if by else []))
     table.add_row("[bold]stream[/]", str(r.count), str(r.sum), _avg_text(r.avg), str(r.partial_count),
-                  *_extrema_cells(r, extrema))
+                  *_extrema_cells(r, extrema), *([_by_missing_text(r.count_by_missing)] if by else []))
     out.print(table)
 
 
@@ -277,9 +305,10 @@ def eval_cmd(
     as_json: bool = JSON,
     fmt: StreamFormat = FORMAT,
     of: Optional[str] = OF,
+    max_missing: int = MAX_MISSING,
 ) -> None:
     """Run a bounded summary of SIZE elements over the stream and report what it counts."""
-    q = suse.Query(query, window, aggregate.value, policy.value, of=of)
+    q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
     extrema = q._extrema
     summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities, q.alphabet), seed, time_to_live)
     events = read_stream(stream, fmt.value)
@@ -310,6 +339,8 @@ def eval_cmd(
         data |= {"exact_count": exact.count, "exact_sum": exact.sum}
     if extrema:
         data |= {"min": r.min, "max": r.max}
+    if r.count_by_missing is not None:
+        data["count_by_missing"] = r.count_by_missing
     if as_json:
         _print_json(data)
         return
@@ -331,4 +362,6 @@ def eval_cmd(
     table.add_row("[bold]summary[/]", str(r.count), str(r.sum), _avg_text(r.avg), str(r.detected_count),
                   *_extrema_cells(r, extrema), *extra)
     out.print(table)
+    if r.count_by_missing is not None:
+        out.print(f"count by missing letters (0..{max_missing}): {_by_missing_text(r.count_by_missing)}", markup=False)
     out.print(f"retained ({len(summary)}): {_paper_text(summary.elements())}", markup=False)

@@ -4,6 +4,7 @@
 >>> a.alphabet, a.n_states, a.accepts("ABCD")
 ('ABCD', 4, True)
 """
+from suse.query.approximate import MAX_MISSING
 from suse.query.automaton import Automaton, compile_regex
 from suse.query.construction import MAX_DFA_STATES, MAX_GUARDS, MAX_NFA_TRANSITIONS
 from suse.query.nfa import NFA
@@ -33,6 +34,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_DFA_STATES",
     "MAX_GUARDS",
+    "MAX_MISSING",
     "MAX_EXPANDED_SIZE",
     "MAX_NFA_TRANSITIONS",
     "MAX_REPEAT",

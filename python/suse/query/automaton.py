@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
 from suse.errors import QueryError
+from suse.query.approximate import MAX_MISSING, determinise_missing, transfer_labels
 from suse.query.construction import determinise, minimise, prune, remove_epsilon, thompson
 from suse.query.nfa import NFA, render_dot
 from suse.query.parser import alphabet_of, has_negation, negated_of, parse
@@ -40,6 +41,11 @@ class Automaton:
     stages: dict[str, NFA] = field(default_factory=dict, repr=False)
     query: str = ""
     negated: str = ""
+    #: Approximate matching: the most missing pattern letters allowed (0: exact matching).
+    max_missing: int = 0
+    #: Per final state, the least number of missing letters of the words ending there
+    #: (all 0 when ``max_missing`` is 0).
+    missing: dict[int, int] = field(default_factory=dict)
 
     @property
     def states(self) -> range:
@@ -74,13 +80,41 @@ class Automaton:
         for (source, ch), target in self.transitions.items():
             yield source, ch, target
 
+    def final_cost(self) -> list[int]:
+        """Per state, the missing letters its final label says (0 for non-final states)."""
+        return [self.missing.get(s, 0) for s in self.states]
+
+    def missing_of(self, word: Sequence[str]) -> Optional[int]:
+        """The least number of missing letters of ``word`` (letters only), or None if more
+        than ``max_missing`` letters would be missing."""
+        state: Optional[int] = self.start
+        for ch in word:
+            state = self.transitions.get((state, ch))
+            if state is None:
+                return None
+        return self.missing.get(state, 0) if state in self.finals else None
+
     def to_dot(self, title: Optional[str] = None) -> str:
         return render_dot(self.n_states, self.start, self.finals, self.edges(), title)
 
 
-def compile_regex(query: str) -> Automaton:
-    """Parse ``query`` and build its minimal trimmed DFA; raise ``QueryError`` if invalid."""
+def compile_regex(query: str, max_missing: int = 0) -> Automaton:
+    """Parse ``query`` and build its minimal trimmed DFA; raise ``QueryError`` if invalid.
+
+    With ``max_missing=k`` the automaton accepts the words that become words of the query
+    once at most k letters are inserted, and labels each final state with that least number
+    (``Automaton.missing``); see ``suse.query.approximate``."""
+    if isinstance(max_missing, bool) or not isinstance(max_missing, int) or not 0 <= max_missing <= MAX_MISSING:
+        raise QueryError(f"max_missing must be an integer from 0 to {MAX_MISSING}, got {max_missing!r}", 0, query)
     tree = parse(query)
+    if max_missing and has_negation(tree):
+        raise QueryError(
+            "approximate matching (max_missing > 0) cannot be combined with negation: a negation "
+            "constrains the events between two pattern letters, and with a letter missing that "
+            "'between' has no defined meaning",
+            query.index("!"),
+            query,
+        )
     alphabet = alphabet_of(tree)
     stages: dict[str, NFA] = {}
     if has_negation(tree):  # a misplaced negation is the better message for e.g. "!A"
@@ -96,9 +130,16 @@ def compile_regex(query: str) -> Automaton:
         stages["thompson"] = thompson(tree, alphabet, query)
     stages["epsilon_free"] = remove_epsilon(stages["thompson"], query)
     stages["pruned"] = prune(stages["epsilon_free"])
-    stages["dfa"] = determinise(stages["pruned"], query)
-    stages["minimal"] = minimise(stages["dfa"])
-    stages["trimmed"] = prune(stages["minimal"])
+    labels: dict[int, int] = {}
+    if max_missing:
+        stages["dfa"], dfa_labels = determinise_missing(stages["pruned"], max_missing, query)
+        stages["minimal"] = minimise(stages["dfa"], dfa_labels)
+        stages["trimmed"] = prune(stages["minimal"])
+        labels = transfer_labels(stages["dfa"], dfa_labels, stages["trimmed"])
+    else:
+        stages["dfa"] = determinise(stages["pruned"], query)
+        stages["minimal"] = minimise(stages["dfa"])
+        stages["trimmed"] = prune(stages["minimal"])
     trimmed = stages["trimmed"]
     if not trimmed.transitions:
         # With a non-empty alphabet the language is never empty, so this is {ε}.
@@ -114,4 +155,6 @@ def compile_regex(query: str) -> Automaton:
         stages,
         query,
         negated_of(tree),
+        max_missing,
+        labels,
     )

@@ -490,9 +490,10 @@ def determinise(nfa: NFA, query: str = "") -> NFA:
     return NFA(nfa.alphabet, len(index), 0, dfa_finals, moves, negated=nfa.negated)
 
 
-def minimise(dfa: NFA) -> NFA:
-    """Hopcroft's partition refinement on a complete DFA; each block becomes one state."""
-    blocks = _hopcroft_blocks(dfa)
+def minimise(dfa: NFA, labels: Optional[Mapping[int, int]] = None) -> NFA:
+    """Hopcroft's partition refinement on a complete DFA; each block becomes one state.
+    With ``labels`` (final state -> label) final states of different labels never merge."""
+    blocks = _hopcroft_blocks(dfa, labels)
     block_of = {state: b for b, block in enumerate(blocks) for state in block}
     moves = {
         (block_of[source], ch): {block_of[next(iter(targets))]}
@@ -505,13 +506,19 @@ def minimise(dfa: NFA) -> NFA:
     return renumber(quotient, quotient.states)
 
 
-def _hopcroft_blocks(dfa: NFA) -> list[set[int]]:
-    """Coarsest partition of the states compatible with finality and transitions."""
+def _hopcroft_blocks(dfa: NFA, labels: Optional[Mapping[int, int]] = None) -> list[set[int]]:
+    """Coarsest partition of the states compatible with finality (and labels) and transitions."""
     predecessors: dict[tuple[int, str], list[int]] = {}
     for (source, ch), targets in dfa.transitions.items():
         predecessors.setdefault((next(iter(targets)), ch), []).append(source)
     finals, others = set(dfa.finals), set(dfa.states) - set(dfa.finals)
-    blocks = [b for b in (finals, others) if b]
+    if labels:
+        by_label: dict[int, set[int]] = {}
+        for state in finals:
+            by_label.setdefault(labels[state], set()).add(state)
+        blocks = [b for b in (*by_label.values(), others) if b]
+    else:
+        blocks = [b for b in (finals, others) if b]
     block_of = {s: b for b, block in enumerate(blocks) for s in block}
     pending = set(range(len(blocks)))  # splitters still to process
     symbols = dfa.symbols

@@ -14,7 +14,7 @@ from suse.errors import InputError
 from suse.spark.characters import RANK, TIE, TS, VALUE, Events, quoted, to_events
 from suse.spark.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.workers import check_workers
-from suse.spark.runner import EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, run_sorted
+from suse.spark.runner import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, run_sorted
 from suse.spark.triggers import parse_trigger
 
 
@@ -37,6 +37,7 @@ def aggregate(
     policy: str = "any",
     timestamp_format: str | None = None,
     of: str | None = None,
+    max_missing: int = 0,
 ) -> DataFrame:
     """Aggregate the subsequence matches of ``query`` within ``window`` per partition.
 
@@ -44,8 +45,9 @@ def aggregate(
     ``evaluated_at``, ``count``/``sum`` (exact decimal strings), ``avg``, ``count_double``,
     ``sum_double``, ``detected_count``, ``events`` and the retained ``elements``; plus
     ``exact_count``/``exact_sum`` when ``exact``; ``min``/``max`` when ``aggregate`` is
-    "min" or "max". ``of`` (letters of the query) restricts SUM/AVG/MIN/MAX to those letters'
-    values. See docs/SPARK.md.
+    "min" or "max"; ``count_by_missing`` (decimal strings, index j: matches missing j letters)
+    when ``max_missing`` > 0. ``of`` (letters of the query) restricts SUM/AVG/MIN/MAX to those
+    letters' values. See docs/SPARK.md.
 
     ``probabilities``: None (estimated online by each summary), a mapping char -> p, or
     "estimate" (character frequencies over the whole input, one extra Spark job).
@@ -59,6 +61,7 @@ def aggregate(
     events, plan = prepare(
         df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
         evaluate, exact, replicate, probabilities, seed, aggregate, policy, timestamp_format, of=of,
+        max_missing=max_missing,
     )
     return run(events, plan)
 
@@ -77,12 +80,13 @@ def prepare(
     strategy: str = "suse", evaluate: Any = "end", exact: bool = False,
     replicate: Sequence[str] | None = None, probabilities: Any = None, seed: int = 0,
     aggregate: str = "count", policy: str = "any", timestamp_format: str | None = None,
-    streaming: bool = False, of: str | None = None,
+    streaming: bool = False, of: str | None = None, max_missing: int = 0,
 ) -> tuple[Events, Plan]:
     """Validate everything on the driver and build the event frame and executor plan."""
     if isinstance(partition_by, str):
         partition_by = [partition_by]
-    parsed = suse.Query(query, 0, policy=policy, of=of)  # QueryError with a position if malformed
+    # QueryError with a position if malformed (or approximate with negation).
+    parsed = suse.Query(query, 0, policy=policy, of=of, max_missing=max_missing)
     of = parsed.of  # normalised (a set of letters becomes a string)
     # Negated characters are events the engine needs (they kill the sets they fall between);
     # under contiguity every row is (any row between two elements breaks the match).
@@ -101,7 +105,7 @@ def prepare(
     plan = Plan(
         query, window_units, aggregate, policy, summary_size, strategy,
         None if probabilities is None or estimate else tuple(sorted(probabilities.items())),
-        seed, trigger, bool(exact), events.order, of,
+        seed, trigger, bool(exact), events.order, of, parsed.max_missing,
     )
     plan.new_summary()  # fail now on a bad size, strategy, probabilities or seed
     # Everything above is checked on the driver; the first Spark jobs start here.
@@ -126,10 +130,11 @@ def estimate_probabilities(events: Events, query: suse.Query) -> dict[str, float
     return {c: found.get(c, 0.0) for c in query.alphabet}  # every query character, 0 if absent
 
 
-def output_schema(events: Events, exact: bool, extrema: bool = False) -> T.StructType:
+def output_schema(events: Events, exact: bool, extrema: bool = False, approx: bool = False) -> T.StructType:
     keys = [events.frame.schema[k] for k in events.keys]
-    results = T._parse_datatype_string(
-        RESULT_DDL + (", " + EXACT_DDL if exact else "") + (", " + EXTREMA_DDL if extrema else ""))
+    ddl = RESULT_DDL + (", " + EXACT_DDL if exact else "") + (", " + EXTREMA_DDL if extrema else "") + (
+        ", " + APPROX_DDL if approx else "")
+    results = T._parse_datatype_string(ddl)
     return T.StructType(keys + list(results.fields))
 
 
@@ -147,7 +152,7 @@ def run(events: Events, plan: Plan) -> DataFrame:
     def body(batches):
         return run_sorted(plan, key_names, batches, TS, RANK, value_col)
 
-    out = frame.mapInArrow(body, output_schema(events, plan.exact, plan.extrema))
+    out = frame.mapInArrow(body, output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0))
     if events.axis.is_datetime:
         out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
     return out

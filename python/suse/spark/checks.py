@@ -135,7 +135,7 @@ def static_problems(cfg: JobConfig) -> list[str]:
 def _query_problems(cfg: JobConfig, q: Any, key: str, kind: str | None, streaming: bool) -> list[str]:
     out: list[str] = []
     try:
-        query = suse.Query(q.regex, 0, q.aggregate, q.policy)
+        query = suse.Query(q.regex, 0, q.aggregate, q.policy, max_missing=q.max_missing)
     except QueryError as exc:
         return [f"{key}.regex: {exc.message} at position {exc.position} of {q.regex!r}"]
     except SuseError as exc:
@@ -180,7 +180,7 @@ def _query_problems(cfg: JobConfig, q: Any, key: str, kind: str | None, streamin
     summ = cfg.summary
     probabilities = summ.probabilities if isinstance(summ.probabilities, dict) else None
     try:
-        suse.Summary(suse.Query(q.regex, window, q.aggregate, q.policy), summ.size, summ.strategy,
+        suse.Summary(suse.Query(q.regex, window, q.aggregate, q.policy, max_missing=q.max_missing), summ.size, summ.strategy,
                      probabilities, seed=summ.seed)
     except SuseError as exc:
         out.append(f"summary{'.probabilities' if probabilities else ''} ({key}): {exc}")

@@ -77,6 +77,7 @@ class QueryConfig(_Strict):
     #: Letters whose values SUM/AVG/MIN/MAX aggregate (e.g. "C"); COUNT ignores it.
     of: Optional[str] = None
     replicate: list[str] = []
+    max_missing: int = Field(0, ge=0, description="approximate matching: pattern letters a match may miss")
 
     @property
     def label(self) -> str:

@@ -134,10 +134,11 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
         out = aggregate(
             df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
             summ.size, summ.strategy, ev.at, ev.exact, q.replicate, probabilities, summ.seed,
-            q.aggregate, q.policy, inp.timestamp_format, of=q.of,
+            q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing,
         )
         results.append(out.select(F.lit(q.label).alias("query"), "*"))
-    # Queries with aggregate min/max add min/max columns; the others get NULLs there.
+    # Queries with aggregate min/max add min/max columns and approximate queries
+    # count_by_missing; the others get NULLs there.
     result = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), results).persist()
     try:
         writer = _for_format(result, cfg.output.format).write.mode(cfg.output.mode).format(cfg.output.format)
@@ -163,8 +164,11 @@ def _counted(newest: DataFrame, by_query: bool = False) -> tuple[int, int]:
 
 
 def _for_format(df: DataFrame, fmt: str) -> DataFrame:
-    # CSV has no arrays: the retained elements become a JSON string.
-    return df.withColumn("elements", F.to_json("elements")) if fmt == "csv" else df
+    # CSV has no arrays: the retained elements (and count_by_missing) become JSON strings.
+    if fmt != "csv":
+        return df
+    df = df.withColumn("elements", F.to_json("elements"))
+    return df.withColumn("count_by_missing", F.to_json("count_by_missing")) if "count_by_missing" in df.columns else df
 
 
 def _top(df: DataFrame, n: int) -> list[dict]:
@@ -185,7 +189,7 @@ def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
         src, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
         summ.size, summ.strategy, st.lateness,
         None if summ.probabilities == "online" else summ.probabilities,
-        summ.seed, q.aggregate, q.policy, inp.timestamp_format, of=q.of,
+        summ.seed, q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing,
     )
     writer = (
         _for_format(out, cfg.output.format).writeStream.format(cfg.output.format)

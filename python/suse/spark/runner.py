@@ -33,9 +33,10 @@ class Plan:
     exact: bool = False
     order: str = ""  # order[rank] is an event's character (predicate order)
     of: str | None = None  # letters whose values SUM/AVG/MIN/MAX aggregate (None: all)
+    max_missing: int = 0  # approximate matching: adds the count_by_missing column when > 0
 
     def query(self) -> suse.Query:
-        return _query(self.regex, self.window, self.aggregate, self.policy, self.of)
+        return _query(self.regex, self.window, self.aggregate, self.policy, self.of, self.max_missing)
 
     @property
     def extrema(self) -> bool:
@@ -52,8 +53,9 @@ class Plan:
 
 
 @functools.lru_cache(maxsize=16)
-def _query(regex: str, window: int, aggregate: str, policy: str, of: str | None = None) -> suse.Query:
-    return suse.Query(regex, window, aggregate=aggregate, policy=policy, of=of)
+def _query(regex: str, window: int, aggregate: str, policy: str, of: str | None = None,
+           max_missing: int = 0) -> suse.Query:
+    return suse.Query(regex, window, aggregate=aggregate, policy=policy, of=of, max_missing=max_missing)
 
 
 class Row(NamedTuple):
@@ -69,13 +71,15 @@ class Row(NamedTuple):
     corrupt: int = 0  # records of the partition the reader could not parse
     min: int | None = None  # MIN/MAX (aggregate "min"/"max" only)
     max: int | None = None
+    count_by_missing: list | None = None  # approximate matching (max_missing > 0)
 
 
 def empty_row(plan: Plan, dropped: int, corrupt: int) -> Row:
     """The row of a partition that has counted rows but no usable event (so no evaluation
     time): without it those counts would vanish."""
     ex = (0, 0) if plan.exact else (None, None)
-    return Row(None, 0, 0, 0, 0, [], *ex, dropped, corrupt)  # type: ignore[arg-type]
+    by_missing = [0] * (plan.max_missing + 1) if plan.max_missing else None
+    return Row(None, 0, 0, 0, 0, [], *ex, dropped, corrupt, by_missing)  # type: ignore[arg-type]
 
 
 def evaluate_partition(
@@ -95,7 +99,7 @@ def evaluate_partition(
     for i, (ev, cut) in enumerate(zip(evaluations, counts)):
         ex = (exact[i].count, exact[i].sum) if exact is not None else (None, None)
         rows.append(Row(ev.timestamp, ev.count, ev.sum, ev.detected_count, cut, ev.elements, *ex,
-                        min=ev.min, max=ev.max))
+                        min=ev.min, max=ev.max, count_by_missing=ev.count_by_missing))
     return rows
 
 
@@ -109,6 +113,7 @@ RESULT_DDL = (
 )
 EXACT_DDL = "exact_count string, exact_sum string"
 EXTREMA_DDL = "min long, max long"  # after EXACT_DDL, for aggregate "min"/"max"
+APPROX_DDL = "count_by_missing array<string>"  # only when max_missing > 0, after EXTREMA_DDL
 
 
 def as_float(n: int) -> float:
@@ -118,7 +123,7 @@ def as_float(n: int) -> float:
         return math.inf
 
 
-def result_columns(rows: Sequence[Row], exact: bool, extrema: bool = False) -> dict[str, list]:
+def result_columns(rows: Sequence[Row], exact: bool, extrema: bool = False, approx: bool = False) -> dict[str, list]:
     """Python column lists in RESULT_DDL (+ EXACT_DDL) order. Counts and sums are exact
     decimal strings because they outgrow every numeric Spark type; ``*_double`` copies are
     for sorting and plotting."""
@@ -141,6 +146,8 @@ def result_columns(rows: Sequence[Row], exact: bool, extrema: bool = False) -> d
     if extrema:
         cols["min"] = [r.min for r in rows]
         cols["max"] = [r.max for r in rows]
+    if approx:
+        cols["count_by_missing"] = [[str(c) for c in r.count_by_missing or ()] for r in rows]
     return cols
 
 
@@ -180,7 +187,7 @@ def run_sorted(
 
     def emit() -> pa.RecordBatch:
         cols = [pa.array([k[i] for k in out_keys], type=key_types[i]) for i in range(len(keys))]
-        data = result_columns(out_rows, plan.exact, plan.extrema)
+        data = result_columns(out_rows, plan.exact, plan.extrema, plan.max_missing > 0)
         cols += [pa.array(v, type=ARROW_TYPES[name]) for name, v in data.items()]
         out_keys.clear()
         out_rows.clear()
@@ -232,4 +239,5 @@ ARROW_TYPES = {  # explicit: a column of only NULLs (avg with no matches) must n
     "count_double": pa.float64(), "sum_double": pa.float64(), "detected_count": pa.string(),
     "events": pa.int64(), "dropped_events": pa.int64(), "corrupt_records": pa.int64(), "elements": ELEMENT_LIST, "exact_count": pa.string(), "exact_sum": pa.string(),
     "min": pa.int64(), "max": pa.int64(),
+    "count_by_missing": pa.list_(pa.string()),
 }

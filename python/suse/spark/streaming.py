@@ -38,7 +38,7 @@ import suse
 from suse.errors import InputError, StateError
 from suse.spark.batch import prepare, spark_frame
 from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE, quoted
-from suse.spark.runner import EXTREMA_DDL, RESULT_DDL, Plan, as_float
+from suse.spark.runner import APPROX_DDL, EXTREMA_DDL, RESULT_DDL, Plan, as_float
 
 STATE_DDL = (
     "summary binary, pending binary, watermark long, max_ts long, late long, fed long, dropped long, corrupt long"
@@ -78,6 +78,7 @@ def aggregate_stream(
     timestamp_format: str | None = None,
     idle_timeout: str | dt.timedelta | None = None,
     of: str | None = None,
+    max_missing: int = 0,
 ) -> DataFrame:
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
     ``late_events``, ``pending_events`` and ``expired``), one row per partition per
@@ -95,6 +96,7 @@ def aggregate_stream(
     events, plan = prepare(
         df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
         "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True, of=of,
+        max_missing=max_missing,
     )
     late_units = 0 if lateness in (0, "0") else events.axis.span(lateness, "lateness")
     idle_ms = None
@@ -108,10 +110,9 @@ def aggregate_stream(
     frame = events.frame if events.has_value else events.frame.withColumn(VALUE, F.lit(1).cast("long"))
     if not keys:
         frame = frame.withColumn(_ALL, F.lit(0))
-    ddl = STREAM_DDL + (", " + EXTREMA_DDL if plan.extrema else "")  # min/max last, as in batch
-    schema = T.StructType(
-        [events.frame.schema[k] for k in keys] + list(T._parse_datatype_string(ddl).fields)
-    )
+    # min/max, then count_by_missing last, as in batch
+    ddl = STREAM_DDL + (", " + EXTREMA_DDL if plan.extrema else "") + (", " + APPROX_DDL if plan.max_missing else "")
+    schema = T.StructType([events.frame.schema[k] for k in keys] + list(T._parse_datatype_string(ddl).fields))
 
     # transformWithState keeps its state only in RocksDB; the option is read when a query
     # starts (and then recorded in its checkpoint), so set it for this session now.
@@ -240,10 +241,14 @@ def advance(
             elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in estimate.elements()]],
             min=[ev.min], max=[ev.max],
         )
+        if plan.max_missing:
+            row.update(count_by_missing=[[str(c) for c in ev.count_by_missing]])
     row.update(events=[fed + len(pending)], late_events=[late], pending_events=[len(pending)],
                dropped_events=[dropped], corrupt_records=[corrupt], expired=[False])
-    extrema = ["min", "max"] if plan.extrema else []
-    return pd.DataFrame(row)[[*keys, *_OUTPUT, *extrema]]
+    if plan.max_missing and "count_by_missing" not in row:
+        row["count_by_missing"] = [["0"] * (plan.max_missing + 1)]
+    extra = (["min", "max"] if plan.extrema else []) + (["count_by_missing"] if plan.max_missing else [])
+    return pd.DataFrame(row)[[*keys, *_OUTPUT, *extra]]
 
 
 def _feed(plan: Plan, summary: suse.Summary, events: np.ndarray, evaluate_at: int | None = None):
