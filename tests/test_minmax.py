@@ -86,11 +86,14 @@ def test_summary_larger_than_the_stream_equals_exact(qo, events, window, policy,
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(qo=query_and_of(), events=streams(max_size=12), window=st.integers(0, 5), policy=st.sampled_from(POLICIES),
+@given(qo=query_and_of(), events=streams(max_size=12), window=st.integers(0, 5), policy=st.sampled_from(["any", "next"]),
        size=st.integers(1, 5), strategy=st.sampled_from(list(suse.api.STRATEGIES)),
        aggregate=st.sampled_from(["min", "max", "sum"]))
 def test_summary_min_max_equal_recomputation_from_what_it_retains(qo, events, window, policy, size, strategy, aggregate):
-    """After every step, including evictions of the element that held the maximum."""
+    """After every step, including evictions of the element that held the maximum. (Not under
+    contiguity: an eviction leaves a break that `elements()` does not show, so the oracle over
+    the retained elements alone would join sets the summary rightly keeps apart; the kernel's
+    invariant test checks contiguity with the breaks.)"""
     regex, of = qo
     q = suse.Query(regex, window=window, aggregate=aggregate, policy=policy, of=of)
     s = suse.Summary(q, size=size, strategy=strategy, seed=5)
