@@ -228,6 +228,12 @@ impl ExactEngine {
         )
     }
 
+    /// An independent copy (the out-of-order layer evaluates provisional events on one).
+    fn copy(&self) -> Self {
+        let state = ExactState { engine: self.state.engine.clone(), events: self.state.events, skipped: self.state.skipped };
+        ExactEngine { state, last_t: self.last_t, dead: self.dead.clone() }
+    }
+
     fn totals(&self) -> NativeTotals {
         let (count, sum, partial_count) = self.state.engine.totals();
         NativeTotals { count, sum, partial_count }
@@ -341,6 +347,11 @@ impl SummaryEngine {
 
     fn result(&self) -> NativeEvaluation {
         evaluation(&self.inner, self.inner.now().unwrap_or(0), false)
+    }
+
+    /// An independent copy (the out-of-order layer evaluates provisional events on one).
+    fn copy(&self) -> Self {
+        SummaryEngine { inner: self.inner.clone(), last_t: self.last_t, dead: self.dead.clone() }
     }
 
     #[getter]
