@@ -46,19 +46,20 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 import suse
 from suse.errors import InputError, StateError
 from suse.spark.batch import prepare, spark_frame
-from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE, quoted
+from suse.spark.characters import CORRUPT, DROPPED, OP, RANK, TIE, TS, VALUE, quoted
 from suse.spark.runner import RESULT_DDL, Plan, as_float
 
 STATE_DDL = (
     "summary binary, pending binary, watermark long, max_ts long, late long, fed long, dropped long, corrupt long"
 )
 STREAM_DDL = (RESULT_DDL.replace(" events long,", " events long, late_events long, pending_events long,")
-              + ", expired boolean, migrated boolean")
+              + ", expired boolean, migrated boolean, rejected_retractions long")
 PENDING = np.dtype([("ts", "<i8"), ("rank", "<i4"), ("tie", "<i8"), ("value", "<i8")])
 _ALL = "_suse_all"  # the single group key when there is no partitioning
 _OUTPUT = [  # STREAM_DDL's columns after the keys, in order
     "evaluated_at", "count", "sum", "avg", "count_double", "sum_double", "detected_count", "events",
     "late_events", "pending_events", "dropped_events", "corrupt_records", "elements", "expired", "migrated",
+    "rejected_retractions",
 ]
 #: STATE_DDL as a schema built by hand (no session is needed to parse it on an executor).
 STATE_SCHEMA = T.StructType([
@@ -70,6 +71,8 @@ _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProv
 STATE_NAME = "suse_summary_v1"  # the state variable; a new layout gets a new name
 CONFIG_NAME = "suse_config_v1"  # the configuration the state was written under (JSON)
 CONFIG_SCHEMA = T.StructType([T.StructField("config", T.StringType())])
+RETRACTIONS_NAME = "suse_retractions_v1"  # retractions that found no pending event to take back
+RETRACTIONS_SCHEMA = T.StructType([T.StructField("rejected", T.LongType())])
 ON_CHANGE = ("error", "replay")
 log = logging.getLogger(__name__)
 
@@ -92,6 +95,7 @@ def aggregate_stream(
     timestamp_format: str | None = None,
     idle_timeout: str | dt.timedelta | None = None,
     on_change: str = "error",
+    op: str | None = None,
 ) -> DataFrame:
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
     ``late_events``, ``pending_events`` and ``expired``), one row per partition per
@@ -105,7 +109,12 @@ def aggregate_stream(
     ``on_change``: what a restart from a checkpoint written under another configuration does
     with a partition's state: ``"error"`` (the default) stops with an error naming what
     changed; ``"replay"`` migrates it (retained elements and pending events replayed into a
-    summary of the new configuration, logged; the row says ``migrated = true``)."""
+    summary of the new configuration, logged; the row says ``migrated = true``).
+
+    ``op``: a column with "+" (an event) or "-" (a retraction: it takes back one pending event
+    of the partition with the same character, timestamp and value). A retraction that finds
+    none (its event is already final, older than the watermark, or was never seen) changes
+    nothing and is counted in ``rejected_retractions``."""
     spark_frame(df, "aggregate_stream")
     if on_change not in ON_CHANGE:
         raise InputError(f"on_change must be one of {', '.join(ON_CHANGE)}; got {on_change!r}")
@@ -115,7 +124,7 @@ def aggregate_stream(
         raise InputError("streaming jobs take probabilities as a mapping or None (estimated online)")
     events, plan = prepare(
         df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
-        "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True,
+        "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True, op=op,
     )
     late_units = 0 if lateness in (0, "0") else events.axis.span(lateness, "lateness")
     config = fingerprint(plan, late_units, characters)
@@ -140,9 +149,10 @@ def aggregate_stream(
     if conf.get(_PROVIDER, None) != _ROCKSDB:
         conf.set(_PROVIDER, _ROCKSDB)
     group = keys or [_ALL]
-    frame = frame.select(*[quoted(k) for k in group], TS, RANK, TIE, VALUE)  # the order _Processor reads
+    ops = [OP] if events.has_op else []
+    frame = frame.select(*[quoted(k) for k in group], TS, RANK, TIE, VALUE, *ops)  # the order _Processor reads
     out = frame.groupBy(*[quoted(k) for k in group]).transformWithStateInPandas(
-        _Processor(plan, late_units, keys, idle_ms, config, on_change), schema, "Append",
+        _Processor(plan, late_units, keys, idle_ms, config, on_change, events.has_op), schema, "Append",
         "ProcessingTime" if idle_ms else "None",
     )
     if events.axis.is_datetime:
@@ -173,14 +183,15 @@ class _Processor(StatefulProcessor):
     idle partitions."""
 
     def __init__(self, plan: Plan, lateness: int, keys: Sequence[str], idle_ms: int | None,
-                 config: dict | None = None, on_change: str = "error") -> None:
+                 config: dict | None = None, on_change: str = "error", has_op: bool = False) -> None:
         self.plan, self.lateness, self.keys, self.idle_ms = plan, lateness, list(keys), idle_ms
-        self.config, self.on_change = config, on_change
+        self.config, self.on_change, self.has_op = config, on_change, has_op
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
         self.saved_config = handle.getValueState(CONFIG_NAME, CONFIG_SCHEMA)
+        self.retractions = handle.getValueState(RETRACTIONS_NAME, RETRACTIONS_SCHEMA)
 
     def _check(self, key) -> bool:
         """Bring the partition's state to this job's configuration; True when it was migrated."""
@@ -195,10 +206,11 @@ class _Processor(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         # pyspark 4.3 hands the value columns over as _1, _2, ...: name them by position
-        names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE]
+        names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE, *([OP] if self.has_op else [])]
         rows = (f.set_axis(names, axis=1) for f in rows)
         migrated = self._check(key)
-        row = advance(self.plan, self.lateness, key if self.keys else (), self.keys, rows, _State(self.state))
+        row = advance(self.plan, self.lateness, key if self.keys else (), self.keys, rows, _State(self.state),
+                      retractions=_State(self.retractions))
         row["migrated"] = migrated
         yield row
         if self.idle_ms:  # one timer per partition, pushed back by every batch with events
@@ -212,11 +224,13 @@ class _Processor(StatefulProcessor):
         state = _State(self.state)
         migrated = self._check(key)
         # Idle: nothing can come in order any more, so the buffered events are final.
-        row = advance(self.plan, self.lateness, key if self.keys else (), self.keys, iter(()), state, flush=True)
+        row = advance(self.plan, self.lateness, key if self.keys else (), self.keys, iter(()), state, flush=True,
+                      retractions=_State(self.retractions))
         row["expired"] = True
         row["migrated"] = migrated
         self.state.clear()
         self.saved_config.clear()
+        self.retractions.clear()
         yield row
 
     def close(self) -> None:
@@ -225,10 +239,11 @@ class _Processor(StatefulProcessor):
 
 def advance(
     plan: Plan, lateness: int, key: tuple, keys: Sequence[str], batches: Iterator[pd.DataFrame], state: Any,
-    flush: bool = False,
+    flush: bool = False, retractions: Any = None,
 ) -> pd.DataFrame:
     """One micro-batch of one partition: update the state, return the partition's new row.
-    ``flush``: feed every buffered event (the partition is being dropped)."""
+    ``flush``: feed every buffered event (the partition is being dropped). ``retractions``: the
+    state counting rejected retractions (rows of the ``op`` column with "-")."""
     frames = list(batches)
     pdf = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         {RANK: np.empty(0, "i4"), TS: np.empty(0, "i8"), TIE: np.empty(0, "i8"), VALUE: np.empty(0, "i8")})
@@ -239,6 +254,10 @@ def advance(
         raise suse.InputError(f"partition {tuple(key)}: the value column is NULL for some events; fill or filter them")
     new = np.empty(len(pdf), dtype=PENDING)
     new["ts"], new["rank"], new["tie"], new["value"] = pdf[TS], pdf[RANK], pdf[TIE], pdf[VALUE]
+    minus = np.empty(0, PENDING)
+    if OP in pdf:  # a micro-batch has no order: its events go in first, then its retractions
+        is_minus = pdf[OP].to_numpy() < 0
+        minus, new = new[is_minus], new[~is_minus]
     if state.exists:
         blob, pending, watermark, max_ts, late, fed, dropped, corrupt = state.get
         summary = suse.Summary.from_bytes(bytes(blob))
@@ -257,6 +276,10 @@ def advance(
         watermark = max_ts - lateness if watermark is None else max(watermark, max_ts - lateness)
     pending = np.concatenate([pending, new])
     pending = pending[np.lexsort((pending["tie"], pending["rank"], pending["ts"]))]
+    pending, rejected = _retract(pending, minus)
+    if retractions is not None and (rejected or retractions.exists):
+        rejected += retractions.get[0] if retractions.exists else 0
+        retractions.update((rejected,))
     ready = int(np.searchsorted(pending["ts"], watermark, side="left")) if watermark is not None else 0
     if flush:
         ready = len(pending)
@@ -281,8 +304,22 @@ def advance(
             elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in estimate.elements()]],
         )
     row.update(events=[fed + len(pending)], late_events=[late], pending_events=[len(pending)],
-               dropped_events=[dropped], corrupt_records=[corrupt], expired=[False], migrated=[False])
+               dropped_events=[dropped], corrupt_records=[corrupt], expired=[False], migrated=[False],
+               rejected_retractions=[rejected])
     return pd.DataFrame(row)[[*keys, *_OUTPUT]]
+
+
+def _retract(pending: np.ndarray, minus: np.ndarray) -> tuple[np.ndarray, int]:
+    """`pending` without one event per retraction (same timestamp, character and value; the
+    last in order), and how many retractions found none."""
+    rejected = 0
+    for r in minus:
+        same = np.flatnonzero((pending["ts"] == r["ts"]) & (pending["rank"] == r["rank"]) & (pending["value"] == r["value"]))
+        if len(same):
+            pending = np.delete(pending, same[-1])
+        else:
+            rejected += 1
+    return pending, rejected
 
 
 def fingerprint(plan: Plan, lateness: int, characters: Any) -> dict:
