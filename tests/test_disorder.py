@@ -287,3 +287,31 @@ def test_with_query_keeps_pending_events_and_new_window():
     assert moved.result() == fresh.result()
     other = s.with_query(suse.Query("ca", window=10))
     assert other.dropped == 1  # b@2 (c is not a letter of the first query, so never retained)
+
+
+@settings(max_examples=100, deadline=None)
+@given(query=queries, events=streams(max_size=12), window=st.integers(0, 6), L=st.integers(0, 3),
+       data=st.data(), policy=st.sampled_from(["any", "next", "contiguous"]))
+def test_late_count_feeds_exactly_the_events_within_the_horizon(query, events, window, L, data, policy):
+    """Delays up to 3L + 3: some events are too late. They are counted; the rest equal the
+    sorted stream of the accepted events (exact engine and summary)."""
+    delays = data.draw(st.lists(st.integers(0, 3 * L + 3), min_size=len(events), max_size=len(events)))
+    arrival = [events[i] for i in sorted(range(len(events)), key=lambda i: (events[i][1] + delays[i], i))]
+    accepted, top = [], None
+    for ev in arrival:
+        if top is None or ev[1] >= top - L:
+            accepted.append(ev)
+            top = ev[1] if top is None else max(top, ev[1])
+    reference = sorted(accepted, key=lambda e: e[1])  # stable: arrival order among equal times
+    q = suse.Query(query, window=window, policy=policy)
+    cut = data.draw(st.integers(0, len(arrival)))
+    e = suse.Exact(q, lateness=L)
+    s = suse.Summary(q, size=3, seed=2, lateness=L)
+    for engine in (e, s):
+        engine.extend(arrival[:cut], late="count") if cut else None
+        engine.extend(arrival[cut:], late="count") if cut < len(arrival) else None
+    assert e.result().late == s.result().late == len(arrival) - len(accepted)
+    assert _totals(e.result()) == _totals(suse.exact(q, reference))
+    base = suse.Summary(q, size=3, seed=2)
+    base.extend(events=reference)
+    assert s.result().count == base.result().count and s.elements() == base.elements()
