@@ -42,7 +42,7 @@ def late_error(ts: np.ndarray, late: np.ndarray, top: np.ndarray, before: Option
     seen = int(top[i - 1]) if i else int(before)
     if lateness == 0:
         return LateEventError(f"timestamp {int(ts[i])} is earlier than the previous timestamp {seen}; "
-                              "timestamps must not decrease (pass lateness= to accept late events)", event=i)
+                              "timestamps must not decrease", event=i)  # today's message: callers match it
     return LateEventError(f"timestamp {int(ts[i])} is earlier than the horizon {seen - lateness} (largest "
                           f"timestamp seen {seen} - lateness {lateness}); late=\"count\" counts such events instead",
                           event=i)
