@@ -112,6 +112,8 @@ STREAM = JOB.split("[[query]]")[0] + '[query]\nregex = "AB+"\nwindow = 20\n[outp
          "evaluate: a streaming job reports every changed partition once per micro-batch"),
         (('A = "x < 3"', 'A = "x < percentile_approx(x, 0.5) OVER (PARTITION BY k)"'), "",
          "characters.A: a window function (OVER ...) cannot run on a stream"),
+        (('name = "checked"', 'name = "checked"\nmode = "streaming"'), "on_change = 'mix'\n",
+         "streaming.on_change: Input should be 'error' or 'replay'"),
     ],
 )
 def test_streaming_job_checks_that_need_no_data(change, extra, message):
@@ -120,6 +122,12 @@ def test_streaming_job_checks_that_need_no_data(change, extra, message):
     with pytest.raises(ConfigError) as err:
         parse_config(data)
     assert message in str(err.value)
+
+
+def test_streaming_job_takes_on_change():
+    data = tomllib.loads(STREAM.format(data="in/", out="out/") + "on_change = 'replay'\n")
+    data["mode"] = "streaming"
+    assert parse_config(data).streaming.on_change == "replay"
 
 
 def test_suse_run_rejects_a_bad_job_before_starting_spark(tmp_path):

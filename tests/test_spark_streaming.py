@@ -174,3 +174,61 @@ def test_checkpoint_of_the_previous_implementation_is_refused(spark, tmp_path):
     with pytest.raises(StateError, match="earlier suse"):
         check_checkpoint(tmp_path / "ckpt")
     check_checkpoint(tmp_path / "nothing-yet")  # a new location is fine
+
+
+LETTER_SCHEMA = "k string, t long, c string"
+LETTER_KW = dict(window=50, characters="c", timestamp="t", partition_by=["k"], summary_size=4)
+
+
+def _letters(spark, src, query, on_change="error"):
+    df = spark.readStream.schema(LETTER_SCHEMA).json(str(src))
+    return aggregate_stream(df, query=query, on_change=on_change, **LETTER_KW)
+
+
+def _run_two_configs(spark, tmp_path, on_change):
+    """Phase 1 under query A(B|C)*C, then a restart on the same checkpoint under query AB*D."""
+    src, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
+    src.mkdir()
+    one = pd.DataFrame({"k": ["p"] * 6 + ["q"] * 2, "t": [1, 2, 3, 4, 5, 6, 1, 2],
+                        "c": list("ABCBAC") + list("AC")})
+    two = pd.DataFrame({"k": ["p", "p", "r"], "t": [7, 8, 1], "c": ["B", "D", "A"]})
+
+    def run(query, frame, i, mode):
+        q = (_letters(spark, src, query, mode).writeStream.format("parquet").option("path", str(out))
+             .option("checkpointLocation", str(ckpt)).trigger(processingTime="0 seconds").start())
+        try:
+            write(frame, src, i)
+            q.processAllAvailable()
+        finally:
+            q.stop()
+
+    run("A(B|C)*C", one, 0, "error")
+    return run, one, two, out
+
+
+def test_restart_with_changed_query_stops_with_a_clear_error(spark, tmp_path):
+    run, _, two, out = _run_two_configs(spark, tmp_path, "error")
+    with pytest.raises(Exception, match=r"written with another configuration: query 'A\(B\|C\)\*C' \(now 'AB\*D'\)"):
+        run("AB*D", two, 1, "error")
+    # nothing of the new configuration was mixed into the output
+    assert spark.read.parquet(str(out)).count() == 2
+
+
+def test_restart_with_changed_query_migrates_by_replay(spark, tmp_path):
+    import suse
+
+    run, one, two, out = _run_two_configs(spark, tmp_path, "replay")
+    run("AB*D", two, 1, "replay")
+    rows = {(r.k, r.events): r for r in spark.read.parquet(str(out)).collect()}
+    # p: 5 fed + C@6 pending, which the new job does not read (C is no letter of AB*D): 5 + B@7, D@8
+    assert not rows[("p", 6)].migrated and rows[("p", 7)].migrated and not rows[("r", 1)].migrated
+    # p's state: the first five events fed, the sixth pending (lateness 0 keeps the latest time)
+    old = suse.Summary(suse.Query("A(B|C)*C", 50), 4, seed=0)
+    old.extend(events=[(c, t) for c, t in zip(one.c[:5], one.t[:5])])
+    new_q = suse.Query("AB*D", 50)
+    want = suse.Summary(new_q, 4, seed=0)
+    want.extend(events=[e for e in old.elements() if e[0] in new_q.alphabet] + [("B", 7), ("D", 8)])
+    got = rows[("p", 7)]
+    r = want.result()
+    assert (got["count"], got.detected_count) == (str(r.count), str(r.detected_count))
+    assert [tuple(e) for e in got.elements] == want.elements()

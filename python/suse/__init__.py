@@ -9,6 +9,7 @@ from suse.api import Evaluation, Exact, ExactResult, Query, Summary, SummaryResu
 from suse.errors import (
     InputError,
     InternalError,
+    LateEventError,
     LimitError,
     QueryError,
     SparkSetupError,
@@ -24,6 +25,7 @@ __all__ = [
     "ExactResult",
     "InputError",
     "InternalError",
+    "LateEventError",
     "LimitError",
     "Query",
     "StateError",

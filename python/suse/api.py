@@ -17,7 +17,8 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from suse import _core
-from suse.errors import InputError, QueryError, StateError
+from suse.disorder import Reorder, check_late_mode, late_error, late_mask
+from suse.errors import InputError, LateEventError, QueryError, StateError
 from suse.query import Automaton, compile_regex
 from suse.query.approximate import MAX_MISSING
 
@@ -203,6 +204,8 @@ class ExactResult:
     min: Optional[int] = None
     max: Optional[int] = None
     count_by_missing: Optional[list[int]] = None
+    #: Events older than the horizon, counted and never fed (`late="count"`).
+    late: int = 0
 
     @property
     def avg(self) -> Optional[float]:
@@ -222,6 +225,8 @@ class SummaryResult:
     min: Optional[int] = None
     max: Optional[int] = None
     count_by_missing: Optional[list[int]] = None
+    #: Events older than the horizon, counted and never fed (`late="count"`).
+    late: int = 0
 
     @property
     def avg(self) -> Optional[float]:
@@ -426,23 +431,6 @@ def coerce_events(
     return raw, ts, vals
 
 
-def _check_order(ts: np.ndarray, last: Optional[int]) -> None:
-    """Timestamps must not decrease, also across batches (`last`: the latest already processed).
-    Checked here rather than only in the engine so that the error carries the event index."""
-    if not len(ts):
-        return
-    if last is not None and ts[0] < last:
-        i, prev = 0, last
-    else:
-        down = np.flatnonzero(ts[1:] < ts[:-1])
-        if not len(down):
-            return
-        i = int(down[0]) + 1
-        prev = int(ts[i - 1])
-    raise InputError(f"timestamp {int(ts[i])} is earlier than the previous timestamp {prev}; "
-                     "timestamps must not decrease", event=i)
-
-
 def _eval_times(evaluate_at: Any, last: Optional[int] = None) -> tuple[Optional[np.ndarray], Optional[np.ndarray]]:
     """The evaluation times for the engine (sorted) and the order that puts its answers back
     into the caller's order (None when that is already the sorted order)."""
@@ -488,45 +476,98 @@ def _in_input_order(rows: list, order: Optional[np.ndarray]) -> list:
 class Exact:
     """Incremental exact aggregation (the ground truth); `exact()` is the one-shot form."""
 
-    def __init__(self, query: Query, memory_limit: Optional[int] = None):
+    def __init__(self, query: Query, memory_limit: Optional[int] = None, lateness: int = 0):
         if not isinstance(query, Query):
             raise InputError(f"expected a suse.Query, got {type(query).__name__}")
         self.query = query
+        self.lateness = _check_int("lateness", lateness)
         self._engine = _core.ExactEngine(query._dfa, query.window, query.policy, _check_memory_limit(memory_limit),
                                          query._extrema, query._of_mask)
+        self._reorder = Reorder(self.lateness) if self.lateness else None
+        self._late = 0  # late events counted with lateness=0
 
     def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
-               evaluate_at: Any = None) -> list[Evaluation]:
+               evaluate_at: Any = None, late: str = "error") -> list[Evaluation]:
         """Process a batch; returns one `Evaluation` per entry of `evaluate_at`, in its order.
-        An evaluation time earlier than an event of an earlier batch is an error."""
+
+        With `lateness=L`, events may arrive in any order as long as they are not older than
+        the horizon (largest timestamp seen - L); results equal processing the events sorted by
+        (timestamp, arrival). An older event raises `suse.LateEventError`, or with
+        `late="count"` is counted in `result().late` and never fed. An evaluation at T is taken
+        just before the first event later than T + L (or after the batch); a time earlier than
+        the horizon is an error."""
+        late = check_late_mode(late)
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        last = self._engine.last_timestamp
-        _check_order(ts, last)
-        times, order = _eval_times(evaluate_at, last)
-        rows = self._engine.extend(raw, ts, vals, times)
+        if self._reorder is None:
+            last = self._engine.last_timestamp
+            raw, ts, vals, n_late = _drop_late(raw, ts, vals, last, late)
+            times, order = _eval_times(evaluate_at, last)
+            rows = self._engine.extend(raw, ts, vals, times)
+            self._late += n_late
+        else:
+            times, order = _eval_times(evaluate_at)
+            rows = self._reorder.extend(self._engine, raw, ts, vals, times, late,
+                                        lambda e, t: self._reorder.settled(e, t)[1])
         return _in_input_order([_evaluation(r) for r in rows], order)
 
+    def retract(self, char: str, timestamp: int, value: int = 1) -> None:
+        """Take back one earlier event equal to (char, timestamp, value), the latest to arrive
+        if several are: afterwards every result equals processing the stream without it. Only
+        events newer than the horizon (largest timestamp seen - lateness) can be retracted; an
+        older one, or one never seen, is an error that changes nothing."""
+        _retract(self._reorder, char, timestamp, value)
+
+    def _settled(self) -> Any:
+        return self._engine if self._reorder is None else self._reorder.settled(self._engine)[0]
+
+    @property
+    def late(self) -> int:
+        return self._late if self._reorder is None else self._reorder.late
+
     def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
-        t = self._engine.totals()
-        return ExactResult(t.count, t.sum, t.partial_count, self._engine.skipped, self._engine.events, evaluations or [],
-                           t.min, t.max, t.count_by_missing)
+        engine = self._settled()
+        t = engine.totals()
+        return ExactResult(t.count, t.sum, t.partial_count, engine.skipped, engine.events, evaluations or [],
+                           t.min, t.max, t.count_by_missing, late=self.late)
+
+
+def _drop_late(raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], last: Optional[int], late: str):
+    """In-order processing (lateness 0): the batch without its late events, and their number."""
+    is_late, top = late_mask(ts, last, 0)
+    if not is_late.any():
+        return raw, ts, vals, 0
+    if late != "count":
+        raise late_error(ts, is_late, top, last, 0)
+    keep = ~is_late
+    raw = np.frombuffer(raw, np.uint8)[keep].tobytes()
+    return raw, ts[keep], None if vals is None else vals[keep], int(is_late.sum())
+
+
+def _retract(reorder: Optional[Reorder], char: Any, timestamp: Any, value: Any) -> None:
+    if not isinstance(char, str) or len(char) != 1:
+        raise InputError(f"character {_show(char)} is not a single character")
+    t = _check_int("timestamp", timestamp, minimum=-(2**63))
+    v = _check_int("value", value)
+    if reorder is None:
+        raise LateEventError(f"cannot retract the event at timestamp {t}: with lateness=0 every event is final; "
+                             "create the engine with lateness= to take events back")
+    reorder.retract(_chars_to_bytes(char)[0], t, v)
 
 
 def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
-          evaluate_at: Any = None) -> ExactResult:
+          evaluate_at: Any = None, lateness: int = 0, late: str = "error") -> ExactResult:
     """Aggregate every match of `query` over a whole stream, exactly.
 
     `evaluate_at` lists timestamps T at which the aggregate over all events with timestamp <= T
     is also reported (in `result.evaluations`, in the order given), computed while processing.
+    `lateness` and `late` as for `Exact.extend`.
     """
-    engine = Exact(query)
+    engine = Exact(query, lateness=lateness)
     raw, ts, vals = coerce_events(events, chars, timestamps, values)
     if len(raw) == 0:
         raise InputError("the stream is empty")
-    _check_order(ts, None)
-    times, order = _eval_times(evaluate_at)
-    rows = engine._engine.extend(raw, ts, vals, times)
-    return engine.result(_in_input_order([_evaluation(r) for r in rows], order))
+    rows = engine.extend(chars=raw, timestamps=ts, values=vals, evaluate_at=evaluate_at, late=late)
+    return engine.result(rows)
 
 
 
@@ -547,6 +588,7 @@ class Summary:
         seed: Optional[int] = None,
         time_to_live: Optional[int] = None,
         memory_limit: Optional[int] = None,
+        lateness: int = 0,
     ):
         if not isinstance(query, Query):
             raise InputError(f"expected a suse.Query, got {type(query).__name__}")
@@ -562,12 +604,34 @@ class Summary:
             query._dfa, query.window, self.size, self.strategy, query._kernel_aggregate, query.policy, p, self.seed,
             self.time_to_live, self.memory_limit, query._extrema, query._of_mask,
         )
+        self.lateness = _check_int("lateness", lateness)
+        self._reorder = Reorder(self.lateness) if self.lateness else None
+        self._late = 0  # late events counted with lateness=0
 
-    def insert(self, char: str, timestamp: int, value: int = 1) -> None:
-        self.extend([char], [timestamp], [value])
+    def insert(self, char: str, timestamp: int, value: int = 1, *, late: str = "error") -> None:
+        self.extend([char], [timestamp], [value], late=late)
+
+    def retract(self, char: str, timestamp: int, value: int = 1) -> None:
+        """Take back one earlier event equal to (char, timestamp, value), as `Exact.retract`.
+        Events newer than the horizon have not reached the summary yet (they wait in order), so
+        afterwards everything equals a summary fed the stream without the event."""
+        _retract(self._reorder, char, timestamp, value)
+
+    @property
+    def late(self) -> int:
+        return self._late if self._reorder is None else self._reorder.late
+
+    @property
+    def pending(self) -> int:
+        """Events newer than the horizon, waiting to be fed in order (0 with lateness=0)."""
+        return 0 if self._reorder is None else len(self._reorder)
+
+    def _settled(self) -> Any:
+        """The engine as it is after every accepted event (a copy fed the pending ones)."""
+        return self._engine if not self.pending else self._reorder.settled(self._engine)[0]
 
     def extend(self, chars: Any = None, timestamps: Any = None, values: Any = None, evaluate_at: Any = None,
-               *, events: Any = None, elements: bool = False) -> list[Evaluation]:
+               *, events: Any = None, elements: bool = False, late: str = "error") -> list[Evaluation]:
         """Process a batch in one native call.
 
         The batch is `chars`, `timestamps` (and `values`), or `events` like `exact()` takes them,
@@ -575,27 +639,64 @@ class Summary:
         Returns one `Evaluation` per timestamp T in `evaluate_at`, in the order given, taken
         before the first event later than T (times after the batch reflect its end). A time
         earlier than an event of an earlier batch is an error. With `elements=True` each
-        evaluation also carries the retained elements at that moment.
+        evaluation also carries the retained elements at that moment. `lateness` (of the
+        summary) and `late` work as for `Exact.extend`: late events are put in order.
         """
         if events is None and timestamps is None and chars is not None and not isinstance(chars, (str, bytes)):
             events, chars = chars, None  # extend(events) like exact(query, events)
+        late = check_late_mode(late)
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        last = self._engine.last_timestamp
-        _check_order(ts, last)
-        times, order = _eval_times(evaluate_at, last)
-        rows = self._engine.extend(raw, ts, vals, times, bool(elements))
+        if self._reorder is None:
+            last = self._engine.last_timestamp
+            raw, ts, vals, n_late = _drop_late(raw, ts, vals, last, late)
+            times, order = _eval_times(evaluate_at, last)
+            rows = self._engine.extend(raw, ts, vals, times, bool(elements))
+            self._late += n_late
+        else:
+            times, order = _eval_times(evaluate_at)
+            rows = self._reorder.extend(self._engine, raw, ts, vals, times, late,
+                                        lambda e, t: self._reorder.settled(e, t, with_elements=bool(elements))[1])
         return _in_input_order([_evaluation(r) for r in rows], order)
 
     def result(self) -> SummaryResult:
-        r = self._engine.result()
-        return SummaryResult(r.count, r.sum, r.partial_count, r.detected_count, r.detected_sum, self._engine.skipped,
-                             self._engine.events, len(self), r.min, r.max, r.count_by_missing)
+        engine = self._settled()
+        r = engine.result()
+        return SummaryResult(r.count, r.sum, r.partial_count, r.detected_count, r.detected_sum, engine.skipped,
+                             engine.events, len(engine), r.min, r.max, r.count_by_missing,
+                             late=self.late)
 
     def elements(self) -> list[tuple[str, int, int]]:
-        return self._engine.elements()
+        return self._settled().elements()
 
     def __len__(self) -> int:
-        return len(self._engine)
+        return len(self._settled())
+
+    def with_query(self, query: Optional[Query] = None, *, size: Optional[int] = None, strategy: Optional[str] = None,
+                   window: Optional[int] = None) -> "Summary":
+        """A summary for a new query (or window, size, strategy) that keeps what this one knows:
+        the retained elements whose characters the new query uses are replayed into a fresh
+        summary, in order; the others are dropped and counted in `.dropped` of the new summary.
+        Events still pending (lateness) carry over as they are. The new summary's `detected`
+        counters start from the replay; the old ones are not carried over."""
+        if query is None:
+            query = self.query
+        if not isinstance(query, Query):
+            raise InputError(f"expected a suse.Query, got {type(query).__name__}")
+        if window is not None:
+            query = Query(query.regex, window, query.aggregate, query.policy, of=query.of, max_missing=query.max_missing)
+        probabilities = self.probabilities if query.alphabet == self.query.alphabet else None
+        new = Summary(query, self.size if size is None else size, self.strategy if strategy is None else strategy,
+                      probabilities, self.seed, self.time_to_live, self.memory_limit, self.lateness)
+        kept = [e for e in self._engine.elements() if e[0] in query.alphabet]
+        new.dropped = len(self._engine) - len(kept)
+        if kept:
+            raw = "".join(c for c, _, _ in kept).encode("latin-1")
+            new._engine.extend(raw, np.array([t for _, t, _ in kept], np.int64),
+                               np.array([v for _, _, v in kept], np.int64), None, False)
+        if self._reorder is not None:
+            new._reorder = Reorder.from_dict(self._reorder.to_dict())
+        new._late = self._late
+        return new
 
     def __repr__(self) -> str:
         return f"Summary({self.query!r}, size={self.size}, strategy={self.strategy!r}, retained={len(self)})"
@@ -603,7 +704,7 @@ class Summary:
     # -- serialisation (Spark state, pickling) --
 
     def _header(self) -> dict:
-        return {
+        header = {
             "query": self.query.to_dict(),
             "size": self.size,
             "strategy": self.strategy,
@@ -611,6 +712,12 @@ class Summary:
             "seed": self.seed,
             "time_to_live": self.time_to_live,
         }
+        # only when used, so that the saved form of an in-order summary stays what it was
+        if self._reorder is not None:
+            header["reorder"] = self._reorder.to_dict()
+        if self._late:
+            header["late"] = self._late
+        return header
 
     def to_bytes(self) -> bytes:
         """The saved form: versioned, checksummed, and carrying the query and options."""
@@ -632,6 +739,9 @@ class Summary:
             summary.probabilities = header["probabilities"]
             summary.seed = header["seed"]
             summary.time_to_live = header["time_to_live"]
+            summary._reorder = Reorder.from_dict(header["reorder"]) if "reorder" in header else None
+            summary.lateness = 0 if summary._reorder is None else summary._reorder.lateness
+            summary._late = int(header.get("late", 0))
         except (ValueError, KeyError, TypeError) as exc:  # QueryError and InputError are ValueErrors
             raise StateError(f"saved summary has an unreadable description: {exc}") from None
         summary.memory_limit = _check_memory_limit(memory_limit)

@@ -71,6 +71,11 @@ class InputError(SuseError, ValueError):
         super().__init__(message if event is None else f"event {event}: {message}")
 
 
+class LateEventError(InputError):
+    """An event older than the horizon (largest timestamp seen - ``lateness``), which can no
+    longer be put in order, or a retraction of an event that is already final."""
+
+
 class StateError(InputError):
     """Saved state (``Summary.from_bytes``, Spark state) that is corrupt, from another
     version of suse, or does not match the query it claims."""

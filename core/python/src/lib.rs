@@ -222,6 +222,7 @@ impl Arrays {
 }
 
 /// What the exact engine counts beside its totals.
+#[derive(Clone)]
 struct ExactState {
     engine: KExact,
     out: Output,
@@ -298,6 +299,11 @@ impl ExactEngine {
                 NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None, min, max, count_by_missing }
             },
         )
+    }
+
+    /// An independent copy (the out-of-order layer evaluates provisional events on one).
+    fn copy(&self) -> Self {
+        ExactEngine { state: self.state.clone(), last_t: self.last_t, dead: self.dead.clone(), labels: self.labels.clone() }
     }
 
     fn totals(&self) -> NativeTotals {
@@ -442,6 +448,11 @@ impl SummaryEngine {
     fn _set_output(&mut self, extrema: bool, of: Option<Vec<bool>>) -> PyResult<()> {
         self.out = guard_ro(|| Output::new(self.inner.dfa(), extrema, of))?;
         Ok(())
+    }
+
+    /// An independent copy (the out-of-order layer evaluates provisional events on one).
+    fn copy(&self) -> Self {
+        SummaryEngine { inner: self.inner.clone(), out: self.out.clone(), last_t: self.last_t, dead: self.dead.clone(), labels: self.labels.clone() }
     }
 
     #[getter]

@@ -11,7 +11,7 @@ from pyspark.sql import types as T
 
 import suse
 from suse.errors import InputError
-from suse.spark.characters import RANK, TIE, TS, VALUE, Events, quoted, to_events
+from suse.spark.characters import OP, RANK, TIE, TS, VALUE, Events, quoted, to_events
 from suse.spark.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.workers import check_workers
 from suse.spark.runner import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, run_sorted
@@ -38,6 +38,7 @@ def aggregate(
     timestamp_format: str | None = None,
     of: str | None = None,
     max_missing: int = 0,
+    op: str | None = None,
 ) -> DataFrame:
     """Aggregate the subsequence matches of ``query`` within ``window`` per partition.
 
@@ -51,6 +52,10 @@ def aggregate(
 
     ``probabilities``: None (estimated online by each summary), a mapping char -> p, or
     "estimate" (character frequencies over the whole input, one extra Spark job).
+
+    ``op``: a column with "+" (an event) or "-" (a retraction: it cancels one event of the
+    partition with the same character, timestamp and value; a retraction with nothing to cancel
+    stops the job with an error naming it).
     """
     spark_frame(df, "aggregate")
     if df.isStreaming:
@@ -61,8 +66,10 @@ def aggregate(
     events, plan = prepare(
         df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
         evaluate, exact, replicate, probabilities, seed, aggregate, policy, timestamp_format, of=of,
-        max_missing=max_missing,
+        max_missing=max_missing, op=op,
     )
+    if events.has_op:
+        events = cancel_retractions(events)
     return run(events, plan)
 
 
@@ -80,7 +87,7 @@ def prepare(
     strategy: str = "suse", evaluate: Any = "end", exact: bool = False,
     replicate: Sequence[str] | None = None, probabilities: Any = None, seed: int = 0,
     aggregate: str = "count", policy: str = "any", timestamp_format: str | None = None,
-    streaming: bool = False, of: str | None = None, max_missing: int = 0,
+    streaming: bool = False, of: str | None = None, max_missing: int = 0, op: str | None = None,
 ) -> tuple[Events, Plan]:
     """Validate everything on the driver and build the event frame and executor plan."""
     if isinstance(partition_by, str):
@@ -93,7 +100,7 @@ def prepare(
     alphabet = parsed.alphabet + "".join(c for c in parsed.negated if c not in parsed.alphabet)
     events = to_events(
         df, characters, alphabet, timestamp, partition_by, value, timestamp_format,
-        list(replicate or ()), streaming, keep_all=policy == "contiguous",
+        list(replicate or ()), streaming, keep_all=policy == "contiguous", op=op,
     )
     if not isinstance(characters, str):
         check_predicates(parsed, characters)
@@ -116,6 +123,30 @@ def prepare(
         plan = dataclasses.replace(plan, probabilities=tuple(sorted(estimate_probabilities(events, parsed).items())))
         plan.new_summary()
     return events, plan
+
+
+def cancel_retractions(events: Events) -> Events:
+    """The events without the retracted ones: each "-" row cancels one "+" row of its partition
+    with the same character, timestamp and value (the one with the largest tie, as the
+    streaming state does); a "-" row with nothing left to cancel is an error."""
+    from pyspark.sql.window import Window
+
+    same = [quoted(k) for k in events.keys] + [F.col(TS), F.col(RANK)] + ([F.col(VALUE)] if events.has_value else [])
+    plus = F.col(OP) > 0
+    minus = F.sum(F.when(plus, 0).otherwise(1)).over(Window.partitionBy(*same))
+    adds = F.sum(F.when(plus, 1).otherwise(0)).over(Window.partitionBy(*same))
+    nth = F.row_number().over(Window.partitionBy(*same, plus).orderBy(F.col(TIE).desc()))
+    counted = F.col(RANK) < 0  # dropped and corrupt rows stay, to be counted
+    where = F.concat_ws(", ", *[F.concat(F.lit(f"{k}="), quoted(k).cast("string")) for k in events.keys],
+                        F.concat(F.lit("timestamp="), F.col(TS).cast("string")))
+    # one CASE, so that the error is raised whatever order Spark evaluates a filter's terms in
+    keep = (F.when(~counted & (F.col("_suse_minus") > F.col("_suse_adds")),
+                   F.raise_error(F.concat(F.lit("suse: a retraction (op '-') has no event to cancel: "), where)))
+            .otherwise(counted | (plus & (F.col("_suse_nth") > F.col("_suse_minus")))))
+    frame = (events.frame.withColumn("_suse_minus", minus).withColumn("_suse_adds", adds).withColumn("_suse_nth", nth)
+             .withColumn("_suse_keep", keep).where("_suse_keep")
+             .drop("_suse_minus", "_suse_adds", "_suse_nth", "_suse_keep", OP))
+    return dataclasses.replace(events, frame=frame, has_op=False)
 
 
 def estimate_probabilities(events: Events, query: suse.Query) -> dict[str, float]:

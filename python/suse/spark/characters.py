@@ -34,6 +34,7 @@ from suse.spark.timing import TimeAxis
 
 # Internal column names; user data never sees them.
 TS, RANK, VALUE, TIE = "_suse_ts", "_suse_rank", "_suse_value", "_suse_tie"
+OP = "_suse_op"  # +1 an event, -1 a retraction of an equal earlier event (the `op` column)
 #: The character of a row that matches no predicate, fed under contiguity (never a query letter).
 OTHER = "~"
 # Ranks of rows that are counted, never fed: a NULL or unreadable timestamp, a corrupt record.
@@ -164,6 +165,7 @@ class Events:
     axis: TimeAxis
     order: str  # order[rank] is the character
     has_value: bool
+    has_op: bool = False
 
     @property
     def usable(self) -> DataFrame:
@@ -182,6 +184,7 @@ def to_events(
     replicate: Sequence[str] = (),
     streaming: bool = False,
     keep_all: bool = False,
+    op: str | None = None,
 ) -> Events:
     """``keep_all`` (contiguity): rows with no character of the query are events too, fed to
     the engine as the placeholder character :data:`OTHER`, because they break contiguity."""
@@ -216,11 +219,13 @@ def to_events(
         if corrupt is not None:
             usable = usable & corrupt.isNull()
         cols.append(_checked_value(df, f.name, keys, usable).alias(VALUE))
+    if op is not None:
+        cols.append(_checked_op(df, field(df, op, "op").name).alias(OP))
     events = ranked.select(*cols, checked_rank.alias("_suse_checked")).drop(RANK)
     events = events.withColumnRenamed("_suse_checked", RANK)
     if replicate:
         events = _replicate(events, keys, order, alphabet, replicate)
-    return Events(events, keys, axis, order, value is not None)
+    return Events(events, keys, axis, order, value is not None, op is not None)
 
 
 def corrupt_column(df: DataFrame) -> Column | None:
@@ -246,6 +251,17 @@ def _checked_value(df: DataFrame, column: str, keys: Sequence[str], usable: Colu
     what = F.when(v.isNull(), F.lit("NULL")).otherwise(F.concat(F.lit("negative ("), v.cast("string"), F.lit(")")))
     message = F.concat(F.lit(f"suse: value column '{name}' is "), what, where)
     return F.when(usable & (v.isNull() | (v < 0)), F.raise_error(message)).otherwise(v)
+
+
+def _checked_op(df: DataFrame, column: str) -> Column:
+    """+1 for "+", -1 for "-"; anything else stops the job with the offending row (as values)."""
+    o = F.trim(quoted(column).cast("string"))
+    row = F.substring(F.to_json(F.struct(*[quoted(c) for c in df.columns]), {"ignoreNullFields": "false"}), 1, 300)
+    name = column.replace("'", "")
+    message = F.concat(F.lit(f"suse: op column '{name}' must be '+' or '-', got "),
+                       F.coalesce(F.concat(F.lit("'"), o, F.lit("'")), F.lit("NULL")), F.lit(", row "),
+                       F.coalesce(row, F.lit("?")))
+    return F.when(o == "+", F.lit(1)).when(o == "-", F.lit(-1)).otherwise(F.raise_error(message)).cast("int")
 
 
 def _tie(df: DataFrame) -> Column:

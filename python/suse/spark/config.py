@@ -115,6 +115,8 @@ class StreamingConfig(_Strict):
     trigger: str = Field("available_now", description="'available_now' or an interval such as '10 seconds'")
     max_files_per_trigger: Optional[int] = Field(None, ge=1)
     timeout: Optional[float] = Field(None, gt=0, description="seconds to run an interval trigger for")
+    on_change: Literal["error", "replay"] = Field(
+        "error", description="a checkpoint written under another configuration: stop, or migrate its state by replay")
 
 
 class JobConfig(_Strict):

@@ -19,11 +19,20 @@ Order and lateness, per partition (docs/SPARK.md, "Streaming semantics"):
   of its non-late events: a copy of the summary is extended with the buffered events. The
   buffered events (``pending_events``) can still be joined by out-of-order arrivals; the
   state itself only ever holds fed events plus the buffer.
+
+Configuration (docs/SPARK.md, "Changing the query of a running job"): a second value state
+records the job's configuration (query, window, aggregate, policy, size, strategy,
+probabilities, seed, characters, lateness). A partition whose state was written under another
+configuration stops the job with an error naming what changed (``on_change="error"``), or is
+migrated by replaying its retained elements and pending events into a summary of the new
+configuration (``on_change="replay"``, logged, and flagged in the ``migrated`` column).
+Never are two configurations mixed.
 """
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -37,18 +46,20 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 import suse
 from suse.errors import InputError, StateError
 from suse.spark.batch import prepare, spark_frame
-from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE, quoted
+from suse.spark.characters import CORRUPT, DROPPED, OP, RANK, TIE, TS, VALUE, quoted
 from suse.spark.runner import APPROX_DDL, EXTREMA_DDL, RESULT_DDL, Plan, as_float
 
 STATE_DDL = (
     "summary binary, pending binary, watermark long, max_ts long, late long, fed long, dropped long, corrupt long"
 )
-STREAM_DDL = RESULT_DDL.replace(" events long,", " events long, late_events long, pending_events long,") + ", expired boolean"
+STREAM_DDL = (RESULT_DDL.replace(" events long,", " events long, late_events long, pending_events long,")
+              + ", expired boolean, migrated boolean, rejected_retractions long")
 PENDING = np.dtype([("ts", "<i8"), ("rank", "<i4"), ("tie", "<i8"), ("value", "<i8")])
 _ALL = "_suse_all"  # the single group key when there is no partitioning
 _OUTPUT = [  # STREAM_DDL's columns after the keys, in order
     "evaluated_at", "count", "sum", "avg", "count_double", "sum_double", "detected_count", "events",
-    "late_events", "pending_events", "dropped_events", "corrupt_records", "elements", "expired",
+    "late_events", "pending_events", "dropped_events", "corrupt_records", "elements", "expired", "migrated",
+    "rejected_retractions",
 ]
 #: STATE_DDL as a schema built by hand (no session is needed to parse it on an executor).
 STATE_SCHEMA = T.StructType([
@@ -58,6 +69,12 @@ STATE_SCHEMA = T.StructType([
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 STATE_NAME = "suse_summary_v1"  # the state variable; a new layout gets a new name
+CONFIG_NAME = "suse_config_v1"  # the configuration the state was written under (JSON)
+CONFIG_SCHEMA = T.StructType([T.StructField("config", T.StringType())])
+RETRACTIONS_NAME = "suse_retractions_v1"  # retractions that found no pending event to take back
+RETRACTIONS_SCHEMA = T.StructType([T.StructField("rejected", T.LongType())])
+ON_CHANGE = ("error", "replay")
+log = logging.getLogger(__name__)
 
 
 def aggregate_stream(
@@ -79,6 +96,8 @@ def aggregate_stream(
     idle_timeout: str | dt.timedelta | None = None,
     of: str | None = None,
     max_missing: int = 0,
+    on_change: str = "error",
+    op: str | None = None,
 ) -> DataFrame:
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
     ``late_events``, ``pending_events`` and ``expired``), one row per partition per
@@ -87,8 +106,20 @@ def aggregate_stream(
 
     ``idle_timeout`` (a duration of processing time, e.g. "1 hour"): a partition that receives
     no events for that long has its buffered events fed, one last row emitted with
-    ``expired = true``, and its state dropped; later events start a new summary."""
+    ``expired = true``, and its state dropped; later events start a new summary.
+
+    ``on_change``: what a restart from a checkpoint written under another configuration does
+    with a partition's state: ``"error"`` (the default) stops with an error naming what
+    changed; ``"replay"`` migrates it (retained elements and pending events replayed into a
+    summary of the new configuration, logged; the row says ``migrated = true``).
+
+    ``op``: a column with "+" (an event) or "-" (a retraction: it takes back one pending event
+    of the partition with the same character, timestamp and value). A retraction that finds
+    none (its event is already final, older than the watermark, or was never seen) changes
+    nothing and is counted in ``rejected_retractions``."""
     spark_frame(df, "aggregate_stream")
+    if on_change not in ON_CHANGE:
+        raise InputError(f"on_change must be one of {', '.join(ON_CHANGE)}; got {on_change!r}")
     if not df.isStreaming:
         raise InputError("aggregate_stream needs a streaming DataFrame (spark.readStream); use aggregate for batch data")
     if isinstance(probabilities, str):
@@ -96,9 +127,10 @@ def aggregate_stream(
     events, plan = prepare(
         df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
         "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True, of=of,
-        max_missing=max_missing,
+        max_missing=max_missing, op=op,
     )
     late_units = 0 if lateness in (0, "0") else events.axis.span(lateness, "lateness")
+    config = fingerprint(plan, late_units, characters)
     idle_ms = None
     if idle_timeout is not None:
         from suse.spark.timing import duration_seconds
@@ -120,9 +152,10 @@ def aggregate_stream(
     if conf.get(_PROVIDER, None) != _ROCKSDB:
         conf.set(_PROVIDER, _ROCKSDB)
     group = keys or [_ALL]
-    frame = frame.select(*[quoted(k) for k in group], TS, RANK, TIE, VALUE)  # the order _Processor reads
+    ops = [OP] if events.has_op else []
+    frame = frame.select(*[quoted(k) for k in group], TS, RANK, TIE, VALUE, *ops)  # the order _Processor reads
     out = frame.groupBy(*[quoted(k) for k in group]).transformWithStateInPandas(
-        _Processor(plan, late_units, keys, idle_ms), schema, "Append",
+        _Processor(plan, late_units, keys, idle_ms, config, on_change, events.has_op), schema, "Append",
         "ProcessingTime" if idle_ms else "None",
     )
     if events.axis.is_datetime:
@@ -152,18 +185,37 @@ class _Processor(StatefulProcessor):
     """One partition's summary, buffer and counters in a value state; an optional timer for
     idle partitions."""
 
-    def __init__(self, plan: Plan, lateness: int, keys: Sequence[str], idle_ms: int | None) -> None:
+    def __init__(self, plan: Plan, lateness: int, keys: Sequence[str], idle_ms: int | None,
+                 config: dict | None = None, on_change: str = "error", has_op: bool = False) -> None:
         self.plan, self.lateness, self.keys, self.idle_ms = plan, lateness, list(keys), idle_ms
+        self.config, self.on_change, self.has_op = config, on_change, has_op
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
+        self.saved_config = handle.getValueState(CONFIG_NAME, CONFIG_SCHEMA)
+        self.retractions = handle.getValueState(RETRACTIONS_NAME, RETRACTIONS_SCHEMA)
+
+    def _check(self, key) -> bool:
+        """Bring the partition's state to this job's configuration; True when it was migrated."""
+        if self.config is None:
+            return False
+        migrated = False
+        if self.state.exists():
+            saved = json.loads(self.saved_config.get()[0]) if self.saved_config.exists() else None
+            migrated = reconcile(self.plan, self.config, saved, self.on_change, key, _State(self.state))
+        self.saved_config.update((json.dumps(self.config),))
+        return migrated
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         # pyspark 4.3 hands the value columns over as _1, _2, ...: name them by position
-        names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE]
+        names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE, *([OP] if self.has_op else [])]
         rows = (f.set_axis(names, axis=1) for f in rows)
-        yield advance(self.plan, self.lateness, key if self.keys else (), self.keys, rows, _State(self.state))
+        migrated = self._check(key)
+        row = advance(self.plan, self.lateness, key if self.keys else (), self.keys, rows, _State(self.state),
+                      retractions=_State(self.retractions))
+        row["migrated"] = migrated
+        yield row
         if self.idle_ms:  # one timer per partition, pushed back by every batch with events
             for t in list(self.handle.listTimers()):
                 self.handle.deleteTimer(t)
@@ -173,10 +225,15 @@ class _Processor(StatefulProcessor):
         if not self.state.exists():
             return
         state = _State(self.state)
+        migrated = self._check(key)
         # Idle: nothing can come in order any more, so the buffered events are final.
-        row = advance(self.plan, self.lateness, key if self.keys else (), self.keys, iter(()), state, flush=True)
+        row = advance(self.plan, self.lateness, key if self.keys else (), self.keys, iter(()), state, flush=True,
+                      retractions=_State(self.retractions))
         row["expired"] = True
+        row["migrated"] = migrated
         self.state.clear()
+        self.saved_config.clear()
+        self.retractions.clear()
         yield row
 
     def close(self) -> None:
@@ -185,10 +242,11 @@ class _Processor(StatefulProcessor):
 
 def advance(
     plan: Plan, lateness: int, key: tuple, keys: Sequence[str], batches: Iterator[pd.DataFrame], state: Any,
-    flush: bool = False,
+    flush: bool = False, retractions: Any = None,
 ) -> pd.DataFrame:
     """One micro-batch of one partition: update the state, return the partition's new row.
-    ``flush``: feed every buffered event (the partition is being dropped)."""
+    ``flush``: feed every buffered event (the partition is being dropped). ``retractions``: the
+    state counting rejected retractions (rows of the ``op`` column with "-")."""
     frames = list(batches)
     pdf = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         {RANK: np.empty(0, "i4"), TS: np.empty(0, "i8"), TIE: np.empty(0, "i8"), VALUE: np.empty(0, "i8")})
@@ -199,6 +257,10 @@ def advance(
         raise suse.InputError(f"partition {tuple(key)}: the value column is NULL for some events; fill or filter them")
     new = np.empty(len(pdf), dtype=PENDING)
     new["ts"], new["rank"], new["tie"], new["value"] = pdf[TS], pdf[RANK], pdf[TIE], pdf[VALUE]
+    minus = np.empty(0, PENDING)
+    if OP in pdf:  # a micro-batch has no order: its events go in first, then its retractions
+        is_minus = pdf[OP].to_numpy() < 0
+        minus, new = new[is_minus], new[~is_minus]
     if state.exists:
         blob, pending, watermark, max_ts, late, fed, dropped, corrupt = state.get
         summary = suse.Summary.from_bytes(bytes(blob))
@@ -217,6 +279,10 @@ def advance(
         watermark = max_ts - lateness if watermark is None else max(watermark, max_ts - lateness)
     pending = np.concatenate([pending, new])
     pending = pending[np.lexsort((pending["tie"], pending["rank"], pending["ts"]))]
+    pending, rejected = _retract(pending, minus)
+    if retractions is not None and (rejected or retractions.exists):
+        rejected += retractions.get[0] if retractions.exists else 0
+        retractions.update((rejected,))
     ready = int(np.searchsorted(pending["ts"], watermark, side="left")) if watermark is not None else 0
     if flush:
         ready = len(pending)
@@ -244,11 +310,81 @@ def advance(
         if plan.max_missing:
             row.update(count_by_missing=[[str(c) for c in ev.count_by_missing]])
     row.update(events=[fed + len(pending)], late_events=[late], pending_events=[len(pending)],
-               dropped_events=[dropped], corrupt_records=[corrupt], expired=[False])
+               dropped_events=[dropped], corrupt_records=[corrupt], expired=[False], migrated=[False],
+               rejected_retractions=[rejected])
     if plan.max_missing and "count_by_missing" not in row:
         row["count_by_missing"] = [["0"] * (plan.max_missing + 1)]
     extra = (["min", "max"] if plan.extrema else []) + (["count_by_missing"] if plan.max_missing else [])
     return pd.DataFrame(row)[[*keys, *_OUTPUT, *extra]]
+
+
+def _retract(pending: np.ndarray, minus: np.ndarray) -> tuple[np.ndarray, int]:
+    """`pending` without one event per retraction (same timestamp, character and value; the
+    last in order), and how many retractions found none."""
+    rejected = 0
+    for r in minus:
+        same = np.flatnonzero((pending["ts"] == r["ts"]) & (pending["rank"] == r["rank"]) & (pending["value"] == r["value"]))
+        if len(same):
+            pending = np.delete(pending, same[-1])
+        else:
+            rejected += 1
+    return pending, rejected
+
+
+def fingerprint(plan: Plan, lateness: int, characters: Any) -> dict:
+    """What a partition's state depends on; compared on every restart."""
+    return {
+        "query": plan.regex, "window": plan.window, "aggregate": plan.aggregate, "policy": plan.policy,
+        "summary_size": plan.size, "strategy": plan.strategy,
+        "probabilities": None if plan.probabilities is None else [list(p) for p in plan.probabilities],
+        "seed": plan.seed, "characters": characters if isinstance(characters, str) else dict(characters),
+        "order": plan.order, "lateness": lateness,
+        # Newer settings, compared only when the saved state records them.
+        "of": plan.of, "max_missing": plan.max_missing,
+    }
+
+
+def _summary_config(summary: suse.Summary) -> dict:
+    """The part of a fingerprint a saved summary itself records (for state written before the
+    configuration was; probabilities are left out: the job may have estimated them)."""
+    q = summary.query
+    return {"query": q.regex, "window": q.window, "aggregate": q.aggregate, "policy": q.policy,
+            "summary_size": summary.size, "strategy": summary.strategy, "seed": summary.seed}
+
+
+def reconcile(plan: Plan, config: dict, saved: dict | None, on_change: str, key: Any, state: Any) -> bool:
+    """Compare a partition's saved configuration with the job's; on a difference raise
+    (``on_change="error"``) or migrate the state by replay. True when migrated."""
+    blob, pending, *rest = state.get
+    summary = suse.Summary.from_bytes(bytes(blob))
+    if saved is None:
+        saved = {**config, **_summary_config(summary)}
+    changed = [k for k in config if k in saved and saved[k] != config[k]]
+    if not changed:
+        return False
+    what = ", ".join(f"{k} {saved[k]!r} (now {config[k]!r})" for k in changed)
+    if on_change != "replay":
+        raise StateError(
+            f"partition {tuple(key)}: the checkpoint's state was written with another configuration: {what}. "
+            "Restart with on_change=\"replay\" to migrate the state to the new configuration, or use a new "
+            "checkpoint location")
+    fresh = plan.new_summary()
+    kept = [e for e in summary.elements() if e[0] in fresh.query.alphabet]
+    if kept:
+        fresh.extend(events=kept)
+    # pending events carry ranks of the old character order: translate them, drop the unknown
+    old_order, new_order = saved.get("order", plan.order), plan.order
+    events = np.frombuffer(bytes(pending), dtype=PENDING).copy()
+    ranks = np.array([new_order.find(old_order[r]) for r in events["rank"]], dtype=np.int32)
+    events["rank"] = ranks
+    keep = ranks >= 0
+    events = events[keep]
+    events = events[np.lexsort((events["tie"], events["rank"], events["ts"]))]
+    log.warning("suse: partition %s migrated to a new configuration (%s): %d retained elements replayed, %d dropped; "
+                "%d pending events kept, %d dropped", tuple(key), what, len(kept), len(summary) - len(kept),
+                int(keep.sum()), int((~keep).sum()))
+    state.update((fresh.to_bytes(), events.tobytes(), *rest))
+    return True
 
 
 def _feed(plan: Plan, summary: suse.Summary, events: np.ndarray, evaluate_at: int | None = None):

@@ -1,0 +1,87 @@
+"""Out-of-order events and retraction (`lateness=L`): cost against today's in-order engines.
+
+Workload: `a(b*c)*d(e|f)g*` over Zipf(2) characters, timestamps 0..n-1. For each engine it
+prints events/s of
+  * today: lateness 0 (the in-order path), the sorted stream;
+  * in order, lateness L: the same sorted stream through the reorder buffer;
+  * p % late: a fraction p of the events arrives up to L time units late (delay uniform on
+    1..L), the rest in order;
+  * retract: after each batch, every 50th of its events newer than the horizon is taken back
+    (one `retract` call each).
+Events are fed in batches of `--batch` (one native call per batch and per read-out); each
+figure is the best of `--repeat` runs.
+Usage: python bench/disorder.py [--events 50000] [--lateness 100] [--batch 1000]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import suse
+from suse.io.synthetic import synthetic_stream
+
+QUERY = "a(b*c)*d(e|f)g*"
+
+
+def arrival(n: int, share: float, lateness: int, rng: np.random.Generator) -> np.ndarray:
+    """An arrival order where a `share` of the events comes up to `lateness` units late."""
+    late = rng.random(n) < share
+    key = np.arange(n) + np.where(late, rng.integers(1, lateness + 1, n), 0)
+    return np.lexsort((np.arange(n), key))
+
+
+def engine_horizon(engine) -> int:
+    return engine._reorder.horizon
+
+
+def feed(engine, chars: np.ndarray, ts: np.ndarray, batch: int, retract_every: int = 0) -> float:
+    t0 = time.perf_counter()
+    for i in range(0, len(ts), batch):
+        c, t = chars[i:i + batch], ts[i:i + batch]
+        engine.extend(chars=c.tobytes(), timestamps=t)
+        if retract_every:
+            newer = np.flatnonzero(t > engine_horizon(engine))  # only these can still be taken back
+            for k in newer[::retract_every]:
+                engine.retract(chr(c[k]), int(t[k]))
+    engine.result()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=50_000)
+    ap.add_argument("--lateness", type=int, default=100)
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3, help="best of this many runs (the machine is shared)")
+    args = ap.parse_args()
+    n, L = args.events, args.lateness
+    stream = synthetic_stream("abcdefg", n, "zipf", 2.0, seed=args.seed)
+    chars = np.frombuffer(stream.chars.encode(), np.uint8)
+    ts = stream.timestamps
+    rng = np.random.default_rng(args.seed)
+    orders = {f"{p:.0%} late": arrival(n, p, L, rng) for p in (0.01, 0.10)}
+    print(f"{QUERY}, Zipf(2), {n:,} events, lateness {L}, batches of {args.batch}, seed {args.seed}; best of {args.repeat}, events/s")
+    print(f"{'engine':<24} {'today':>10} {'in order':>10} {'ratio':>6} {'1% late':>10} {'10% late':>10} {'retract':>10}")
+    engines = [(f"exact tau={tau}", lambda lateness, tau=tau: suse.Exact(suse.Query(QUERY, tau), lateness=lateness))
+               for tau in (100, 1000)]
+    engines += [(f"summary |S|={size} tau=100",
+                 lambda lateness, size=size: suse.Summary(suse.Query(QUERY, 100), size, seed=1, lateness=lateness))
+                for size in (100, 500)]
+    def best(lateness: int, make, order=None, **kw) -> float:
+        c, t = (chars, ts) if order is None else (chars[order], ts[order])
+        return min(feed(make(lateness), c, t, args.batch, **kw) for _ in range(args.repeat))
+
+    for name, make in engines:
+        today = best(0, make)
+        ordered = best(L, make)
+        late = [best(L, make, o) for o in orders.values()]
+        retract = best(L, make, retract_every=50)
+        print(f"{name:<24} {n / today:>10,.0f} {n / ordered:>10,.0f} {ordered / today:>6.2f} "
+              f"{n / late[0]:>10,.0f} {n / late[1]:>10,.0f} {n / retract:>10,.0f}")
+
+
+if __name__ == "__main__":
+    main()
