@@ -443,7 +443,14 @@ def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: An
 
     `evaluate_at` lists timestamps T at which the aggregate over all events with timestamp <= T
     is also reported (in `result.evaluations`, in the order given), computed while processing.
+
+    With a `suse.QuerySet` it runs every query in one pass and returns a dict name -> result.
     """
+    if not isinstance(query, Query):
+        from suse.queryset import QuerySet, exact_set  # the set builds on this module
+
+        if isinstance(query, QuerySet):
+            return exact_set(query, events, chars=chars, timestamps=timestamps, values=values, evaluate_at=evaluate_at)
     engine = Exact(query)
     raw, ts, vals = coerce_events(events, chars, timestamps, values)
     if len(raw) == 0:

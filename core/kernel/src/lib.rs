@@ -9,7 +9,8 @@
 //! * [`tier`]: overflow promotion, once; [`window`]: the exact two-stacks engine;
 //! * [`summary`]: the bounded summary (lifecycle, counters, neighbourhood algebra,
 //!   estimates, selection); [`benefit`]: expected-benefit coefficients;
-//! * [`engine`], [`batch`], [`state`], [`limits`], [`error`]: what a caller drives.
+//! * [`engine`], [`batch`], [`state`], [`limits`], [`error`]: what a caller drives;
+//!   [`multi`]: several exact queries over one stream in one pass.
 pub mod batch;
 pub mod benefit;
 pub mod dfa;
@@ -17,6 +18,7 @@ pub mod dual;
 pub mod engine;
 pub mod error;
 pub mod limits;
+pub mod multi;
 pub mod num;
 pub mod semantics;
 pub mod state;
