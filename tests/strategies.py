@@ -73,6 +73,7 @@ def query_sets(draw, max_queries: int = 5):
     varied suffixes, all over "abc"; windows and policies differ per query, and a query may
     repeat another (same regex, window and policy) to exercise sharing."""
     prefix = draw(_trees)
+    windows = draw(st.lists(st.integers(0, 6), min_size=1, max_size=2))  # shared windows make products
     out: dict[str, tuple[str, int, str]] = {}
     for i in range(draw(st.integers(1, max_queries))):
         if out and draw(st.booleans()) and draw(st.booleans()):
@@ -81,5 +82,6 @@ def query_sets(draw, max_queries: int = 5):
         regex = _render(("cat", [prefix, draw(_trees)])) if draw(st.integers(0, 4)) else _render(prefix)
         if not _valid(regex) or not any(c in regex for c in ALPHABET):
             regex = "a" + regex if _valid("a" + regex) else "ab"
-        out[f"q{i}"] = (regex, draw(st.integers(0, 6)), draw(st.sampled_from(["any", "any", "next", "contiguous"])))
+        out[f"q{i}"] = (regex, draw(st.sampled_from(windows)),
+                     draw(st.sampled_from(["any", "any", "next", "contiguous"])))
     return out

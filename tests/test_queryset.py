@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import suse
+from suse.io import synthetic_stream
 from strategies import query_sets, streams
 
 
@@ -13,11 +14,12 @@ def _set(spec, aggregate="count"):
     return suse.QuerySet({name: suse.Query(rx, w, aggregate, policy) for name, (rx, w, policy) in spec.items()})
 
 
-@settings(max_examples=150, deadline=None)
-@given(query_sets(), streams(max_size=12), st.lists(st.integers(0, 40), max_size=4))
-def test_exact_set_equals_each_query_alone(spec, events, evaluate_at):
+@settings(max_examples=200, deadline=None)
+@given(query_sets(), streams(max_size=12), st.lists(st.integers(0, 40), max_size=4),
+       st.sampled_from(["never", "auto", "always"]))
+def test_exact_set_equals_each_query_alone(spec, events, evaluate_at, merge):
     qs = _set(spec)
-    got = suse.exact(qs, events, evaluate_at=evaluate_at)
+    got = suse.queryset.exact_set(qs, events, evaluate_at=evaluate_at, merge=merge)
     assert list(got) == list(spec)
     for name, q in qs.items():
         assert got[name] == suse.exact(q, events, evaluate_at=evaluate_at)
@@ -29,7 +31,7 @@ def test_incremental_exact_set_equals_each_query_alone(spec, first, second, eval
     qs = _set(spec)
     second = [(c, t + first[-1][1], v) for c, t, v in second]  # continue after the first batch
     eval_time = max(eval_time, first[-1][1])
-    multi = suse.ExactSet(qs)
+    multi = suse.ExactSet(qs, merge="always")
     multi.extend(first)
     rows = multi.extend(second, evaluate_at=[eval_time])
     for name, q in qs.items():
@@ -56,10 +58,23 @@ def test_summary_set_equals_each_summary_alone(spec, events, size, strategy, agg
         assert multi.result()[name] == alone.result()
 
 
+def test_prefix_sharing_queries_run_over_one_product_and_overflow_alike():
+    # A-Seq's shape: a common prefix, then suffixes; long windows push counts past 2**128.
+    qs = suse.QuerySet({f"q{i}": suse.Query("a(b*c)*d" + s, 600) for i, s in enumerate(["(e|f)g*", "e", "fg*", "g"])})
+    events = synthetic_stream("abcdefg", 2000, "uniform", seed=3)
+    multi = suse.ExactSet(qs)
+    assert (multi.engines, multi.merged) == (1, 1)
+    multi.extend(events)
+    got = multi.result()
+    assert max(r.count for r in got.values()) > 2**128
+    for name, q in qs.items():
+        assert got[name] == suse.exact(q, events)
+
+
 def test_identical_queries_share_one_engine_whatever_their_aggregate():
     qs = suse.QuerySet({"a": suse.Query("ab*c", 5), "b": suse.Query("ab*c", 5, "sum"), "c": suse.Query("ab*c", 6),
                         "d": suse.Query("a(b)*c", 5)})
-    assert suse.ExactSet(qs).engines == 2  # a, b and d count the same sets; c has its own window
+    assert suse.ExactSet(qs, merge="never").engines == 2  # a, b and d count the same sets; c has its own window
     s = suse.SummarySet(qs, 3, seed=1)
     assert s.summaries["a"] is not s.summaries["b"]  # the aggregate steers selection
     same = suse.SummarySet(suse.QuerySet({"x": suse.Query("ab", 3), "y": suse.Query("ab", 3)}), 3)

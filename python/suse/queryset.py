@@ -19,6 +19,7 @@ from suse.api import (
     Query,
     Summary,
     SummaryResult,
+    _check_choice,
     _check_int,
     _check_memory_limit,
     _check_order,
@@ -111,21 +112,31 @@ class QuerySet(Mapping[str, Query]):
 
 class ExactSet:
     """Incremental exact aggregation of a query set; `suse.exact(query_set, ...)` is the
-    one-shot form. One native call per batch feeds every query."""
+    one-shot form. One native call per batch feeds every query.
 
-    def __init__(self, queries: QuerySet, memory_limit: Optional[int] = None):
+    `merge`: "auto" runs skip-till-any-match queries without negation that share a window over
+    one product automaton when that is cheaper (docs/ENGINE.md, "Query sets"); "never" and
+    "always" force the choice (for measurements)."""
+
+    def __init__(self, queries: QuerySet, memory_limit: Optional[int] = None, merge: str = "auto"):
         if not isinstance(queries, QuerySet):
             raise InputError(f"expected a suse.QuerySet, got {type(queries).__name__}")
         self.queries = queries
         self._names = list(queries)
         self._engine = _core.MultiExactEngine(
-            [(q._dfa, q.window, q.policy) for q in queries.values()], _check_memory_limit(memory_limit)
+            [(q._dfa, q.window, q.policy) for q in queries.values()], _check_memory_limit(memory_limit),
+            _check_choice("merge", merge, ("never", "auto", "always")),
         )
 
     @property
     def engines(self) -> int:
         """Distinct native engines: queries that count the same sets share one."""
         return self._engine.engines
+
+    @property
+    def merged(self) -> int:
+        """Native engines that run a merged (product) automaton of several queries."""
+        return self._engine.merged
 
     def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
                evaluate_at: Any = None) -> dict[str, list[Evaluation]]:
@@ -147,8 +158,8 @@ class ExactSet:
 
 
 def exact_set(queries: QuerySet, events: Any = None, *, chars: Any = None, timestamps: Any = None,
-              values: Any = None, evaluate_at: Any = None) -> dict[str, ExactResult]:
-    engine = ExactSet(queries)
+              values: Any = None, evaluate_at: Any = None, merge: str = "auto") -> dict[str, ExactResult]:
+    engine = ExactSet(queries, merge=merge)
     raw, ts, vals = coerce_events(events, chars, timestamps, values)
     if len(raw) == 0:
         raise InputError("the stream is empty")

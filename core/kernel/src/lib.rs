@@ -18,6 +18,7 @@ pub mod dual;
 pub mod engine;
 pub mod error;
 pub mod limits;
+pub mod merged;
 pub mod multi;
 pub mod num;
 pub mod semantics;

@@ -14,7 +14,7 @@ use suse_kernel::dfa::{Dfa, DfaSpec, GAP_BREAK, UNKNOWN};
 use suse_kernel::engine::{ExactEngine as KExact, SummaryEngine as KSummary};
 use suse_kernel::error::Error;
 use suse_kernel::limits::{Limits, DEFAULT_MAX_BYTES};
-use suse_kernel::multi::MultiExact as KMulti;
+use suse_kernel::multi::{Merge, MultiExact as KMulti};
 use suse_kernel::semantics::{Ev, Policy};
 use suse_kernel::state::{self, Saved, FORMAT_VERSION};
 use suse_kernel::summary::selection::StrategyKind;
@@ -271,11 +271,12 @@ struct MultiExactEngine {
 impl MultiExactEngine {
     /// `queries`: `(dfa, window, policy)` per query, in the caller's order.
     #[new]
-    #[pyo3(signature = (queries, memory_limit=None))]
-    fn new(queries: Vec<(PyRef<'_, PyDfa>, i64, String)>, memory_limit: Option<u64>) -> PyResult<Self> {
+    #[pyo3(signature = (queries, memory_limit=None, merge="auto"))]
+    fn new(queries: Vec<(PyRef<'_, PyDfa>, i64, String)>, memory_limit: Option<u64>, merge: &str) -> PyResult<Self> {
         guard_ro(|| {
             let qs = queries.iter().map(|(d, w, p)| Ok((d.inner.clone(), *w, policy(p)?))).collect::<Result<Vec<_>, Error>>()?;
-            Ok(MultiExactEngine { inner: KMulti::new(&qs, &limits(memory_limit))?, dead: None })
+            let merge = Merge::parse(merge).ok_or_else(|| Error::input(format!("merge must be one of {}; got {merge:?}", Merge::NAMES.join(", "))))?;
+            Ok(MultiExactEngine { inner: KMulti::new(&qs, &limits(memory_limit), merge)?, dead: None })
         })
     }
 
@@ -331,6 +332,12 @@ impl MultiExactEngine {
     #[getter]
     fn engines(&self) -> usize {
         self.inner.engines()
+    }
+
+    /// Engines that run a merged (product) automaton.
+    #[getter]
+    fn merged(&self) -> usize {
+        self.inner.merged()
     }
 
     #[getter]
