@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import suse
+from suse.cli import multi_cmds
 from suse.cli.app import Command, app, friendly_errors, stdout_console
 from suse.errors import InputError
 from suse.io.formats import read_probabilities, read_stream
@@ -102,6 +103,12 @@ EVALUATE_AT = typer.Option(
 )
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
 FORMAT = typer.Option(StreamFormat.auto, "--format", help="Stream format; auto = CSV if the first line has a comma.")
+# `exact` and `eval` take a query set instead of QUERY: then the one positional is the stream.
+QUERY_OR_SET = typer.Argument(None, metavar="QUERY", help="The query, e.g. 'A(B*C)*D' (omit with --queries).", show_default=False)
+QUERIES = typer.Option(
+    None, "--queries", metavar="FILE",
+    help="Run a set of queries (a file of 'name = regex' lines) over the stream in one pass; one row per query.",
+)
 
 
 def _avg_text(avg: Optional[float]) -> str:
@@ -172,7 +179,7 @@ def _evaluation_dict(ev: suse.Evaluation) -> dict[str, Any]:
 @app.command("exact", cls=Command)
 @friendly_errors
 def exact_cmd(
-    query: str = QUERY,
+    query: Optional[str] = QUERY_OR_SET,
     stream: str = STREAM,
     window: int = WINDOW,
     policy: Policy = POLICY,
@@ -183,8 +190,13 @@ def exact_cmd(
         Aggregate.count, "--aggregate", hidden=True,
         help="No effect: exact results always carry count, sum and avg (kept for old scripts).",
     ),
+    queries: Optional[Path] = QUERIES,
 ) -> None:
     """Count (and sum) every match of QUERY over the whole stream, exactly."""
+    stream = multi_cmds.stream_argument(query, stream, queries)
+    if queries is not None:
+        multi_cmds.exact_set(queries, stream, window, policy.value, aggregate.value, evaluate_at, fmt.value, as_json)
+        return
     q = suse.Query(query, window, aggregate.value, policy.value)
     events = read_stream(stream, fmt.value)
     with events.located():
@@ -234,7 +246,7 @@ def _paper_text(elements: list[tuple[str, int, int]], limit: int = 40) -> str:
 @app.command("eval", cls=Command)
 @friendly_errors
 def eval_cmd(
-    query: str = QUERY,
+    query: Optional[str] = QUERY_OR_SET,
     stream: str = STREAM,
     window: int = WINDOW,
     size: int = typer.Option(..., "--size", "-n", metavar="INTEGER", parser=_at_least(1), help="Most elements the summary retains."),
@@ -257,8 +269,16 @@ def eval_cmd(
     compare_exact: bool = typer.Option(False, "--compare-exact", help="Also run the exact engine and report its count and sum."),
     as_json: bool = JSON,
     fmt: StreamFormat = FORMAT,
+    queries: Optional[Path] = QUERIES,
 ) -> None:
     """Run a bounded summary of SIZE elements over the stream and report what it counts."""
+    stream = multi_cmds.stream_argument(query, stream, queries)
+    if queries is not None:
+        if probabilities is not None:
+            raise InputError("--probabilities covers one query's characters; with --queries each summary estimates its own")
+        multi_cmds.eval_set(queries, stream, window, size, strategy.value, aggregate.value, policy.value, seed,
+                            time_to_live, evaluate_at, compare_exact, fmt.value, as_json)
+        return
     q = suse.Query(query, window, aggregate.value, policy.value)
     summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities, q.alphabet), seed, time_to_live)
     events = read_stream(stream, fmt.value)
