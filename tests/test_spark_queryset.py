@@ -1,0 +1,65 @@
+"""aggregate(df, queries={...}): one Spark job for a query set equals one job per query."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("pyspark")
+
+import suse  # noqa: E402
+from strategies import query_sets  # noqa: E402
+from suse.errors import InputError  # noqa: E402
+from suse.spark import aggregate  # noqa: E402
+
+CHARS = {"a": "x < 3", "b": "x >= 3 AND x < 6", "c": "x >= 6 AND x < 9"}  # x = 9: no character
+RESULT = ["k", "evaluated_at", "count", "sum", "detected_count", "events", "dropped_events", "elements",
+          "exact_count", "exact_sum"]
+
+
+@pytest.fixture(scope="module")
+def frame(spark):
+    rng = np.random.default_rng(12)
+    rows = [(k, int(t), int(x), int(v)) for k in "pq" for t, x, v in
+            zip(sorted(rng.integers(0, 40, 30)), rng.integers(0, 10, 30), rng.integers(0, 6, 30))]
+    rows.append(("q", None, 1, 1))  # a row without a timestamp: counted, not fed
+    return spark.createDataFrame(pd.DataFrame(rows, columns=["k", "t", "x", "v"]).astype({"t": "Int64"}))
+
+
+def _rows(df, names=RESULT) -> list[tuple]:
+    return sorted(tuple(str(r[c]) for c in names) for r in df.collect())
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spec=query_sets(max_queries=3), size=st.integers(1, 4),
+       evaluate=st.sampled_from(["end", {"every": 7}, [5, 20, 39]]))
+def test_one_job_equals_one_job_per_query(frame, spec, size, evaluate):
+    common = dict(characters=CHARS, timestamp="t", partition_by="k", value="v", summary_size=size, exact=True,
+                  evaluate=evaluate)
+    queries = {name: {"query": rx, "window": w, "policy": p} for name, (rx, w, p) in spec.items()}
+    together = aggregate(frame, queries=queries, **common)
+    assert together.columns[:2] == ["k", "query"]
+    got = {name: [] for name in spec}
+    for r in together.collect():
+        got[r["query"]].append(tuple(str(r[c]) for c in RESULT))
+    for name, (rx, w, p) in spec.items():
+        alone = aggregate(frame, rx, w, policy=p, **common)
+        assert sorted(got[name]) == _rows(alone), name
+
+
+def test_per_query_settings_and_errors(spark, frame):
+    out = aggregate(frame, queries={"short": "ab*c", "long": {"query": "ab*c", "window": 30, "summary_size": 2}},
+                    window=3, characters=CHARS, timestamp="t", partition_by="k")
+    rows = {(r["k"], r["query"]): r for r in out.collect()}
+    assert {q for _, q in rows} == {"short", "long"}
+    assert all(len(rows[(k, "long")]["elements"]) <= 2 for k in "pq")
+    with pytest.raises(InputError, match="either query= or queries="):
+        aggregate(frame, "ab", 3, CHARS, "t", queries={"a": "ab"})
+    with pytest.raises(InputError, match="unknown setting 'size'"):
+        aggregate(frame, queries={"a": {"query": "ab", "size": 3}}, window=3, characters=CHARS, timestamp="t")
+    with pytest.raises(InputError, match="query 'a' has no window"):
+        aggregate(frame, queries={"a": "ab"}, characters=CHARS, timestamp="t")
+    with pytest.raises(suse.QueryError, match="query 'b': "):
+        aggregate(frame, queries={"a": "ab", "b": "a(b"}, window=3, characters=CHARS, timestamp="t")
