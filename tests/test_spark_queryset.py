@@ -1,6 +1,8 @@
 """aggregate(df, queries={...}): one Spark job for a query set equals one job per query."""
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,8 +17,8 @@ from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
 
 CHARS = {"a": "x < 3", "b": "x >= 3 AND x < 6", "c": "x >= 6 AND x < 9"}  # x = 9: no character
-RESULT = ["k", "evaluated_at", "count", "sum", "detected_count", "events", "dropped_events", "elements",
-          "exact_count", "exact_sum"]
+# dropped_events differs by design: in a set it counts the rows with a character of any query.
+RESULT = ["k", "evaluated_at", "count", "sum", "detected_count", "events", "elements", "exact_count", "exact_sum"]
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +34,7 @@ def _rows(df, names=RESULT) -> list[tuple]:
     return sorted(tuple(str(r[c]) for c in names) for r in df.collect())
 
 
+@pytest.mark.slow  # one Spark job per query and example: about 50 s
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spec=query_sets(max_queries=3), size=st.integers(1, 4),
        evaluate=st.sampled_from(["end", {"every": 7}, [5, 20, 39]]))
@@ -63,3 +66,34 @@ def test_per_query_settings_and_errors(spark, frame):
         aggregate(frame, queries={"a": "ab"}, characters=CHARS, timestamp="t")
     with pytest.raises(suse.QueryError, match="query 'b': "):
         aggregate(frame, queries={"a": "ab", "b": "a(b"}, window=3, characters=CHARS, timestamp="t")
+
+
+def test_estimated_probabilities_are_each_querys_own(frame):
+    common = dict(characters=CHARS, timestamp="t", partition_by="k", value="v", summary_size=2,
+                  probabilities="estimate", evaluate={"every": 5})
+    together = aggregate(frame, queries={"ab": "ab*", "bc": "bc+"}, window=6, **common)
+    for name, regex in [("ab", "ab*"), ("bc", "bc+")]:
+        alone = aggregate(frame, regex, 6, **common)
+        assert _rows(together.where(f"query = '{name}'"), RESULT[:-2]) == _rows(alone, RESULT[:-2])
+    # The row without a timestamp has an `a`: a query set counts it for every query.
+    assert {(r["query"], r["dropped_events"]) for r in together.where("k = 'q'").collect()} == {("ab", 1), ("bc", 1)}
+
+
+def test_a_toml_job_with_two_queries_is_one_aggregate_call(spark, tmp_path, monkeypatch):
+    from suse.spark import jobs
+    from suse.spark.config import load_config
+
+    calls = []
+
+    def recording(*args, **kwargs):
+        calls.append(kwargs.get("queries"))
+        return aggregate(*args, **kwargs)
+
+    monkeypatch.setattr(jobs, "aggregate", recording)
+    cfg = load_config(pathlib.Path(__file__).parent.parent / "examples" / "stocks.toml")
+    cfg.output.path = str(tmp_path / "stocks")
+    jobs.run_job(cfg)
+    assert calls == [{"Q0": {"query": "A(B|G)*A", "window": "10 days", "aggregate": "count", "policy": "any"},
+                      "Q1": {"query": "A*G(A|B)*G*A", "window": "10 days", "aggregate": "count", "policy": "any"}}]
+    out = spark.read.parquet(cfg.output.path)
+    assert out.columns[:2] == ["query", "ticker"]

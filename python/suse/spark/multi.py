@@ -22,7 +22,7 @@ import suse
 from suse.errors import InputError
 from suse.queryset import check_name
 from suse.spark.characters import OTHER, RANK, TIE, TS, VALUE, Events, quoted, to_events
-from suse.spark.letters import check_column_letters, check_predicates
+from suse.spark.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.runner import EXACT_DDL, RESULT_DDL, Plan, Row, evaluate_partition, run_sorted
 from suse.spark.triggers import parse_trigger
 from suse.spark.workers import check_workers
@@ -106,9 +106,6 @@ def prepare_multi(
             parsed[name] = suse.Query(s["query"], 0, policy=s["policy"])
         except suse.QueryError as exc:
             raise suse.QueryError(f"query {name!r}: {exc.message}", exc.position, exc.query) from None
-        if s["probabilities"] == "estimate":
-            raise InputError(f"query {name!r}: probabilities = 'estimate' is not available with several queries; "
-                             "give a mapping or leave it out")
     contiguous = any(s["policy"] == "contiguous" for s in specs.values())
     alphabet = "".join(dict.fromkeys(c for q in parsed.values() for c in q.alphabet + q.negated))
     events = to_events(df, characters, alphabet, timestamp, partition_by, value, timestamp_format,
@@ -121,6 +118,9 @@ def prepare_multi(
         q = parsed[name]
         window_units = events.axis.span(s["window"], "window")
         probs = s["probabilities"]
+        estimate = probs == "estimate"
+        if estimate:
+            probs = None  # filled in below, from one count over all queries' rows
         if probs is not None and not isinstance(probs, Mapping):
             raise InputError(f"query {name!r}: probabilities must be a mapping or None, got {probs!r}")
         plan = Plan(
@@ -131,12 +131,38 @@ def prepare_multi(
         plan.new_summary()  # fail now on a bad size, strategy, probabilities or seed
         letters = q.alphabet + q.negated
         allowed = tuple(i for i, c in enumerate(events.order) if c in letters or s["policy"] == "contiguous")
-        plans.append((name, plan, allowed))
+        plans.append((name, plan, allowed, estimate))
     check_workers(df.sparkSession)
     if isinstance(characters, str) and not streaming:
         for q in parsed.values():
             check_column_letters(q, df, characters)
+    if any(p[3] for p in plans):
+        plans = _estimated(events, parsed, plans)
+    plans = [p[:3] for p in plans]
     return events, MultiPlan(tuple(plans), events.order, bool(exact))
+
+
+def _estimated(events: Events, parsed: dict[str, suse.Query], plans: list) -> list:
+    """probabilities = "estimate": one count of every character over the input, then per query
+    the frequencies among the rows that query is fed (what its own job would count)."""
+    counts = {r[0]: r[1] for r in events.usable.groupBy(RANK).count().collect()}
+    out = []
+    for name, plan, allowed, estimate in plans:
+        if estimate:
+            query = parsed[name]
+            total = sum(n for rank, n in counts.items() if rank in allowed)
+            if total == 0:
+                raise InputError(f"query {name!r}: probabilities = 'estimate' needs events, "
+                                 "but no row got a character of the query")
+            found = {events.order[rank]: n / total for rank, n in counts.items() if rank in allowed}
+            never = [c for c in query.alphabet if c not in found and c in events.order]
+            if never:
+                warn_letters(query, never, "no row satisfies the predicate of")
+            probs = {c: found.get(c, 0.0) for c in query.alphabet}
+            plan = dataclasses.replace(plan, probabilities=tuple(sorted(probs.items())))
+            plan.new_summary()
+        out.append((name, plan, allowed, estimate))
+    return out
 
 
 def output_schema(events: Events, exact: bool) -> T.StructType:
