@@ -114,8 +114,9 @@ impl MultiExact {
                 let dfas: Vec<&Dfa> = group.iter().map(|&j| &*queries[j].0).collect();
                 let alone: usize = dfas.iter().map(|d| merged::cells(d)).sum();
                 let max_states = dfas.iter().map(|d| d.n).sum::<usize>().saturating_mul(2).min(crate::dfa::MAX_STATES);
-                if let Some(prod) = Product::new(&dfas, max_states).filter(|p| merge == Merge::Always || p.cells() < alone) {
-                    limits.check_exact(&prod.dfa)?;
+                // A product over the memory limit falls back to one engine per query.
+                let fits = |p: &Product| limits.check_exact(&p.dfa).is_ok() && (merge == Merge::Always || p.cells() < alone);
+                if let Some(prod) = Product::new(&dfas, max_states).filter(fits) {
                     add_bytes(&prod.dfa)?;
                     let prod = Arc::new(prod);
                     for (k, &j) in group.iter().enumerate() {
@@ -282,6 +283,10 @@ mod tests {
         assert_eq!((m.engines(), m.merged()), (3, 1));
         // Here the product (13 cells) is no smaller than the two alone (6 + 6).
         assert_eq!(MultiExact::new(&q, &Limits::default(), Merge::Auto).unwrap().merged(), 0);
+        // A product over the memory limit (5 states: 2,400 bytes) is not built; the queries
+        // alone (3 states each: 864 bytes) still fit.
+        let tight = Limits { max_bytes: 2_000 };
+        assert_eq!(MultiExact::new(&q[..2], &tight, Merge::Always).unwrap().merged(), 0);
     }
 
     #[test]
