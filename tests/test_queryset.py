@@ -97,8 +97,10 @@ def test_bad_sets_and_batches_are_clear_errors():
         suse.QuerySet({})
     with pytest.raises(suse.InputError, match="must be a suse.Query"):
         suse.QuerySet({"a": "ab"})
-    with pytest.raises(suse.InputError, match="query name"):
-        suse.QuerySet({"": suse.Query("ab", 1)})
+    for bad in ("", " a", "a\nb", 3):
+        with pytest.raises(suse.InputError, match="query name"):
+            suse.QuerySet({bad: suse.Query("ab", 1)})
+    assert list(suse.QuerySet({"A(B|G)*A": suse.Query("A(B|G)*A", 1)})) == ["A(B|G)*A"]  # job files name by regex
     qs = suse.QuerySet({"a": suse.Query("ab", 1), "b": suse.Query("ba", 1)})
     with pytest.raises(suse.InputError, match="event 1: timestamp 1 is earlier"):
         suse.exact(qs, [("a", 2), ("b", 1)])

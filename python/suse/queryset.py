@@ -8,7 +8,6 @@ only identical ones. docs/ENGINE.md ("Query sets") has the measurements behind t
 """
 from __future__ import annotations
 
-import re
 import secrets
 from typing import Any, Iterator, Mapping, Optional
 
@@ -30,13 +29,10 @@ from suse.api import (
 )
 from suse.errors import InputError, QueryError
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
-
-
 def check_name(name: Any) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise InputError(f"query name {name!r} must start with a letter or '_' and contain only letters, "
-                         "digits, '_', '.' and '-'")
+    """Any text names a query (job files name queries by their regex), but not blank or multi-line."""
+    if not isinstance(name, str) or not name.strip() or name != name.strip() or "\n" in name:
+        raise InputError(f"query name {name!r} must be non-empty text without surrounding blanks or line breaks")
     return name
 
 

@@ -14,15 +14,13 @@ from suse.errors import InputError, QueryError
 from suse.io.formats import read_stream
 
 
-def stream_argument(query: Optional[str], stream: str, queries: Optional[Path]) -> str:
-    """With --queries the one positional argument is the stream file."""
+def stream_argument(query: str, stream: str, queries: Optional[Path]) -> str:
+    """With --queries the one positional argument (QUERY's place) is the stream file."""
     if queries is None:
-        if query is None:
-            raise InputError("missing QUERY: give a query, or a file of `name = regex` lines with --queries FILE")
         return stream
-    if query is not None and stream != "-":
-        raise InputError("with --queries, give only the stream FILE (the queries come from the file)")
-    return query if query is not None else stream
+    if stream != "-":
+        raise InputError("with --queries, give only the stream FILE ('-' for stdin): the queries come from the file")
+    return query
 
 
 def load_queries(path: Path, window: int, aggregate: str, policy: str) -> suse.QuerySet:

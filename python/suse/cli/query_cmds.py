@@ -103,11 +103,10 @@ EVALUATE_AT = typer.Option(
 )
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
 FORMAT = typer.Option(StreamFormat.auto, "--format", help="Stream format; auto = CSV if the first line has a comma.")
-# `exact` and `eval` take a query set instead of QUERY: then the one positional is the stream.
-QUERY_OR_SET = typer.Argument(None, metavar="QUERY", help="The query, e.g. 'A(B*C)*D' (omit with --queries).", show_default=False)
 QUERIES = typer.Option(
     None, "--queries", metavar="FILE",
-    help="Run a set of queries (a file of 'name = regex' lines) over the stream in one pass; one row per query.",
+    help="Run a set of queries (a file of 'name = regex' lines) over the stream in one pass, one row per query; "
+    "the one positional argument is then the stream FILE ('-' for stdin).",
 )
 
 
@@ -179,7 +178,7 @@ def _evaluation_dict(ev: suse.Evaluation) -> dict[str, Any]:
 @app.command("exact", cls=Command)
 @friendly_errors
 def exact_cmd(
-    query: Optional[str] = QUERY_OR_SET,
+    query: str = QUERY,
     stream: str = STREAM,
     window: int = WINDOW,
     policy: Policy = POLICY,
@@ -246,7 +245,7 @@ def _paper_text(elements: list[tuple[str, int, int]], limit: int = 40) -> str:
 @app.command("eval", cls=Command)
 @friendly_errors
 def eval_cmd(
-    query: Optional[str] = QUERY_OR_SET,
+    query: str = QUERY,
     stream: str = STREAM,
     window: int = WINDOW,
     size: int = typer.Option(..., "--size", "-n", metavar="INTEGER", parser=_at_least(1), help="Most elements the summary retains."),
