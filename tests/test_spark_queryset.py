@@ -97,3 +97,36 @@ def test_a_toml_job_with_two_queries_is_one_aggregate_call(spark, tmp_path, monk
                       "Q1": {"query": "A*G(A|B)*G*A", "window": "10 days", "aggregate": "count", "policy": "any"}}]
     out = spark.read.parquet(cfg.output.path)
     assert out.columns[:2] == ["query", "ticker"]
+
+
+@pytest.mark.slow  # a streaming query and one batch job per query: about 60 s (170 s on a busy machine)
+def test_streaming_query_set_equals_each_query_in_batch(spark, tmp_path):
+    from test_spark_streaming import CHARS as SCHARS, LATENESS, SCHEMA, make_steps, write
+
+    from suse.spark.streaming import aggregate_stream, latest
+
+    queries = {"main": "A(B|C)*C", "pairs": {"query": "AB", "window": 5}, "next": {"query": "BC*", "policy": "next"},
+               "adjacent": {"query": "A(B|C)", "policy": "contiguous"}}
+    common = dict(window=15, characters=SCHARS, timestamp="t", partition_by=["k"], value="v", summary_size=5)
+    steps = make_steps(2)
+    src, out, ckpt = (tmp_path / d for d in ("in", "out", "ckpt"))
+    src.mkdir()
+    stream = aggregate_stream(spark.readStream.schema(SCHEMA).format("json").load(str(src)), lateness=LATENESS,
+                              queries=queries, **common)
+    handle = (stream.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
+              .trigger(processingTime="0 seconds").start())
+    for i, step in enumerate(steps):
+        write(step, src, i)
+        handle.processAllAvailable()
+    handle.stop()
+    rows = latest(spark.read.parquet(str(out)), ["k", "query"]).collect()
+    got = {(r.k, r.query): (r["count"], r["sum"], r.detected_count, r.events, [tuple(e) for e in r.elements])
+           for r in rows}
+    everything = spark.createDataFrame(pd.concat(steps), SCHEMA)
+    want = {}
+    for name, spec in queries.items():
+        spec = {"query": spec} if isinstance(spec, str) else spec
+        kw = {**common, "window": spec.get("window", 15), "policy": spec.get("policy", "any")}
+        for r in aggregate(everything, spec["query"], **kw).collect():
+            want[(r.k, name)] = (r["count"], r["sum"], r.detected_count, r.events, [tuple(e) for e in r.elements])
+    assert got == want

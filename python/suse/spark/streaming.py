@@ -62,10 +62,10 @@ STATE_NAME = "suse_summary_v1"  # the state variable; a new layout gets a new na
 
 def aggregate_stream(
     df: DataFrame,
-    query: str,
-    window: str | int | dt.timedelta,
-    characters: Mapping[str, str] | str,
-    timestamp: str,
+    query: str | None = None,
+    window: str | int | dt.timedelta | None = None,
+    characters: Mapping[str, str] | str | None = None,
+    timestamp: str | None = None,
     partition_by: Sequence[str] | str = (),
     value: str | None = None,
     summary_size: int = 500,
@@ -77,6 +77,7 @@ def aggregate_stream(
     policy: str = "any",
     timestamp_format: str | None = None,
     idle_timeout: str | dt.timedelta | None = None,
+    queries: Mapping[str, Any] | None = None,
 ) -> DataFrame:
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
     ``late_events``, ``pending_events`` and ``expired``), one row per partition per
@@ -85,16 +86,39 @@ def aggregate_stream(
 
     ``idle_timeout`` (a duration of processing time, e.g. "1 hour"): a partition that receives
     no events for that long has its buffered events fed, one last row emitted with
-    ``expired = true``, and its state dropped; later events start a new summary."""
+    ``expired = true``, and its state dropped; later events start a new summary.
+
+    ``queries={name: regex or {...}}`` runs a query set in one streaming query, as
+    ``aggregate`` does: each query keeps its own state per partition (summary, buffer,
+    watermark), fed the events of its own letters, and the output has a ``query`` column."""
     spark_frame(df, "aggregate_stream")
     if not df.isStreaming:
         raise InputError("aggregate_stream needs a streaming DataFrame (spark.readStream); use aggregate for batch data")
     if isinstance(probabilities, str):
         raise InputError("streaming jobs take probabilities as a mapping or None (estimated online)")
-    events, plan = prepare(
-        df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
-        "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True,
-    )
+    if characters is None or timestamp is None:
+        raise InputError("aggregate_stream needs characters= and timestamp=")
+    if queries is not None:
+        from suse.spark.multi import prepare_multi
+
+        if query is not None:
+            raise InputError("give either query= or queries=, not both")
+        defaults = {"window": window, "aggregate": aggregate, "policy": policy, "summary_size": summary_size,
+                    "strategy": strategy, "probabilities": probabilities, "seed": seed, "evaluate": "end"}
+        for name, spec in queries.items():
+            if isinstance(spec, Mapping) and ("evaluate" in spec or isinstance(spec.get("probabilities"), str)):
+                raise InputError(f"query {name!r}: a streaming query takes no 'evaluate' and probabilities as a "
+                                 "mapping or None")
+        events, plan = prepare_multi(df, queries, defaults, characters, timestamp, partition_by, value, False, None,
+                                     timestamp_format, streaming=True)
+    elif query is None or window is None:
+        raise InputError("aggregate_stream needs query= and window= (or queries=)")
+    else:
+        events, plan = prepare(
+            df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
+            "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True,
+        )
+    multi = queries is not None
     late_units = 0 if lateness in (0, "0") else events.axis.span(lateness, "lateness")
     idle_ms = None
     if idle_timeout is not None:
@@ -108,7 +132,8 @@ def aggregate_stream(
     if not keys:
         frame = frame.withColumn(_ALL, F.lit(0))
     schema = T.StructType(
-        [events.frame.schema[k] for k in keys] + list(T._parse_datatype_string(STREAM_DDL).fields)
+        [events.frame.schema[k] for k in keys] + ([T.StructField("query", T.StringType())] if multi else [])
+        + list(T._parse_datatype_string(STREAM_DDL).fields)
     )
 
     # transformWithState keeps its state only in RocksDB; the option is read when a query
@@ -119,7 +144,7 @@ def aggregate_stream(
     group = keys or [_ALL]
     frame = frame.select(*[quoted(k) for k in group], TS, RANK, TIE, VALUE)  # the order _Processor reads
     out = frame.groupBy(*[quoted(k) for k in group]).transformWithStateInPandas(
-        _Processor(plan, late_units, keys, idle_ms), schema, "Append",
+        (_MultiProcessor if multi else _Processor)(plan, late_units, keys, idle_ms), schema, "Append",
         "ProcessingTime" if idle_ms else "None",
     )
     if events.axis.is_datetime:
@@ -178,6 +203,42 @@ class _Processor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+class _MultiProcessor(_Processor):
+    """A query set: per query its own value state, fed the rows of its own characters (rows
+    that are counted, not fed, go to every query); one idle timer for the partition."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.states = [handle.getValueState(f"{STATE_NAME}_{i}", STATE_SCHEMA) for i in range(len(self.plan.plans))]
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+        names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE]
+        frames = [f.set_axis(names, axis=1) for f in rows]
+        k = key if self.keys else ()
+        for (name, plan, allowed), value in zip(self.plan.plans, self.states):
+            mine = [f[f[RANK].isin(allowed) | (f[RANK] < 0)] for f in frames]
+            if sum(len(f) for f in mine):  # a query without rows here emits nothing, as alone
+                yield _named(advance(plan, self.lateness, k, self.keys, iter(mine), _State(value)), name, self.keys)
+        if self.idle_ms:
+            for t in list(self.handle.listTimers()):
+                self.handle.deleteTimer(t)
+            self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + self.idle_ms)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+        k = key if self.keys else ()
+        for (name, plan, _), value in zip(self.plan.plans, self.states):
+            if value.exists():
+                row = advance(plan, self.lateness, k, self.keys, iter(()), _State(value), flush=True)
+                row["expired"] = True
+                value.clear()
+                yield _named(row, name, self.keys)
+
+
+def _named(row: pd.DataFrame, name: str, keys: Sequence[str]) -> pd.DataFrame:
+    row.insert(len(keys), "query", name)
+    return row
 
 
 def advance(
