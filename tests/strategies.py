@@ -65,3 +65,23 @@ def streams(draw, max_size: int = 11, alphabet: str = ALPHABET + "z"):
         t += g
         out.append((c, t, v))
     return out
+
+
+@st.composite
+def query_sets(draw, max_queries: int = 5):
+    """Named (regex, window, policy) triples as A-Seq draws query sets: a common prefix, then
+    varied suffixes, all over "abc"; windows and policies differ per query, and a query may
+    repeat another (same regex, window and policy) to exercise sharing."""
+    prefix = draw(_trees)
+    windows = draw(st.lists(st.integers(0, 6), min_size=1, max_size=2))  # shared windows make products
+    out: dict[str, tuple[str, int, str]] = {}
+    for i in range(draw(st.integers(1, max_queries))):
+        if out and draw(st.booleans()) and draw(st.booleans()):
+            out[f"q{i}"] = draw(st.sampled_from(sorted(out.values())))
+            continue
+        regex = _render(("cat", [prefix, draw(_trees)])) if draw(st.integers(0, 4)) else _render(prefix)
+        if not _valid(regex) or not any(c in regex for c in ALPHABET):
+            regex = "a" + regex if _valid("a" + regex) else "ab"
+        out[f"q{i}"] = (regex, draw(st.sampled_from(windows)),
+                     draw(st.sampled_from(["any", "any", "next", "contiguous"])))
+    return out

@@ -18,6 +18,7 @@ from suse.errors import (
     SuseError,
     SuseWarning,
 )
+from suse.queryset import ExactSet, QuerySet, SummarySet
 
 __all__ = [
     "Evaluation",
@@ -37,5 +38,8 @@ __all__ = [
     "SuseError",
     "SuseWarning",
     "exact",
+    "ExactSet",
+    "QuerySet",
+    "SummarySet",
 ]
 __version__ = "0.1.0"

@@ -561,7 +561,16 @@ def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: An
     `evaluate_at` lists timestamps T at which the aggregate over all events with timestamp <= T
     is also reported (in `result.evaluations`, in the order given), computed while processing.
     `lateness` and `late` as for `Exact.extend`.
+
+    With a `suse.QuerySet` it runs every query in one pass and returns a dict name -> result.
     """
+    if not isinstance(query, Query):
+        from suse.queryset import QuerySet, exact_set  # the set builds on this module
+
+        if isinstance(query, QuerySet):
+            if lateness or late != "error":
+                raise InputError("query sets take events in order: lateness= and late= are for single queries")
+            return exact_set(query, events, chars=chars, timestamps=timestamps, values=values, evaluate_at=evaluate_at)
     engine = Exact(query, lateness=lateness)
     raw, ts, vals = coerce_events(events, chars, timestamps, values)
     if len(raw) == 0:

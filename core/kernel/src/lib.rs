@@ -10,7 +10,8 @@
 //! * [`summary`]: the bounded summary (lifecycle, counters, neighbourhood algebra,
 //!   estimates, selection); [`benefit`]: expected-benefit coefficients;
 //! * [`approx`]: counts by missing pattern letters (approximate matching);
-//! * [`engine`], [`batch`], [`state`], [`limits`], [`error`]: what a caller drives.
+//! * [`engine`], [`batch`], [`state`], [`limits`], [`error`]: what a caller drives;
+//!   [`multi`]: several exact queries over one stream in one pass.
 pub mod approx;
 pub mod batch;
 pub mod benefit;
@@ -20,6 +21,8 @@ pub mod engine;
 pub mod extrema;
 pub mod error;
 pub mod limits;
+pub mod merged;
+pub mod multi;
 pub mod num;
 pub mod semantics;
 pub mod state;

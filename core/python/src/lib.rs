@@ -16,6 +16,7 @@ use suse_kernel::engine::{ExactEngine as KExact, SummaryEngine as KSummary};
 use suse_kernel::error::Error;
 use suse_kernel::extrema::{check_mask, Extrema};
 use suse_kernel::limits::{Limits, DEFAULT_MAX_BYTES};
+use suse_kernel::multi::{Merge, MultiExact as KMulti};
 use suse_kernel::semantics::{Ev, Policy};
 use suse_kernel::state::{self, Saved, FORMAT_VERSION};
 use suse_kernel::summary::selection::StrategyKind;
@@ -339,6 +340,106 @@ impl ExactEngine {
     }
 }
 
+/// Several exact queries over one stream: one validated batch feeds every distinct engine.
+#[pyclass(name = "MultiExactEngine", module = "suse._core")]
+struct MultiExactEngine {
+    inner: KMulti,
+    dead: Option<String>,
+}
+
+#[pymethods]
+impl MultiExactEngine {
+    /// `queries`: `(dfa, window, policy)` per query, in the caller's order.
+    #[new]
+    #[pyo3(signature = (queries, memory_limit=None, merge="auto"))]
+    fn new(queries: Vec<(PyRef<'_, PyDfa>, i64, String)>, memory_limit: Option<u64>, merge: &str) -> PyResult<Self> {
+        guard_ro(|| {
+            let qs = queries.iter().map(|(d, w, p)| Ok((d.inner.clone(), *w, policy(p)?))).collect::<Result<Vec<_>, Error>>()?;
+            let merge = Merge::parse(merge).ok_or_else(|| Error::input(format!("merge must be one of {}; got {merge:?}", Merge::NAMES.join(", "))))?;
+            Ok(MultiExactEngine { inner: KMulti::new(&qs, &limits(memory_limit), merge)?, dead: None })
+        })
+    }
+
+    /// Process a batch; per query, one evaluation per time in `evaluate_at` (increasing).
+    #[pyo3(signature = (chars, timestamps, values=None, evaluate_at=None))]
+    fn extend(
+        &mut self,
+        py: Python<'_>,
+        chars: &[u8],
+        timestamps: PyReadonlyArray1<'_, i64>,
+        values: Option<PyReadonlyArray1<'_, i64>>,
+        evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
+    ) -> PyResult<Vec<Vec<NativeEvaluation>>> {
+        let a = Arrays::new(timestamps, values, evaluate_at);
+        let inner = &mut self.inner;
+        let rows = py.allow_threads(|| guard(&mut self.dead, || inner.extend(chars, &a.ts, a.vals.as_deref(), &a.evals)))?;
+        Ok(rows
+            .into_iter()
+            .map(|q| {
+                q.into_iter()
+                    .map(|(timestamp, (count, sum, partial_count))| NativeEvaluation {
+                        timestamp,
+                        count,
+                        sum,
+                        partial_count,
+                        detected_count: None,
+                        detected_sum: None,
+                        elements: None,
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// Totals of query `i` (its position in the constructor's list).
+    fn totals(&self, i: usize) -> PyResult<NativeTotals> {
+        self.check(i)?;
+        let (count, sum, partial_count) = self.inner.totals(i);
+        Ok(NativeTotals { count, sum, partial_count })
+    }
+
+    fn skipped(&self, i: usize) -> PyResult<u64> {
+        self.check(i)?;
+        Ok(self.inner.skipped(i))
+    }
+
+    fn tier(&self, i: usize) -> PyResult<&'static str> {
+        self.check(i)?;
+        Ok(self.inner.tier(i))
+    }
+
+    /// Distinct engines: queries that count the same sets share one.
+    #[getter]
+    fn engines(&self) -> usize {
+        self.inner.engines()
+    }
+
+    /// Engines that run a merged (product) automaton.
+    #[getter]
+    fn merged(&self) -> usize {
+        self.inner.merged()
+    }
+
+    #[getter]
+    fn events(&self) -> u64 {
+        self.inner.events()
+    }
+
+    #[getter]
+    fn last_timestamp(&self) -> Option<i64> {
+        self.inner.last_timestamp()
+    }
+}
+
+impl MultiExactEngine {
+    fn check(&self, i: usize) -> PyResult<()> {
+        if i >= self.inner.queries() {
+            return Err(InputError::new_err(format!("query {i} out of range: this set has {} queries", self.inner.queries())));
+        }
+        Ok(())
+    }
+}
+
 /// The bounded state summary with summary selection.
 #[pyclass(name = "SummaryEngine", module = "suse._core")]
 struct SummaryEngine {
@@ -598,6 +699,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(summary_memory, m)?)?;
     m.add_class::<PyDfa>()?;
     m.add_class::<ExactEngine>()?;
+    m.add_class::<MultiExactEngine>()?;
     m.add_class::<SummaryEngine>()?;
     m.add_class::<NativeEvaluation>()?;
     m.add_class::<NativeTotals>()?;

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import suse
+from suse.cli import multi_cmds
 from suse.cli.app import Command, app, friendly_errors, stdout_console
 from suse.errors import InputError
 from suse.io.formats import read_probabilities, read_stream
@@ -113,6 +114,11 @@ MAX_MISSING = typer.Option(
     help="Approximate matching: also count matches missing up to K pattern letters (reports count_by_missing).",
 )
 FORMAT = typer.Option(StreamFormat.auto, "--format", help="Stream format; auto = CSV if the first line has a comma.")
+QUERIES = typer.Option(
+    None, "--queries", metavar="FILE",
+    help="Run a set of queries (a file of 'name = regex' lines) over the stream in one pass, one row per query; "
+    "the one positional argument is then the stream FILE ('-' for stdin).",
+)
 
 
 def _avg_text(avg: Optional[float]) -> str:
@@ -205,6 +211,11 @@ def _by_missing_text(counts: Optional[list[int]]) -> str:
     return " / ".join(map(str, counts)) if counts is not None else ""
 
 
+def _single_query_options(of: Optional[str], max_missing: int) -> None:
+    if of is not None or max_missing:
+        raise InputError("--of and --max-missing apply to one query; they are not supported with --queries")
+
+
 @app.command("exact", cls=Command)
 @friendly_errors
 def exact_cmd(
@@ -222,8 +233,14 @@ def exact_cmd(
         "value of an element in a match.",
     ),
     of: Optional[str] = OF,
+    queries: Optional[Path] = QUERIES,
 ) -> None:
     """Count (and sum) every match of QUERY over the whole stream, exactly."""
+    stream = multi_cmds.stream_argument(query, stream, queries)
+    if queries is not None:
+        _single_query_options(of, max_missing)
+        multi_cmds.exact_set(queries, stream, window, policy.value, aggregate.value, evaluate_at, fmt.value, as_json)
+        return
     q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
     extrema = q._extrema
     events = read_stream(stream, fmt.value)
@@ -306,8 +323,17 @@ def eval_cmd(
     fmt: StreamFormat = FORMAT,
     of: Optional[str] = OF,
     max_missing: int = MAX_MISSING,
+    queries: Optional[Path] = QUERIES,
 ) -> None:
     """Run a bounded summary of SIZE elements over the stream and report what it counts."""
+    stream = multi_cmds.stream_argument(query, stream, queries)
+    if queries is not None:
+        _single_query_options(of, max_missing)
+        if probabilities is not None:
+            raise InputError("--probabilities covers one query's characters; with --queries each summary estimates its own")
+        multi_cmds.eval_set(queries, stream, window, size, strategy.value, aggregate.value, policy.value, seed,
+                            time_to_live, evaluate_at, compare_exact, fmt.value, as_json)
+        return
     q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
     extrema = q._extrema
     summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities, q.alphabet), seed, time_to_live)

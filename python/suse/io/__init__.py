@@ -6,7 +6,7 @@ from suse.io.formats import (
     read_stream,
     read_text_stream,
 )
-from suse.io.synthetic import abcd_blocks, alphabet_probabilities, synthetic_stream
+from suse.io.synthetic import abcd_blocks, alphabet_probabilities, aseq_queries, synthetic_stream
 
 __all__ = [
     "Events",
@@ -16,5 +16,6 @@ __all__ = [
     "read_probabilities",
     "synthetic_stream",
     "abcd_blocks",
+    "aseq_queries",
     "alphabet_probabilities",
 ]

@@ -18,7 +18,7 @@ import numpy as np
 from suse.errors import InputError
 from suse.io.formats import Events
 
-__all__ = ["alphabet_probabilities", "synthetic_stream", "abcd_blocks"]
+__all__ = ["alphabet_probabilities", "synthetic_stream", "abcd_blocks", "aseq_queries"]
 
 DISTRIBUTIONS = ("zipf", "uniform", "normal")
 VALUE_RANGE = (1, 100)  # values="uniform" draws integers uniformly from this range, inclusive
@@ -93,3 +93,23 @@ def abcd_blocks(i: int) -> Events:
     if i < 0:
         raise InputError(f"block length must be >= 0, got {i}")
     return Events("A" * i + "B" * i + "C" * i + "D" * i, np.arange(4 * i, dtype=np.int64))
+
+
+#: The paper's query split where A-Seq's experiments split theirs: a shared prefix, then a suffix.
+ASEQ_PREFIX = "a(b*c)*d"
+_SUFFIX_ITEMS = ("(e|f)", "g*", "e", "f", "g", "(e|g)", "(f|g)", "e*", "f*", "b", "c")
+
+
+def aseq_queries(n: int, seed: int | None = 0, prefix: str = ASEQ_PREFIX) -> dict[str, str]:
+    """``n`` distinct regexes ``prefix + suffix`` named q0..q{n-1}, as A-Seq's experiments draw
+    query sets: one common prefix, then one or two items over the workload's letters. q0 is the
+    paper's query ``a(b*c)*d(e|f)g*``; the others are a seeded shuffle of the remaining suffixes."""
+    pairs = [a + b for a in _SUFFIX_ITEMS for b in _SUFFIX_ITEMS if not (a == b and a.endswith("*"))]
+    singles = list(_SUFFIX_ITEMS)
+    first = "(e|f)g*"
+    rest = [s for s in singles + pairs if s != first]
+    if not 0 <= n <= len(rest) + 1:
+        raise InputError(f"n must be between 0 and {len(rest) + 1}, got {n}")
+    rng = np.random.default_rng(seed)
+    order = [rest[i] for i in rng.permutation(len(rest))]
+    return {f"q{i}": prefix + s for i, s in enumerate(([first] + order)[:n])}

@@ -20,10 +20,10 @@ from suse.spark.triggers import parse_trigger
 
 def aggregate(
     df: DataFrame,
-    query: str,
-    window: str | int | dt.timedelta,
-    characters: Mapping[str, str] | str,
-    timestamp: str,
+    query: str | None = None,
+    window: str | int | dt.timedelta | None = None,
+    characters: Mapping[str, str] | str | None = None,
+    timestamp: str | None = None,
     partition_by: Sequence[str] | str = (),
     value: str | None = None,
     summary_size: int = 500,
@@ -39,8 +39,13 @@ def aggregate(
     of: str | None = None,
     max_missing: int = 0,
     op: str | None = None,
+    queries: Mapping[str, Any] | None = None,
 ) -> DataFrame:
     """Aggregate the subsequence matches of ``query`` within ``window`` per partition.
+
+    ``queries={name: regex or {"query": regex, "window": ..., ...}}`` runs a query set in one
+    job instead (classified, shuffled and sorted once); the output then has a ``query``
+    column after the partition columns. Settings not given per query are the arguments here.
 
     Returns one row per partition and evaluation time: the partition columns,
     ``evaluated_at``, ``count``/``sum`` (exact decimal strings), ``avg``, ``count_double``,
@@ -63,6 +68,22 @@ def aggregate(
             "aggregate needs a batch DataFrame, but this one is streaming (spark.readStream): "
             "use suse.spark.aggregate_stream for streams"
         )
+    if characters is None or timestamp is None:
+        raise InputError("aggregate needs characters= and timestamp=")
+    if queries is not None:
+        from suse.spark.multi import prepare_multi, run_multi
+
+        if query is not None:
+            raise InputError("give either query= or queries=, not both")
+        if of is not None or max_missing or op is not None:
+            raise InputError("of=, max_missing= and op= apply to one query; they are not supported with queries=")
+        defaults = {"window": window, "aggregate": aggregate, "policy": policy, "summary_size": summary_size,
+                    "strategy": strategy, "probabilities": probabilities, "seed": seed, "evaluate": evaluate}
+        events, multi_plan = prepare_multi(df, queries, defaults, characters, timestamp, partition_by, value, exact,
+                                           replicate, timestamp_format)
+        return run_multi(events, multi_plan)
+    if query is None or window is None:
+        raise InputError("aggregate needs query= and window= (or queries=)")
     events, plan = prepare(
         df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
         evaluate, exact, replicate, probabilities, seed, aggregate, policy, timestamp_format, of=of,

@@ -130,7 +130,18 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     inp, summ, ev = cfg.input, cfg.summary, cfg.evaluate
     probabilities = None if summ.probabilities == "online" else summ.probabilities
     results = []
-    for q in cfg.queries:
+    if len(cfg.queries) > 1 and len({tuple(q.replicate or ()) for q in cfg.queries}) == 1:
+        # One job for the whole set: rows are classified, shuffled and sorted once.
+        queries = {q.label: {"query": q.regex, "window": q.window, "aggregate": q.aggregate, "policy": q.policy}
+                   for q in cfg.queries}
+        out = aggregate(
+            df, characters=cfg.characters, timestamp=inp.timestamp, partition_by=inp.partition_by, value=inp.value,
+            summary_size=summ.size, strategy=summ.strategy, evaluate=ev.at, exact=ev.exact,
+            replicate=cfg.queries[0].replicate, probabilities=probabilities, seed=summ.seed,
+            timestamp_format=inp.timestamp_format, queries=queries,
+        )
+        results.append(out.select("query", *[c for c in out.columns if c != "query"]))
+    for q in cfg.queries if not results else ():
         out = aggregate(
             df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
             summ.size, summ.strategy, ev.at, ev.exact, q.replicate, probabilities, summ.seed,

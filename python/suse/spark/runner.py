@@ -72,6 +72,7 @@ class Row(NamedTuple):
     min: int | None = None  # MIN/MAX (aggregate "min"/"max" only)
     max: int | None = None
     count_by_missing: list | None = None  # approximate matching (max_missing > 0)
+    query: str | None = None  # the query's name when a query set runs (suse.spark.multi)
 
 
 def empty_row(plan: Plan, dropped: int, corrupt: int) -> Row:
@@ -176,9 +177,16 @@ def run_sorted(
             pieces[0] if len(pieces) == 1
             else [None if p[0] is None else np.concatenate(p) for p in zip(*pieces)]
         )
-        rows = evaluate_partition(plan, current or (), plan.chars(ranks), ts, values) if len(ts) else []
+        multi = getattr(plan, "multi", False)  # a query set: every query in this one pass
+        if not len(ts):
+            rows = []
+        elif multi:
+            rows = plan.evaluate(current or (), ranks, ts, values)
+        else:
+            rows = evaluate_partition(plan, current or (), plan.chars(ranks), ts, values)
         if not rows and any(counted):
-            rows = [empty_row(plan, *counted)]
+            names = [name for name, _, _ in plan.plans] if multi else [None]
+            rows = [empty_row(plan, *counted)._replace(query=name) for name in names]
         for row in rows:
             out_keys.append(current or ())
             out_rows.append(row._replace(dropped=counted[0], corrupt=counted[1]))
@@ -187,8 +195,10 @@ def run_sorted(
 
     def emit() -> pa.RecordBatch:
         cols = [pa.array([k[i] for k in out_keys], type=key_types[i]) for i in range(len(keys))]
-        data = result_columns(out_rows, plan.exact, plan.extrema, plan.max_missing > 0)
-        cols += [pa.array(v, type=ARROW_TYPES[name]) for name, v in data.items()]
+        data = result_columns(out_rows, plan.exact, getattr(plan, "extrema", False), getattr(plan, "max_missing", 0) > 0)
+        if getattr(plan, "multi", False):
+            data = {"query": [r.query for r in out_rows], **data}
+        cols += [pa.array(v, type=ARROW_TYPES.get(name, pa.string())) for name, v in data.items()]
         out_keys.clear()
         out_rows.clear()
         return pa.RecordBatch.from_arrays(cols, names=[*keys, *data])

@@ -79,10 +79,10 @@ log = logging.getLogger(__name__)
 
 def aggregate_stream(
     df: DataFrame,
-    query: str,
-    window: str | int | dt.timedelta,
-    characters: Mapping[str, str] | str,
-    timestamp: str,
+    query: str | None = None,
+    window: str | int | dt.timedelta | None = None,
+    characters: Mapping[str, str] | str | None = None,
+    timestamp: str | None = None,
     partition_by: Sequence[str] | str = (),
     value: str | None = None,
     summary_size: int = 500,
@@ -98,6 +98,7 @@ def aggregate_stream(
     max_missing: int = 0,
     on_change: str = "error",
     op: str | None = None,
+    queries: Mapping[str, Any] | None = None,
 ) -> DataFrame:
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
     ``late_events``, ``pending_events`` and ``expired``), one row per partition per
@@ -116,7 +117,11 @@ def aggregate_stream(
     ``op``: a column with "+" (an event) or "-" (a retraction: it takes back one pending event
     of the partition with the same character, timestamp and value). A retraction that finds
     none (its event is already final, older than the watermark, or was never seen) changes
-    nothing and is counted in ``rejected_retractions``."""
+    nothing and is counted in ``rejected_retractions``.
+
+    ``queries={name: regex or {...}}`` runs a query set in one streaming query, as
+    ``aggregate`` does: each query keeps its own state per partition (summary, buffer,
+    watermark), fed the events of its own letters, and the output has a ``query`` column."""
     spark_frame(df, "aggregate_stream")
     if on_change not in ON_CHANGE:
         raise InputError(f"on_change must be one of {', '.join(ON_CHANGE)}; got {on_change!r}")
@@ -124,13 +129,37 @@ def aggregate_stream(
         raise InputError("aggregate_stream needs a streaming DataFrame (spark.readStream); use aggregate for batch data")
     if isinstance(probabilities, str):
         raise InputError("streaming jobs take probabilities as a mapping or None (estimated online)")
-    events, plan = prepare(
-        df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
-        "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True, of=of,
-        max_missing=max_missing, op=op,
-    )
+    if characters is None or timestamp is None:
+        raise InputError("aggregate_stream needs characters= and timestamp=")
+    if queries is not None:
+        from suse.spark.multi import prepare_multi
+
+        if query is not None:
+            raise InputError("give either query= or queries=, not both")
+        if of is not None or max_missing or op is not None:
+            raise InputError("of=, max_missing= and op= apply to one query; they are not supported with queries=")
+        defaults = {"window": window, "aggregate": aggregate, "policy": policy, "summary_size": summary_size,
+                    "strategy": strategy, "probabilities": probabilities, "seed": seed, "evaluate": "end"}
+        for name, spec in queries.items():
+            if isinstance(spec, Mapping) and ("evaluate" in spec or isinstance(spec.get("probabilities"), str)):
+                raise InputError(f"query {name!r}: a streaming query takes no 'evaluate' and probabilities as a "
+                                 "mapping or None")
+        events, plan = prepare_multi(df, queries, defaults, characters, timestamp, partition_by, value, False, None,
+                                     timestamp_format, streaming=True)
+    elif query is None or window is None:
+        raise InputError("aggregate_stream needs query= and window= (or queries=)")
+    else:
+        events, plan = prepare(
+            df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
+            "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True, of=of,
+            max_missing=max_missing, op=op,
+        )
+    multi = queries is not None
     late_units = 0 if lateness in (0, "0") else events.axis.span(lateness, "lateness")
-    config = fingerprint(plan, late_units, characters)
+    if multi:  # per query, named: a changed set is a changed configuration too
+        config = [{"name": name, **fingerprint(p, late_units, characters)} for name, p, _ in plan.plans]
+    else:
+        config = fingerprint(plan, late_units, characters)
     idle_ms = None
     if idle_timeout is not None:
         from suse.spark.timing import duration_seconds
@@ -142,9 +171,14 @@ def aggregate_stream(
     frame = events.frame if events.has_value else events.frame.withColumn(VALUE, F.lit(1).cast("long"))
     if not keys:
         frame = frame.withColumn(_ALL, F.lit(0))
-    # min/max, then count_by_missing last, as in batch
-    ddl = STREAM_DDL + (", " + EXTREMA_DDL if plan.extrema else "") + (", " + APPROX_DDL if plan.max_missing else "")
-    schema = T.StructType([events.frame.schema[k] for k in keys] + list(T._parse_datatype_string(ddl).fields))
+    if multi:
+        ddl = STREAM_DDL
+    else:  # min/max, then count_by_missing last, as in batch
+        ddl = STREAM_DDL + (", " + EXTREMA_DDL if plan.extrema else "") + (", " + APPROX_DDL if plan.max_missing else "")
+    schema = T.StructType(
+        [events.frame.schema[k] for k in keys] + ([T.StructField("query", T.StringType())] if multi else [])
+        + list(T._parse_datatype_string(ddl).fields)
+    )
 
     # transformWithState keeps its state only in RocksDB; the option is read when a query
     # starts (and then recorded in its checkpoint), so set it for this session now.
@@ -155,7 +189,8 @@ def aggregate_stream(
     ops = [OP] if events.has_op else []
     frame = frame.select(*[quoted(k) for k in group], TS, RANK, TIE, VALUE, *ops)  # the order _Processor reads
     out = frame.groupBy(*[quoted(k) for k in group]).transformWithStateInPandas(
-        _Processor(plan, late_units, keys, idle_ms, config, on_change, events.has_op), schema, "Append",
+        _MultiProcessor(plan, late_units, keys, idle_ms, config, on_change) if multi
+        else _Processor(plan, late_units, keys, idle_ms, config, on_change, events.has_op), schema, "Append",
         "ProcessingTime" if idle_ms else "None",
     )
     if events.axis.is_datetime:
@@ -198,14 +233,7 @@ class _Processor(StatefulProcessor):
 
     def _check(self, key) -> bool:
         """Bring the partition's state to this job's configuration; True when it was migrated."""
-        if self.config is None:
-            return False
-        migrated = False
-        if self.state.exists():
-            saved = json.loads(self.saved_config.get()[0]) if self.saved_config.exists() else None
-            migrated = reconcile(self.plan, self.config, saved, self.on_change, key, _State(self.state))
-        self.saved_config.update((json.dumps(self.config),))
-        return migrated
+        return _reconciled(self.plan, self.config, self.on_change, key, self.state, self.saved_config)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         # pyspark 4.3 hands the value columns over as _1, _2, ...: name them by position
@@ -238,6 +266,62 @@ class _Processor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+class _MultiProcessor(_Processor):
+    """A query set: per query its own value state, fed the rows of its own characters (rows
+    that are counted, not fed, go to every query); one idle timer for the partition."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        n = len(self.plan.plans)
+        self.states = [handle.getValueState(f"{STATE_NAME}_{i}", STATE_SCHEMA) for i in range(n)]
+        self.saved_configs = [handle.getValueState(f"{CONFIG_NAME}_{i}", CONFIG_SCHEMA) for i in range(n)]
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+        names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE]
+        frames = [f.set_axis(names, axis=1) for f in rows]
+        k = key if self.keys else ()
+        for i, ((name, plan, allowed), value) in enumerate(zip(self.plan.plans, self.states)):
+            mine = [f[f[RANK].isin(allowed) | (f[RANK] < 0)] for f in frames]
+            if sum(len(f) for f in mine):  # a query without rows here emits nothing, as alone
+                config = None if self.config is None else self.config[i]
+                migrated = _reconciled(plan, config, self.on_change, k, value, self.saved_configs[i])
+                row = advance(plan, self.lateness, k, self.keys, iter(mine), _State(value))
+                row["migrated"] = migrated
+                yield _named(row, name, self.keys)
+        if self.idle_ms:
+            for t in list(self.handle.listTimers()):
+                self.handle.deleteTimer(t)
+            self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + self.idle_ms)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+        k = key if self.keys else ()
+        for (name, plan, _), value, saved in zip(self.plan.plans, self.states, self.saved_configs):
+            if value.exists():
+                row = advance(plan, self.lateness, k, self.keys, iter(()), _State(value), flush=True)
+                row["expired"] = True
+                value.clear()
+                saved.clear()
+                yield _named(row, name, self.keys)
+
+
+def _reconciled(plan: Plan, config: dict | None, on_change: str, key: Any, value: Any, saved_config: Any) -> bool:
+    """Compare the state a partition holds with the job's configuration (recorded beside it);
+    migrate or refuse on a difference (``reconcile``). True when migrated."""
+    if config is None:
+        return False
+    migrated = False
+    if value.exists():
+        saved = json.loads(saved_config.get()[0]) if saved_config.exists() else None
+        migrated = reconcile(plan, config, saved, on_change, key, _State(value))
+    saved_config.update((json.dumps(config),))
+    return migrated
+
+
+def _named(row: pd.DataFrame, name: str, keys: Sequence[str]) -> pd.DataFrame:
+    row.insert(len(keys), "query", name)
+    return row
 
 
 def advance(

@@ -1,0 +1,126 @@
+"""`suse exact --queries FILE` and `suse eval --queries FILE`: a query set over one stream,
+one row per query (docs/CLI.md). The file holds `name = regex` lines."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from rich.markup import escape
+
+import suse
+from suse.cli.app import stdout_console
+from suse.errors import InputError, QueryError
+from suse.io.formats import read_stream
+
+
+def stream_argument(query: str, stream: str, queries: Optional[Path]) -> str:
+    """With --queries the one positional argument (QUERY's place) is the stream file."""
+    if queries is None:
+        return stream
+    if stream != "-":
+        raise InputError("with --queries, give only the stream FILE ('-' for stdin): the queries come from the file")
+    return query
+
+
+def load_queries(path: Path, window: int, aggregate: str, policy: str) -> suse.QuerySet:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"cannot read queries {str(path)!r}: {reason}") from None
+    try:
+        return suse.QuerySet.parse(text, window, aggregate, policy)
+    except QueryError as exc:
+        raise QueryError(f"{path}: {exc.message}", exc.position, exc.query) from None
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+
+
+def _row(r: Any) -> dict[str, Any]:
+    return {"count": r.count, "sum": r.sum, "avg": r.avg, "partial_count": r.partial_count}
+
+
+def _avg_text(avg: Optional[float]) -> str:
+    return "-" if avg is None else f"{avg:.6g}"
+
+
+def _print(data: dict, columns: list[str], title: str) -> None:
+    from suse.cli.query_cmds import _table
+
+    out = stdout_console()
+    out.print(title, markup=False)
+    table = _table("query", "t", *columns)
+    for name, q in data["queries"].items():
+        for ev in q["evaluations"]:
+            table.add_row(escape(name), f"≤ {ev['timestamp']}", *(_cell(ev, c) for c in columns))
+        table.add_row(f"[bold]{escape(name)}[/]", "stream", *(_cell(q, c) for c in columns))
+    out.print(table)
+
+
+def _cell(row: dict, column: str) -> str:
+    value = row.get(column)
+    return _avg_text(value) if column == "avg" else "-" if value is None else str(value)
+
+
+def exact_set(queries: Path, stream: str, window: int, policy: str, aggregate: str, evaluate_at, fmt: str,
+              as_json: bool) -> None:
+    qs = load_queries(queries, window, aggregate, policy)
+    events = read_stream(stream, fmt)
+    with events.located():
+        results = suse.exact(qs, events, evaluate_at=evaluate_at)
+    first = next(iter(results.values()))
+    data = {
+        "events": first.events,
+        "queries": {
+            name: {"regex": qs[name].regex, **_row(r), "skipped": r.skipped,
+                   "evaluations": [{"timestamp": ev.timestamp, **_row(ev)} for ev in r.evaluations]}
+            for name, r in results.items()
+        },
+    }
+    if as_json:
+        from suse.cli.query_cmds import _print_json
+
+        _print_json(data)
+        return
+    _print(data, ["count", "sum", "avg", "partial_count", "skipped"],
+           f"{len(qs)} queries from {queries}, window {window}, policy {policy}: {first.events} events")
+
+
+def eval_set(queries: Path, stream: str, window: int, size: int, strategy: str, aggregate: str, policy: str,
+             seed: Optional[int], time_to_live: Optional[int], evaluate_at, compare_exact: bool, fmt: str,
+             as_json: bool) -> None:
+    qs = load_queries(queries, window, aggregate, policy)
+    summaries = suse.SummarySet(qs, size, strategy, None, seed, time_to_live)
+    events = read_stream(stream, fmt)
+    with events.located():
+        started = time.perf_counter()
+        evaluations = summaries.extend(events=events, evaluate_at=evaluate_at)
+        elapsed = time.perf_counter() - started
+        exact = suse.exact(qs, events, evaluate_at=evaluate_at) if compare_exact else None
+    results = summaries.result()
+    out: dict[str, Any] = {}
+    for name, r in results.items():
+        rows = []
+        for i, ev in enumerate(evaluations[name]):
+            row = {"timestamp": ev.timestamp, **_row(ev), "detected_count": ev.detected_count}
+            if exact is not None:
+                row |= {"exact_count": exact[name].evaluations[i].count, "exact_sum": exact[name].evaluations[i].sum}
+            rows.append(row)
+        out[name] = {"regex": qs[name].regex, **_row(r), "detected_count": r.detected_count,
+                     "detected_sum": r.detected_sum, "skipped": r.skipped, "retained": r.size,
+                     "elements": [{"char": c, "timestamp": t, "value": v} for c, t, v in summaries.summaries[name].elements()],
+                     "evaluations": rows}
+        if exact is not None:
+            out[name] |= {"exact_count": exact[name].count, "exact_sum": exact[name].sum}
+    n_events = next(iter(results.values())).events
+    data = {"events": n_events, "seed": summaries.seed,
+            "events_per_second": n_events / elapsed if elapsed > 0 else None, "queries": out}
+    if as_json:
+        from suse.cli.query_cmds import _print_json
+
+        _print_json(data)
+        return
+    columns = ["count", "sum", "avg", "detected_count", "retained"] + (["exact_count", "exact_sum"] if exact else [])
+    _print(data, columns, f"{len(qs)} queries from {queries}, window {window}, {strategy} summaries of size {size}: "
+                          f"{n_events} events, seed {summaries.seed}")

@@ -1,0 +1,232 @@
+"""Many queries over one stream (issue 12): `QuerySet`, exact aggregation and summaries.
+
+The events are decoded, validated and ordered once for the whole set. Exact aggregation then
+runs every query in one native call (`_core.MultiExactEngine`), where queries that count the
+same sets (same automaton, window and policy) share one engine; summaries keep one bounded
+summary per query (a summary tuned for one pattern is not right for another) and share
+only identical ones. docs/ENGINE.md ("Query sets") has the measurements behind this choice.
+"""
+from __future__ import annotations
+
+import secrets
+from typing import Any, Iterator, Mapping, Optional
+
+from suse import _core
+from suse.api import (
+    Evaluation,
+    ExactResult,
+    Query,
+    Summary,
+    SummaryResult,
+    _check_choice,
+    _check_int,
+    _check_memory_limit,
+    _check_order,
+    _eval_times,
+    _evaluation,
+    _in_input_order,
+    coerce_events,
+)
+from suse.errors import InputError, QueryError
+
+def check_name(name: Any) -> str:
+    """Any text names a query (job files name queries by their regex), but not blank or multi-line."""
+    if not isinstance(name, str) or not name.strip() or name != name.strip() or "\n" in name:
+        raise InputError(f"query name {name!r} must be non-empty text without surrounding blanks or line breaks")
+    return name
+
+
+class QuerySet(Mapping[str, Query]):
+    """Named queries run together over one stream: `suse.exact(query_set, events)` and
+    `suse.SummarySet(query_set, size)` return one result per name, in the set's order.
+
+    Each query keeps its own window, aggregate and policy.
+
+    >>> qs = suse.QuerySet({"short": suse.Query("AB", 2), "long": suse.Query("AB", 10)})
+    >>> {k: r.count for k, r in suse.exact(qs, [("A", 1), ("B", 5)]).items()}
+    {'short': 0, 'long': 1}
+    """
+
+    def __init__(self, queries: Mapping[str, Query]):
+        if isinstance(queries, QuerySet):
+            queries = dict(queries.items())
+        if not isinstance(queries, Mapping):
+            raise InputError(f"a query set is a mapping from name to suse.Query, got {type(queries).__name__}")
+        if not queries:
+            raise InputError("a query set needs at least one query")
+        self._queries: dict[str, Query] = {}
+        for name, q in queries.items():
+            check_name(name)
+            if not isinstance(q, Query):
+                raise InputError(f"query {name!r} must be a suse.Query, got {type(q).__name__}")
+            self._queries[name] = q
+
+    @classmethod
+    def parse(cls, text: str, window: int, aggregate: str = "count", policy: str = "any") -> "QuerySet":
+        """A set from lines `name = regex` (blank lines and `#` comments ignored), every query
+        with the given window, aggregate and policy. Errors name the 1-based line."""
+        queries: dict[str, Query] = {}
+        for number, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            name, sep, regex = stripped.partition("=")
+            name, regex = name.strip(), regex.strip()
+            if not sep or not name or not regex:
+                raise InputError(f"line {number}: expected `name = regex`, got {stripped!r}")
+            try:
+                check_name(name)
+            except InputError as exc:
+                raise InputError(f"line {number}: {exc}") from None
+            if name in queries:
+                raise InputError(f"line {number}: query {name!r} is defined twice")
+            try:
+                queries[name] = Query(regex, window, aggregate, policy)
+            except QueryError as exc:
+                raise QueryError(f"line {number}: {exc.message}", exc.position, exc.query) from None
+        if not queries:
+            raise InputError("no queries: expected lines `name = regex`")
+        return cls(queries)
+
+    def __getitem__(self, name: str) -> Query:
+        return self._queries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._queries)
+
+    def __len__(self) -> int:
+        return len(self._queries)
+
+    @property
+    def alphabet(self) -> str:
+        """Every letter of any query, in first-seen order."""
+        return "".join(dict.fromkeys(c for q in self._queries.values() for c in q.alphabet))
+
+    def __repr__(self) -> str:
+        return f"QuerySet({self._queries!r})"
+
+
+class ExactSet:
+    """Incremental exact aggregation of a query set; `suse.exact(query_set, ...)` is the
+    one-shot form. One native call per batch feeds every query.
+
+    `merge`: "auto" runs skip-till-any-match queries without negation that share a window over
+    one product automaton when that is cheaper (docs/ENGINE.md, "Query sets"); "never" and
+    "always" force the choice (for measurements)."""
+
+    def __init__(self, queries: QuerySet, memory_limit: Optional[int] = None, merge: str = "auto"):
+        if not isinstance(queries, QuerySet):
+            raise InputError(f"expected a suse.QuerySet, got {type(queries).__name__}")
+        self.queries = queries
+        self._names = list(queries)
+        self._engine = _core.MultiExactEngine(
+            [(q._dfa, q.window, q.policy) for q in queries.values()], _check_memory_limit(memory_limit),
+            _check_choice("merge", merge, ("never", "auto", "always")),
+        )
+
+    @property
+    def engines(self) -> int:
+        """Distinct native engines: queries that count the same sets share one."""
+        return self._engine.engines
+
+    @property
+    def merged(self) -> int:
+        """Native engines that run a merged (product) automaton of several queries."""
+        return self._engine.merged
+
+    def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
+               evaluate_at: Any = None) -> dict[str, list[Evaluation]]:
+        """Process a batch; per query, one `Evaluation` per entry of `evaluate_at`, in its order."""
+        raw, ts, vals = coerce_events(events, chars, timestamps, values)
+        last = self._engine.last_timestamp
+        _check_order(ts, last)
+        times, order = _eval_times(evaluate_at, last)
+        rows = self._engine.extend(raw, ts, vals, times)
+        return {name: _in_input_order([_evaluation(r) for r in q_rows], order) for name, q_rows in zip(self._names, rows)}
+
+    def result(self, evaluations: Optional[Mapping[str, list[Evaluation]]] = None) -> dict[str, ExactResult]:
+        out = {}
+        for i, name in enumerate(self._names):
+            t = self._engine.totals(i)
+            out[name] = ExactResult(t.count, t.sum, t.partial_count, self._engine.skipped(i), self._engine.events,
+                                    list((evaluations or {}).get(name, [])))
+        return out
+
+
+def exact_set(queries: QuerySet, events: Any = None, *, chars: Any = None, timestamps: Any = None,
+              values: Any = None, evaluate_at: Any = None, merge: str = "auto") -> dict[str, ExactResult]:
+    engine = ExactSet(queries, merge=merge)
+    raw, ts, vals = coerce_events(events, chars, timestamps, values)
+    if len(raw) == 0:
+        raise InputError("the stream is empty")
+    _check_order(ts, None)
+    times, order = _eval_times(evaluate_at)
+    rows = engine._engine.extend(raw, ts, vals, times)
+    evaluations = {name: _in_input_order([_evaluation(r) for r in q_rows], order) for name, q_rows in zip(engine._names, rows)}
+    return engine.result(evaluations)
+
+
+def _per_query(setting: str, value: Any, names: list[str]) -> dict[str, Any]:
+    """A setting given once for every query, or as a mapping from query name (probabilities:
+    a mapping whose values are mappings)."""
+    per = isinstance(value, Mapping) and (setting != "probabilities" or (
+        bool(value) and all(isinstance(v, Mapping) or v is None for v in value.values())))
+    if not per:
+        return {k: value for k in names}
+    unknown = [k for k in value if k not in names]
+    if unknown:
+        raise InputError(f"{setting} given for {unknown[0]!r}, which is not a query of the set ({', '.join(names)})")
+    missing = [k for k in names if k not in value]
+    if missing and setting in ("size", "strategy"):
+        raise InputError(f"no {setting} for query {missing[0]!r}: give one for every query, or one for all")
+    return {k: value.get(k) for k in names}
+
+
+class SummarySet:
+    """One bounded summary per query of a set, fed together: a batch is decoded and validated
+    once. `size`, `strategy`, `time_to_live` and `probabilities` are one value for all queries
+    or a mapping from query name (probabilities: name -> {char: p}). Queries with identical
+    settings share one summary."""
+
+    def __init__(self, queries: QuerySet, size: Any, strategy: Any = "suse", probabilities: Any = None,
+                 seed: Optional[int] = None, time_to_live: Any = None, memory_limit: Optional[int] = None):
+        if not isinstance(queries, QuerySet):
+            raise InputError(f"expected a suse.QuerySet, got {type(queries).__name__}")
+        names = list(queries)
+        self.queries = queries
+        self.seed = secrets.randbits(63) if seed is None else _check_int("seed", seed, maximum=2**64 - 1)
+        sizes = _per_query("size", size, names)
+        strategies = _per_query("strategy", strategy, names)
+        ttls = _per_query("time_to_live", time_to_live, names)
+        probs = _per_query("probabilities", probabilities, names)
+        self.summaries: dict[str, Summary] = {}
+        shared: dict[str, Summary] = {}
+        for name in names:
+            s = Summary(queries[name], sizes[name], strategies[name], probs[name], self.seed, ttls[name], memory_limit)
+            key = repr(s._header())
+            self.summaries[name] = shared.setdefault(key, s)
+        self._last: Optional[int] = None
+
+    def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
+               evaluate_at: Any = None, elements: bool = False) -> dict[str, list[Evaluation]]:
+        """Process a batch; per query, one `Evaluation` per entry of `evaluate_at`, in its order
+        (as `Summary.extend`)."""
+        raw, ts, vals = coerce_events(events, chars, timestamps, values)
+        _check_order(ts, self._last)
+        times, order = _eval_times(evaluate_at, self._last)
+        done: dict[int, list] = {}
+        out = {}
+        for name, s in self.summaries.items():
+            if id(s) not in done:
+                rows = s._engine.extend(raw, ts, vals, times, bool(elements))
+                done[id(s)] = _in_input_order([_evaluation(r) for r in rows], order)
+            out[name] = done[id(s)]
+        if len(ts):
+            self._last = int(ts[-1])
+        return out
+
+    def result(self) -> dict[str, SummaryResult]:
+        return {name: s.result() for name, s in self.summaries.items()}
+
+    def __repr__(self) -> str:
+        return f"SummarySet({list(self.summaries)!r})"
