@@ -120,3 +120,9 @@ def test_parse_lines():
         suse.QuerySet.parse("a = ab\na = ba\n", window=1)
     with pytest.raises(suse.QueryError, match="line 1: "):
         suse.QuerySet.parse("a = a(b\n", window=1)
+
+
+@pytest.mark.parametrize("extra", [{"aggregate": "max"}, {"of": "A"}, {"max_missing": 1}])
+def test_query_sets_refuse_what_their_shared_engines_do_not_compute(extra):
+    with pytest.raises(suse.InputError, match="not supported in query sets"):
+        suse.QuerySet({"q": suse.Query("AB", window=5, **extra)})

@@ -59,6 +59,10 @@ class QuerySet(Mapping[str, Query]):
             check_name(name)
             if not isinstance(q, Query):
                 raise InputError(f"query {name!r} must be a suse.Query, got {type(q).__name__}")
+            if q._extrema or q.of is not None or q.max_missing:
+                # The shared engines count and sum; these run beside them per query (not yet).
+                raise InputError(f"query {name!r}: MIN/MAX, of= and max_missing= are not supported in query sets yet; "
+                                 "run that query on its own")
             self._queries[name] = q
 
     @classmethod

@@ -385,6 +385,9 @@ impl MultiExactEngine {
                         detected_count: None,
                         detected_sum: None,
                         elements: None,
+                        min: None,
+                        max: None,
+                        count_by_missing: None, // query sets refuse such queries (suse.QuerySet)
                     })
                     .collect()
             })
@@ -395,7 +398,7 @@ impl MultiExactEngine {
     fn totals(&self, i: usize) -> PyResult<NativeTotals> {
         self.check(i)?;
         let (count, sum, partial_count) = self.inner.totals(i);
-        Ok(NativeTotals { count, sum, partial_count })
+        Ok(NativeTotals { count, sum, partial_count, min: None, max: None, count_by_missing: None })
     }
 
     fn skipped(&self, i: usize) -> PyResult<u64> {
