@@ -531,6 +531,14 @@ class Exact:
                            t.min, t.max, t.count_by_missing, late=self.late)
 
 
+def _check_order(ts: np.ndarray, last: Optional[int]) -> None:
+    """Timestamps must not decrease, also across batches (`last`: the latest already processed);
+    the error carries the event index (query sets, which take events in order)."""
+    is_late, top = late_mask(ts, last, 0)
+    if is_late.any():
+        raise late_error(ts, is_late, top, last, 0)
+
+
 def _drop_late(raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], last: Optional[int], late: str):
     """In-order processing (lateness 0): the batch without its late events, and their number."""
     is_late, top = late_mask(ts, last, 0)
