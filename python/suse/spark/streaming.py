@@ -58,6 +58,9 @@ STATE_SCHEMA = T.StructType([
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 STATE_NAME = "suse_summary_v1"  # the state variable; a new layout gets a new name
+DUE_NAME = "suse_due_v1"  # with evaluate = {every}: the partition's next due time
+DUE_SCHEMA = T.StructType([T.StructField("next_due", T.LongType())])
+_EVENT_TIME = "_suse_event_time"  # the column Spark's watermark runs on (due-time mode)
 
 
 def aggregate_stream(
@@ -77,6 +80,7 @@ def aggregate_stream(
     policy: str = "any",
     timestamp_format: str | None = None,
     idle_timeout: str | dt.timedelta | None = None,
+    evaluate: Any = None,
 ) -> DataFrame:
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
     ``late_events``, ``pending_events`` and ``expired``), one row per partition per
@@ -85,7 +89,13 @@ def aggregate_stream(
 
     ``idle_timeout`` (a duration of processing time, e.g. "1 hour"): a partition that receives
     no events for that long has its buffered events fed, one last row emitted with
-    ``expired = true``, and its state dropped; later events start a new summary."""
+    ``expired = true``, and its state dropped; later events start a new summary.
+
+    ``evaluate``: None (or "end") gives the row per micro-batch above. ``{"every": "30 days"}``
+    (a duration, or an integer for integer timestamps) instead gives one row per partition
+    at every multiple of the period from its first event on, once the watermark (its own or
+    Spark's global one, ``lateness`` behind the newest event) has passed it, also when the
+    partition received nothing: event-time timers (suse.spark.due)."""
     spark_frame(df, "aggregate_stream")
     if not df.isStreaming:
         raise InputError("aggregate_stream needs a streaming DataFrame (spark.readStream); use aggregate for batch data")
@@ -103,6 +113,12 @@ def aggregate_stream(
         idle_ms = duration_seconds(idle_timeout) * 1000
         if idle_ms <= 0:
             raise InputError("idle_timeout must be a positive duration such as '1 hour'")
+    period = _period(evaluate, events.axis, plan.window)
+    if period and idle_ms:
+        raise InputError(
+            "idle_timeout and evaluate = {every = ...} cannot be combined: a Spark stateful operator "
+            "runs its timers on one clock, processing time (idle) or event time (due evaluations)"
+        )
     keys = list(events.keys)
     frame = events.frame if events.has_value else events.frame.withColumn(VALUE, F.lit(1).cast("long"))
     if not keys:
@@ -117,14 +133,38 @@ def aggregate_stream(
     if conf.get(_PROVIDER, None) != _ROCKSDB:
         conf.set(_PROVIDER, _ROCKSDB)
     group = keys or [_ALL]
-    frame = frame.select(*[quoted(k) for k in group], TS, RANK, TIE, VALUE)  # the order _Processor reads
+    columns = [*[quoted(k) for k in group], TS, RANK, TIE, VALUE]  # the order _Processor reads
+    scale = 1
+    if period:
+        # Spark's watermark drives the timers; it runs on a timestamp column, in milliseconds.
+        scale = 1000 if events.axis.is_datetime else 1
+        unit = "seconds" if events.axis.is_datetime else "milliseconds"  # integers count as ms
+        stamp = F.timestamp_seconds(TS) if events.axis.is_datetime else F.timestamp_millis(TS)
+        frame = frame.withColumn(_EVENT_TIME, stamp).withWatermark(_EVENT_TIME, f"{late_units} {unit}")
+        # ...and the column is then left out: the operator would silently drop rows at or below
+        # the previous batch's watermark, while suse counts late events itself (late_events).
+    frame = frame.select(*columns)
     out = frame.groupBy(*[quoted(k) for k in group]).transformWithStateInPandas(
-        _Processor(plan, late_units, keys, idle_ms), schema, "Append",
-        "ProcessingTime" if idle_ms else "None",
+        _Processor(plan, late_units, keys, idle_ms, period, scale), schema, "Append",
+        "EventTime" if period else "ProcessingTime" if idle_ms else "None",
     )
     if events.axis.is_datetime:
         out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
     return out
+
+
+def _period(evaluate: Any, axis: Any, window: int) -> int | None:
+    """The due-time period of ``evaluate`` in the time axis' unit, or None (per micro-batch)."""
+    if evaluate is None or evaluate == "end":
+        return None
+    from suse.spark.triggers import parse_trigger
+
+    if not (isinstance(evaluate, dict) and "every" in evaluate):
+        raise InputError(
+            f"aggregate_stream: evaluate must be None (a row per micro-batch) or {{'every': DURATION}} "
+            f"(rows at due times), got {evaluate!r}"
+        )
+    return parse_trigger(evaluate, axis, window).period
 
 
 class _State:
@@ -149,25 +189,54 @@ class _Processor(StatefulProcessor):
     """One partition's summary, buffer and counters in a value state; an optional timer for
     idle partitions."""
 
-    def __init__(self, plan: Plan, lateness: int, keys: Sequence[str], idle_ms: int | None) -> None:
+    def __init__(
+        self, plan: Plan, lateness: int, keys: Sequence[str], idle_ms: int | None,
+        period: int | None = None, scale: int = 1,
+    ) -> None:
         self.plan, self.lateness, self.keys, self.idle_ms = plan, lateness, list(keys), idle_ms
+        self.period, self.scale = period, scale  # due-time period; engine units -> timer ms
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
+        if self.period:
+            self.due = handle.getValueState(DUE_NAME, DUE_SCHEMA)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         # pyspark 4.3 hands the value columns over as _1, _2, ...: name them by position
         names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE]
         rows = (f.set_axis(names, axis=1) for f in rows)
+        if self.period:
+            yield from self._due(key, rows, timerValues)
+            return
         yield advance(self.plan, self.lateness, key if self.keys else (), self.keys, rows, _State(self.state))
         if self.idle_ms:  # one timer per partition, pushed back by every batch with events
             for t in list(self.handle.listTimers()):
                 self.handle.deleteTimer(t)
             self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + self.idle_ms)
 
+    def _due(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+        """Rows at the due times the watermark has passed; then a timer at the next one."""
+        from suse.spark.due import advance_due, next_timer
+
+        ms = timerValues.getCurrentWatermarkInMs()
+        known = ms // self.scale if ms > 0 else None  # Spark starts at 0: no watermark yet
+        state, due = _State(self.state), _State(self.due)
+        out = advance_due(self.plan, self.lateness, self.period, key if self.keys else (), self.keys, rows,
+                          state, due, known, _OUTPUT)
+        if len(out):
+            yield out
+        for t in list(self.handle.listTimers()):
+            self.handle.deleteTimer(t)
+        d = next_timer(state, due, self.period)
+        if d is not None:  # fires once the watermark is >= d + 1: every event <= d is in
+            self.handle.registerTimer(max((d + 1) * self.scale, ms + 1))
+
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
         if not self.state.exists():
+            return
+        if self.period:
+            yield from self._due(key, iter(()), timerValues)
             return
         state = _State(self.state)
         # Idle: nothing can come in order any more, so the buffered events are final.
