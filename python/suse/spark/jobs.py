@@ -184,7 +184,7 @@ def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
         src, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
         summ.size, summ.strategy, st.lateness,
         None if summ.probabilities == "online" else summ.probabilities,
-        summ.seed, q.aggregate, q.policy, inp.timestamp_format,
+        summ.seed, q.aggregate, q.policy, inp.timestamp_format, evaluate=cfg.evaluate.at,
     )
     writer = (
         _for_format(out, cfg.output.format).writeStream.format(cfg.output.format)
