@@ -174,7 +174,7 @@ def test_streaming_job_evaluates_at_due_times(spark, tmp_path):
     batch = aggregate(spark.createDataFrame(frames), "AB+", 20, {"A": "x < 3", "B": "x >= 3"}, "t", ["k"],
                       summary_size=8, evaluate=sorted(set(rows.evaluated_at.tolist())))
     want = {(r.k, r.evaluated_at): (r["count"], r.events) for r in batch.collect()}
-    assert {(r.k, r.evaluated_at): (str(r["count"]), r.events) for r in rows.itertuples()} == {
+    assert {(r["k"], r["evaluated_at"]): (str(r["count"]), r["events"]) for r in rows.to_dict("records")} == {
         key: want[key] for key in zip(rows.k, rows.evaluated_at)}
 
 
