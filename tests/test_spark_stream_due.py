@@ -116,3 +116,35 @@ def test_due_rows_need_a_period_and_no_idle_timeout(spark, tmp_path):
         aggregate_stream(src, evaluate="every 3 events", **KW)
     with pytest.raises(InputError, match="holds integers"):
         aggregate_stream(src, evaluate={"every": "1 day"}, **KW)
+
+
+class _Value:
+    """A value state held in memory (the three members advance_due uses)."""
+
+    def __init__(self):
+        self.value = None
+
+    exists = property(lambda self: self.value is not None)
+    get = property(lambda self: self.value)
+
+    def update(self, value):
+        self.value = value
+
+
+def test_unusable_rows_alone_are_reported_not_lost():
+    from suse.spark.characters import DROPPED, RANK, TIE, TS, VALUE
+    from suse.spark.due import advance_due
+    from suse.spark.runner import Plan
+    from suse.spark.streaming import _OUTPUT
+
+    plan = Plan("A(B|C)*C", 15, size=5, order="ABC")
+    state, due = _Value(), _Value()
+    rows = pd.DataFrame({"k": ["p", "p"], TS: [0, 0], RANK: [DROPPED, DROPPED], TIE: [1, 2], VALUE: [1, 1]})
+    out = advance_due(plan, 0, PERIOD, ("p",), ["k"], iter([rows]), state, due, None, _OUTPUT)
+    assert out[["k", "dropped_events", "events"]].values.tolist() == [["p", 2, 0]]
+    assert out.evaluated_at.isna().all()
+    # a timer with nothing new reports nothing; events then give due rows carrying the count
+    assert len(advance_due(plan, 0, PERIOD, ("p",), ["k"], iter(()), state, due, 50, _OUTPUT)) == 0
+    events = pd.DataFrame({"k": "p", TS: [60, 75], RANK: [0, 2], TIE: [1, 2], VALUE: [1, 1]})
+    out = advance_due(plan, 0, PERIOD, ("p",), ["k"], iter([events]), state, due, None, _OUTPUT)
+    assert out[["evaluated_at", "events", "dropped_events"]].values.tolist() == [[60, 1, 2], [70, 1, 2]]

@@ -98,6 +98,15 @@ def advance_due(
         due.update((int(times[-1]) + period if len(times) else nxt,))
 
     n = len(evaluations)
+    if not n and max_ts is None and (n_dropped or n_corrupt):
+        # Only unusable rows so far: no due time will ever come for them, so report their
+        # counts now, as the per-micro-batch mode does (evaluated_at NULL).
+        return pd.DataFrame({
+            **{k: [v] for k, v in zip(keys, key)}, "evaluated_at": [None], "count": ["0"], "sum": ["0"], "avg": [None],
+            "count_double": [0.0], "sum_double": [0.0], "detected_count": ["0"], "events": [0], "late_events": [late],
+            "pending_events": [0], "dropped_events": [dropped], "corrupt_records": [corrupt], "elements": [[]],
+            "expired": [False],
+        })[[*keys, *output]]
     row: dict[str, list] = {k: [v] * n for k, v in zip(keys, key)}
     row.update(
         evaluated_at=[ev.timestamp for ev in evaluations], count=[str(ev.count) for ev in evaluations],
