@@ -20,6 +20,7 @@ TESTS = Path(__file__).parent
 SUBSET = [  # batch, streaming (restart from a checkpoint), the SQL fronts, and bad input
     "test_spark_batch.py",
     "test_spark_streaming.py",
+    "test_spark_stream_due.py",
     "test_spark_sql_udtf.py",
     "test_spark_sql_statement.py::test_statement_equals_aggregate",
     "test_spark_sql_statement.py::test_prev_becomes_lag_and_select_list",

@@ -110,6 +110,10 @@ STREAM = JOB.split("[[query]]")[0] + '[query]\nregex = "AB+"\nwindow = 20\n[outp
          "streaming.lateness: lateness '5 minutes' is a duration but timestamp column 't' holds integers"),
         (('name = "checked"', 'name = "checked"\nmode = "streaming"'), "[evaluate]\nexact = true\n",
          "evaluate: a streaming job reports every changed partition once per micro-batch"),
+        (('name = "checked"', 'name = "checked"\nmode = "streaming"'), "[evaluate]\nat = 'every 5 events'\n",
+         "evaluate: a streaming job reports every changed partition once per micro-batch, or at due times"),
+        (('name = "checked"', 'name = "checked"\nmode = "streaming"'), "[evaluate]\nat = { every = '1 day' }\n",
+         "evaluate.at: evaluate.every '1 day' is a duration but timestamp column 't' holds integers"),
         (('A = "x < 3"', 'A = "x < percentile_approx(x, 0.5) OVER (PARTITION BY k)"'), "",
          "characters.A: a window function (OVER ...) cannot run on a stream"),
         (('name = "checked"', 'name = "checked"\nmode = "streaming"'), "on_change = 'mix'\n",
@@ -128,6 +132,12 @@ def test_streaming_job_takes_on_change():
     data = tomllib.loads(STREAM.format(data="in/", out="out/") + "on_change = 'replay'\n")
     data["mode"] = "streaming"
     assert parse_config(data).streaming.on_change == "replay"
+
+
+def test_streaming_job_may_evaluate_at_due_times():
+    data = tomllib.loads(STREAM.format(data="in/", out="out/").replace('name = "checked"', 'name = "checked"\nmode = "streaming"')
+                         + "[evaluate]\nat = { every = 10 }\n")
+    assert parse_config(data).evaluate.at == {"every": 10}
 
 
 def test_suse_run_rejects_a_bad_job_before_starting_spark(tmp_path):

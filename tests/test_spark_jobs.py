@@ -156,6 +156,28 @@ def test_streaming_job_resumes_where_it_stopped(spark, tmp_path):
     assert {r.k: r["count"] for r in batch.collect()} == {k: r["count"] for k, r in final.items()}
 
 
+def test_streaming_job_evaluates_at_due_times(spark, tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    text = STREAMING.format(src=src, out=tmp_path / "out", ckpt=tmp_path / "ckpt") + "[evaluate]\nat = { every = 10 }\n"
+    cfg = parse_config(__import__("tomllib").loads(text))
+    frames = pd.DataFrame({"k": list("pqpq") * 3, "t": [i * 10 + j for i in range(3) for j in range(4)],
+                           "x": [0, 1, 4, 5] * 3})
+    frames.to_csv(src / "a.csv", index=False)
+    run_job(cfg)
+    rows = spark.read.json(str(tmp_path / "out")).toPandas()
+    # the watermark (newest - lateness 5) has passed 0 and 10; q starts at t = 1
+    assert {(0, "p"), (10, "p"), (10, "q")} <= set(zip(rows.evaluated_at, rows.k))
+    assert not rows.duplicated(["k", "evaluated_at"]).any() and (rows.evaluated_at % 10 == 0).all()
+    from suse.spark import aggregate
+
+    batch = aggregate(spark.createDataFrame(frames), "AB+", 20, {"A": "x < 3", "B": "x >= 3"}, "t", ["k"],
+                      summary_size=8, evaluate=sorted(set(rows.evaluated_at.tolist())))
+    want = {(r.k, r.evaluated_at): (r["count"], r.events) for r in batch.collect()}
+    assert {(r["k"], r["evaluated_at"]): (str(r["count"]), r["events"]) for r in rows.to_dict("records")} == {
+        key: want[key] for key in zip(rows.k, rows.evaluated_at)}
+
+
 def test_streaming_job_rejects_batch_only_options(spark, tmp_path):
     text = STREAMING.format(src=tmp_path, out=tmp_path / "out", ckpt=tmp_path / "ckpt")
     with pytest.raises(InputError, match="evaluate"):  # when the file is read, before Spark

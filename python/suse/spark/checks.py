@@ -118,9 +118,11 @@ def static_problems(cfg: JobConfig) -> list[str]:
                 problems.append(f"characters.{char}: a window function (OVER ...) cannot run on a stream")
 
     if streaming:
-        if cfg.evaluate.at != "end" or cfg.evaluate.exact:
-            problems.append("evaluate: a streaming job reports every changed partition once per micro-batch; "
-                            "leave evaluate.at = 'end' and evaluate.exact = false")
+        due = isinstance(cfg.evaluate.at, dict) and "every" in cfg.evaluate.at  # rows at due times
+        if (cfg.evaluate.at != "end" and not due) or cfg.evaluate.exact:
+            problems.append("evaluate: a streaming job reports every changed partition once per micro-batch, "
+                            "or at due times with evaluate.at = {every = DURATION}; "
+                            "leave evaluate.exact = false")
         if summ.probabilities == "estimate":
             problems.append("summary.probabilities: 'estimate' needs the whole input: use a batch job, "
                             "or give the probabilities, or 'online'")

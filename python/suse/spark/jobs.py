@@ -201,7 +201,7 @@ def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
         summ.size, summ.strategy, st.lateness,
         None if summ.probabilities == "online" else summ.probabilities,
         summ.seed, q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing,
-        on_change=st.on_change,
+        on_change=st.on_change, evaluate=cfg.evaluate.at,
     )
     writer = (
         _for_format(out, cfg.output.format).writeStream.format(cfg.output.format)

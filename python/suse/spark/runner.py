@@ -11,6 +11,7 @@ from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import suse
 from suse.spark.characters import CORRUPT, DROPPED
@@ -94,14 +95,14 @@ def evaluate_partition(
     if plan.exact:
         exact = suse.exact(plan.query(), chars=chars, timestamps=ts, values=values, evaluate_at=times).evaluations
     summary = plan.new_summary()
-    evaluations = summary.extend(chars, ts, values, evaluate_at=times, elements=True)
+    # Spark sorted the events and the trigger gives sorted distinct times, so the checks and
+    # conversions of Summary.extend are skipped: one native call, its rows read as they are.
+    evaluations = summary._engine.extend(chars, ts, values, np.asarray(times, dtype=np.int64), True)
     counts = np.searchsorted(ts, times, side="right").tolist()
-    rows = []
-    for i, (ev, cut) in enumerate(zip(evaluations, counts)):
-        ex = (exact[i].count, exact[i].sum) if exact is not None else (None, None)
-        rows.append(Row(ev.timestamp, ev.count, ev.sum, ev.detected_count, cut, ev.elements, *ex,
-                        min=ev.min, max=ev.max, count_by_missing=ev.count_by_missing))
-    return rows
+    pairs = [(None, None)] * len(evaluations) if exact is None else [(ex.count, ex.sum) for ex in exact]
+    return [Row(ev.timestamp, ev.count, ev.sum, ev.detected_count, cut, ev.elements, *ex,
+                min=ev.min, max=ev.max, count_by_missing=ev.count_by_missing)
+            for ev, cut, ex in zip(evaluations, counts, pairs)]
 
 
 # --- output columns ------------------------------------------------------------------------
@@ -237,6 +238,18 @@ def _runs(batch: pa.RecordBatch, keys: Sequence[str]) -> tuple[np.ndarray, np.nd
     n = batch.num_rows
     if not keys:
         return np.array([0]), np.array([n])
+    if n > 1 and not any(pa.types.is_floating(batch.schema.field(k).type) for k in keys):
+        # Vectorised: a row starts a run where any key differs from the row before (a NULL
+        # equals a NULL, as in Spark's grouping). Floats (NaN) take the pandas path below.
+        changed = np.zeros(n - 1, dtype=bool)
+        for k in keys:
+            col = batch.column(k)
+            a, b = col.slice(1), col.slice(0, n - 1)
+            differ = pc.fill_null(pc.not_equal(a, b), False)
+            differ = pc.or_(differ, pc.xor(pc.is_null(a), pc.is_null(b)))
+            changed |= differ.to_numpy(zero_copy_only=False)
+        edges = np.concatenate([[0], np.flatnonzero(changed) + 1, [n]])
+        return edges[:-1], edges[1:]
     frame = batch.select(list(keys)).to_pandas()
     ids = frame.groupby(list(keys), sort=False, dropna=False).ngroup().to_numpy()
     edges = np.concatenate([[0], np.flatnonzero(np.diff(ids)) + 1, [n]])

@@ -75,6 +75,9 @@ RETRACTIONS_NAME = "suse_retractions_v1"  # retractions that found no pending ev
 RETRACTIONS_SCHEMA = T.StructType([T.StructField("rejected", T.LongType())])
 ON_CHANGE = ("error", "replay")
 log = logging.getLogger(__name__)
+DUE_NAME = "suse_due_v1"  # with evaluate = {every}: the partition's next due time
+DUE_SCHEMA = T.StructType([T.StructField("next_due", T.LongType())])
+_EVENT_TIME = "_suse_event_time"  # the column Spark's watermark runs on (due-time mode)
 
 
 def aggregate_stream(
@@ -99,6 +102,7 @@ def aggregate_stream(
     on_change: str = "error",
     op: str | None = None,
     queries: Mapping[str, Any] | None = None,
+    evaluate: Any = None,
 ) -> DataFrame:
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
     ``late_events``, ``pending_events`` and ``expired``), one row per partition per
@@ -121,7 +125,13 @@ def aggregate_stream(
 
     ``queries={name: regex or {...}}`` runs a query set in one streaming query, as
     ``aggregate`` does: each query keeps its own state per partition (summary, buffer,
-    watermark), fed the events of its own letters, and the output has a ``query`` column."""
+    watermark), fed the events of its own letters, and the output has a ``query`` column.
+
+    ``evaluate``: None (or "end") gives the row per micro-batch above. ``{"every": "30 days"}``
+    (a duration, or an integer for integer timestamps) instead gives one row per partition
+    at every multiple of the period from its first event on, once the watermark (its own or
+    Spark's global one, ``lateness`` behind the newest event) has passed it, also when the
+    partition received nothing: event-time timers (suse.spark.due)."""
     spark_frame(df, "aggregate_stream")
     if on_change not in ON_CHANGE:
         raise InputError(f"on_change must be one of {', '.join(ON_CHANGE)}; got {on_change!r}")
@@ -167,6 +177,16 @@ def aggregate_stream(
         idle_ms = duration_seconds(idle_timeout) * 1000
         if idle_ms <= 0:
             raise InputError("idle_timeout must be a positive duration such as '1 hour'")
+    if multi and evaluate not in (None, "end"):
+        raise InputError("evaluate = {every = ...} is for single queries; a query set reports once per micro-batch")
+    period = None if multi else _period(evaluate, events.axis, plan.window)
+    if period and events.has_op:
+        raise InputError("an op column (retractions) and evaluate = {every = ...} cannot be combined yet")
+    if period and idle_ms:
+        raise InputError(
+            "idle_timeout and evaluate = {every = ...} cannot be combined: a Spark stateful operator "
+            "runs its timers on one clock, processing time (idle) or event time (due evaluations)"
+        )
     keys = list(events.keys)
     frame = events.frame if events.has_value else events.frame.withColumn(VALUE, F.lit(1).cast("long"))
     if not keys:
@@ -186,16 +206,39 @@ def aggregate_stream(
     if conf.get(_PROVIDER, None) != _ROCKSDB:
         conf.set(_PROVIDER, _ROCKSDB)
     group = keys or [_ALL]
-    ops = [OP] if events.has_op else []
-    frame = frame.select(*[quoted(k) for k in group], TS, RANK, TIE, VALUE, *ops)  # the order _Processor reads
+    columns = [*[quoted(k) for k in group], TS, RANK, TIE, VALUE, *([OP] if events.has_op else [])]
+    scale = 1  # the order _Processor reads ^
+    if period:
+        # Spark's watermark drives the timers; it runs on a timestamp column, in milliseconds.
+        scale = 1000 if events.axis.is_datetime else 1
+        unit = "seconds" if events.axis.is_datetime else "milliseconds"  # integers count as ms
+        stamp = F.timestamp_seconds(TS) if events.axis.is_datetime else F.timestamp_millis(TS)
+        frame = frame.withColumn(_EVENT_TIME, stamp).withWatermark(_EVENT_TIME, f"{late_units} {unit}")
+        # ...and the column is then left out: the operator would silently drop rows at or below
+        # the previous batch's watermark, while suse counts late events itself (late_events).
+    frame = frame.select(*columns)
     out = frame.groupBy(*[quoted(k) for k in group]).transformWithStateInPandas(
         _MultiProcessor(plan, late_units, keys, idle_ms, config, on_change) if multi
-        else _Processor(plan, late_units, keys, idle_ms, config, on_change, events.has_op), schema, "Append",
-        "ProcessingTime" if idle_ms else "None",
+        else _Processor(plan, late_units, keys, idle_ms, config, on_change, events.has_op, period, scale),
+        schema, "Append", "EventTime" if period else "ProcessingTime" if idle_ms else "None",
     )
     if events.axis.is_datetime:
         out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
     return out
+
+
+def _period(evaluate: Any, axis: Any, window: int) -> int | None:
+    """The due-time period of ``evaluate`` in the time axis' unit, or None (per micro-batch)."""
+    if evaluate is None or evaluate == "end":
+        return None
+    from suse.spark.triggers import parse_trigger
+
+    if not (isinstance(evaluate, dict) and "every" in evaluate):
+        raise InputError(
+            f"aggregate_stream: evaluate must be None (a row per micro-batch) or {{'every': DURATION}} "
+            f"(rows at due times), got {evaluate!r}"
+        )
+    return parse_trigger(evaluate, axis, window).period
 
 
 class _State:
@@ -220,10 +263,14 @@ class _Processor(StatefulProcessor):
     """One partition's summary, buffer and counters in a value state; an optional timer for
     idle partitions."""
 
-    def __init__(self, plan: Plan, lateness: int, keys: Sequence[str], idle_ms: int | None,
-                 config: dict | None = None, on_change: str = "error", has_op: bool = False) -> None:
+    def __init__(
+        self, plan: Plan, lateness: int, keys: Sequence[str], idle_ms: int | None,
+        config: dict | None = None, on_change: str = "error", has_op: bool = False,
+        period: int | None = None, scale: int = 1,
+    ) -> None:
         self.plan, self.lateness, self.keys, self.idle_ms = plan, lateness, list(keys), idle_ms
         self.config, self.on_change, self.has_op = config, on_change, has_op
+        self.period, self.scale = period, scale  # due-time period; engine units -> timer ms
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -234,12 +281,17 @@ class _Processor(StatefulProcessor):
     def _check(self, key) -> bool:
         """Bring the partition's state to this job's configuration; True when it was migrated."""
         return _reconciled(self.plan, self.config, self.on_change, key, self.state, self.saved_config)
+        if self.period:
+            self.due = handle.getValueState(DUE_NAME, DUE_SCHEMA)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         # pyspark 4.3 hands the value columns over as _1, _2, ...: name them by position
         names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE, *([OP] if self.has_op else [])]
         rows = (f.set_axis(names, axis=1) for f in rows)
         migrated = self._check(key)
+        if self.period:
+            yield from self._due(key, rows, timerValues, migrated)
+            return
         row = advance(self.plan, self.lateness, key if self.keys else (), self.keys, rows, _State(self.state),
                       retractions=_State(self.retractions))
         row["migrated"] = migrated
@@ -249,8 +301,29 @@ class _Processor(StatefulProcessor):
                 self.handle.deleteTimer(t)
             self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + self.idle_ms)
 
+    def _due(self, key, rows, timerValues, migrated: bool = False) -> Iterator[pd.DataFrame]:
+        """Rows at the due times the watermark has passed; then a timer at the next one."""
+        from suse.spark.due import advance_due, next_timer
+
+        ms = timerValues.getCurrentWatermarkInMs()
+        known = ms // self.scale if ms > 0 else None  # Spark starts at 0: no watermark yet
+        state, due = _State(self.state), _State(self.due)
+        out = advance_due(self.plan, self.lateness, self.period, key if self.keys else (), self.keys, rows,
+                          state, due, known, [*_OUTPUT, *_extra_columns(self.plan)])
+        if len(out):
+            out["migrated"] = migrated
+            yield out
+        for t in list(self.handle.listTimers()):
+            self.handle.deleteTimer(t)
+        d = next_timer(state, due, self.period)
+        if d is not None:  # fires once the watermark is >= d + 1: every event <= d is in
+            self.handle.registerTimer(max((d + 1) * self.scale, ms + 1))
+
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
         if not self.state.exists():
+            return
+        if self.period:
+            yield from self._due(key, iter(()), timerValues, self._check(key))
             return
         state = _State(self.state)
         migrated = self._check(key)
@@ -398,8 +471,12 @@ def advance(
                rejected_retractions=[rejected])
     if plan.max_missing and "count_by_missing" not in row:
         row["count_by_missing"] = [["0"] * (plan.max_missing + 1)]
-    extra = (["min", "max"] if plan.extrema else []) + (["count_by_missing"] if plan.max_missing else [])
-    return pd.DataFrame(row)[[*keys, *_OUTPUT, *extra]]
+    return pd.DataFrame(row)[[*keys, *_OUTPUT, *_extra_columns(plan)]]
+
+
+def _extra_columns(plan: Plan) -> list[str]:
+    """The optional output columns after _OUTPUT, as in batch: min/max, then count_by_missing."""
+    return (["min", "max"] if plan.extrema else []) + (["count_by_missing"] if plan.max_missing else [])
 
 
 def _retract(pending: np.ndarray, minus: np.ndarray) -> tuple[np.ndarray, int]:

@@ -1,0 +1,123 @@
+"""Streaming evaluations on a time grid: ``aggregate_stream(..., evaluate={"every": "30 days"})``.
+
+Each partition reports its estimate at every multiple ``d`` of the period (counted from time 0,
+as the batch trigger ``{every = ...}`` does) from its first event on, once no event with a
+timestamp <= ``d`` can still arrive: when the watermark has passed ``d``. The watermark of a
+partition is the larger of its own (largest timestamp seen - lateness) and Spark's global
+event-time watermark, so a partition that receives nothing still gets its rows as the other
+partitions move time on: an event-time timer at the next due time wakes it. Each due time
+gives exactly one row per partition; the rows equal a batch run evaluated at the same times.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+import suse
+from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE
+from suse.spark.runner import Plan, as_float
+
+PENDING = np.dtype([("ts", "<i8"), ("rank", "<i4"), ("tie", "<i8"), ("value", "<i8")])  # streaming's buffer
+
+
+def first_due(ts: int, period: int) -> int:
+    """The first multiple of ``period`` at or after ``ts`` (the batch trigger's rule)."""
+    return -(-ts // period) * period
+
+
+def next_timer(state: Any, due: Any, period: int) -> int | None:
+    """The due time the partition's timer should wait for, or None (nothing to wait for): the
+    stored next due time, or before the first event is fed, the first due time of the
+    earliest buffered event (an earlier arrival re-arms the timer)."""
+    if due.exists:
+        return int(due.get[0])
+    if not state.exists:
+        return None
+    pending = np.frombuffer(bytes(state.get[1]), dtype=PENDING)
+    return first_due(int(pending["ts"].min()), period) if len(pending) else None
+
+
+def advance_due(
+    plan: Plan, lateness: int, period: int, key: tuple, keys: Sequence[str], batches: Iterator[pd.DataFrame],
+    state: Any, due: Any, global_watermark: int | None, output: Sequence[str],
+) -> pd.DataFrame:
+    """Update one partition's state with new rows (possibly none: a timer fired) and return
+    one row per due time the watermark has now passed. ``state`` holds streaming's tuple
+    (summary, buffer, watermark, max_ts, late, fed, dropped, corrupt), ``due`` the next due
+    time once the partition has fed an event."""
+    frames = list(batches)
+    if frames:
+        pdf = pd.concat(frames, ignore_index=True)
+        ranks = pdf[RANK].to_numpy()
+        n_dropped, n_corrupt = int((ranks == DROPPED).sum()), int((ranks == CORRUPT).sum())
+        pdf = pdf[ranks >= 0]
+        if pdf[VALUE].isna().any():
+            raise suse.InputError(f"partition {tuple(key)}: the value column is NULL for some events; fill or filter them")
+        new = np.empty(len(pdf), dtype=PENDING)
+        new["ts"], new["rank"], new["tie"], new["value"] = pdf[TS], pdf[RANK], pdf[TIE], pdf[VALUE]
+    else:
+        n_dropped = n_corrupt = 0
+        new = np.empty(0, dtype=PENDING)
+    if state.exists:
+        blob, pending, watermark, max_ts, late, fed, dropped, corrupt = state.get
+        summary = suse.Summary.from_bytes(bytes(blob))
+        pending = np.frombuffer(bytes(pending), dtype=PENDING)
+    else:
+        summary, pending, watermark, max_ts, late, fed = plan.new_summary(), np.empty(0, PENDING), None, None, 0, 0
+        dropped, corrupt = 0, 0
+    dropped, corrupt = dropped + n_dropped, corrupt + n_corrupt
+    if global_watermark is not None:  # Spark's watermark as it stood before this micro-batch
+        watermark = global_watermark if watermark is None else max(watermark, global_watermark)
+    if watermark is not None:
+        is_late = new["ts"] < watermark
+        late += int(is_late.sum())
+        new = new[~is_late]
+    if len(new):
+        top = int(new["ts"].max())
+        max_ts = top if max_ts is None else max(max_ts, top)
+        watermark = max_ts - lateness if watermark is None else max(watermark, max_ts - lateness)
+    pending = np.concatenate([pending, new])
+    pending = pending[np.lexsort((pending["tie"], pending["rank"], pending["ts"]))]
+    ready = int(np.searchsorted(pending["ts"], watermark, side="left")) if watermark is not None else 0
+    feed, pending = pending[:ready], pending[ready:]
+
+    nxt = int(due.get[0]) if due.exists else (first_due(int(feed["ts"][0]), period) if ready else None)
+    times = np.empty(0, np.int64) if nxt is None else np.arange(nxt, watermark, period, dtype=np.int64)
+    evaluations = []
+    if ready or len(times):
+        evaluations = summary.extend(
+            plan.chars(feed["rank"]), np.ascontiguousarray(feed["ts"]), np.ascontiguousarray(feed["value"]),
+            evaluate_at=times.tolist(), elements=True,
+        )
+    cuts = (fed + np.searchsorted(feed["ts"], times, side="right")).tolist()
+    fed += ready
+    state.update((summary.to_bytes(), pending.tobytes(), watermark, max_ts, late, fed, dropped, corrupt))
+    if nxt is not None:
+        due.update((int(times[-1]) + period if len(times) else nxt,))
+
+    n = len(evaluations)
+    if not n and max_ts is None and (n_dropped or n_corrupt):
+        # Only unusable rows so far: no due time will ever come for them, so report their
+        # counts now, as the per-micro-batch mode does (evaluated_at NULL).
+        return pd.DataFrame({
+            **{k: [v] for k, v in zip(keys, key)}, "evaluated_at": [None], "count": ["0"], "sum": ["0"], "avg": [None],
+            "count_double": [0.0], "sum_double": [0.0], "detected_count": ["0"], "events": [0], "late_events": [late],
+            "pending_events": [0], "dropped_events": [dropped], "corrupt_records": [corrupt], "elements": [[]],
+            "expired": [False], "migrated": [False], "rejected_retractions": [0], "min": [None], "max": [None],
+            "count_by_missing": [["0"] * (plan.max_missing + 1)],
+        })[[*keys, *output]]
+    row: dict[str, list] = {k: [v] * n for k, v in zip(keys, key)}
+    row.update(
+        evaluated_at=[ev.timestamp for ev in evaluations], count=[str(ev.count) for ev in evaluations],
+        sum=[str(ev.sum) for ev in evaluations], avg=[ev.sum / ev.count if ev.count else None for ev in evaluations],
+        count_double=[as_float(ev.count) for ev in evaluations], sum_double=[as_float(ev.sum) for ev in evaluations],
+        detected_count=[str(ev.detected_count) for ev in evaluations], events=cuts, late_events=[late] * n,
+        pending_events=[len(pending)] * n, dropped_events=[dropped] * n, corrupt_records=[corrupt] * n,
+        elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in ev.elements] for ev in evaluations],
+        expired=[False] * n, migrated=[False] * n, rejected_retractions=[0] * n,
+        min=[ev.min for ev in evaluations], max=[ev.max for ev in evaluations],
+        count_by_missing=[[str(c) for c in ev.count_by_missing or ()] for ev in evaluations],
+    )
+    return pd.DataFrame(row)[[*keys, *output]]
