@@ -130,8 +130,10 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     inp, summ, ev = cfg.input, cfg.summary, cfg.evaluate
     probabilities = None if summ.probabilities == "online" else summ.probabilities
     results = []
-    if len(cfg.queries) > 1 and len({tuple(q.replicate or ()) for q in cfg.queries}) == 1:
-        # One job for the whole set: rows are classified, shuffled and sorted once.
+    shareable = all(q.of is None and not q.max_missing and q.aggregate not in suse.api.EXTREMA for q in cfg.queries)
+    if len(cfg.queries) > 1 and shareable and len({tuple(q.replicate or ()) for q in cfg.queries}) == 1:
+        # One job for the whole set: rows are classified, shuffled and sorted once. (MIN/MAX,
+        # of= and max_missing= run per query: query sets do not compute them yet.)
         queries = {q.label: {"query": q.regex, "window": q.window, "aggregate": q.aggregate, "policy": q.policy}
                    for q in cfg.queries}
         out = aggregate(

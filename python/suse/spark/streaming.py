@@ -277,12 +277,12 @@ class _Processor(StatefulProcessor):
         self.state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
         self.saved_config = handle.getValueState(CONFIG_NAME, CONFIG_SCHEMA)
         self.retractions = handle.getValueState(RETRACTIONS_NAME, RETRACTIONS_SCHEMA)
+        if self.period:
+            self.due = handle.getValueState(DUE_NAME, DUE_SCHEMA)
 
     def _check(self, key) -> bool:
         """Bring the partition's state to this job's configuration; True when it was migrated."""
         return _reconciled(self.plan, self.config, self.on_change, key, self.state, self.saved_config)
-        if self.period:
-            self.due = handle.getValueState(DUE_NAME, DUE_SCHEMA)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         # pyspark 4.3 hands the value columns over as _1, _2, ...: name them by position
