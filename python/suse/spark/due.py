@@ -15,11 +15,9 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-import suse
-from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE
 from suse.spark.runner import Plan, as_float
+from suse.spark.streaming import PENDING, ingest
 
-PENDING = np.dtype([("ts", "<i8"), ("rank", "<i4"), ("tie", "<i8"), ("value", "<i8")])  # streaming's buffer
 
 
 def first_due(ts: int, period: int) -> int:
@@ -47,39 +45,9 @@ def advance_due(
     one row per due time the watermark has now passed. ``state`` holds streaming's tuple
     (summary, buffer, watermark, max_ts, late, fed, dropped, corrupt), ``due`` the next due
     time once the partition has fed an event."""
-    frames = list(batches)
-    if frames:
-        pdf = pd.concat(frames, ignore_index=True)
-        ranks = pdf[RANK].to_numpy()
-        n_dropped, n_corrupt = int((ranks == DROPPED).sum()), int((ranks == CORRUPT).sum())
-        pdf = pdf[ranks >= 0]
-        if pdf[VALUE].isna().any():
-            raise suse.InputError(f"partition {tuple(key)}: the value column is NULL for some events; fill or filter them")
-        new = np.empty(len(pdf), dtype=PENDING)
-        new["ts"], new["rank"], new["tie"], new["value"] = pdf[TS], pdf[RANK], pdf[TIE], pdf[VALUE]
-    else:
-        n_dropped = n_corrupt = 0
-        new = np.empty(0, dtype=PENDING)
-    if state.exists:
-        blob, pending, watermark, max_ts, late, fed, dropped, corrupt = state.get
-        summary = suse.Summary.from_bytes(bytes(blob))
-        pending = np.frombuffer(bytes(pending), dtype=PENDING)
-    else:
-        summary, pending, watermark, max_ts, late, fed = plan.new_summary(), np.empty(0, PENDING), None, None, 0, 0
-        dropped, corrupt = 0, 0
-    dropped, corrupt = dropped + n_dropped, corrupt + n_corrupt
-    if global_watermark is not None:  # Spark's watermark as it stood before this micro-batch
-        watermark = global_watermark if watermark is None else max(watermark, global_watermark)
-    if watermark is not None:
-        is_late = new["ts"] < watermark
-        late += int(is_late.sum())
-        new = new[~is_late]
-    if len(new):
-        top = int(new["ts"].max())
-        max_ts = top if max_ts is None else max(max_ts, top)
-        watermark = max_ts - lateness if watermark is None else max(watermark, max_ts - lateness)
-    pending = np.concatenate([pending, new])
-    pending = pending[np.lexsort((pending["tie"], pending["rank"], pending["ts"]))]
+    p = ingest(plan, lateness, key, batches, state, global_watermark)
+    summary, pending, watermark, max_ts = p.summary, p.pending, p.watermark, p.max_ts
+    late, fed, dropped, corrupt, n_dropped, n_corrupt = p.late, p.fed, p.dropped, p.corrupt, p.n_dropped, p.n_corrupt
     ready = int(np.searchsorted(pending["ts"], watermark, side="left")) if watermark is not None else 0
     feed, pending = pending[:ready], pending[ready:]
 

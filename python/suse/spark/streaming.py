@@ -34,6 +34,7 @@ import datetime as dt
 import json
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -397,13 +398,12 @@ def _named(row: pd.DataFrame, name: str, keys: Sequence[str]) -> pd.DataFrame:
     return row
 
 
-def advance(
-    plan: Plan, lateness: int, key: tuple, keys: Sequence[str], batches: Iterator[pd.DataFrame], state: Any,
-    flush: bool = False, retractions: Any = None,
-) -> pd.DataFrame:
-    """One micro-batch of one partition: update the state, return the partition's new row.
-    ``flush``: feed every buffered event (the partition is being dropped). ``retractions``: the
-    state counting rejected retractions (rows of the ``op`` column with "-")."""
+def ingest(plan: Plan, lateness: int, key: tuple, batches: Iterator[pd.DataFrame], state: Any,
+           global_watermark: int | None = None) -> SimpleNamespace:
+    """One micro-batch's rows joined to a partition's saved state: unusable rows counted, late
+    events counted and left out, the rest merged into the pending buffer in (timestamp, rank,
+    tie) order, the watermark moved on. ``global_watermark``: Spark's, when due times run on
+    it. Returns the state's fields plus ``minus`` (the batch's retractions, op "-")."""
     frames = list(batches)
     pdf = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         {RANK: np.empty(0, "i4"), TS: np.empty(0, "i8"), TIE: np.empty(0, "i8"), VALUE: np.empty(0, "i8")})
@@ -425,7 +425,8 @@ def advance(
     else:
         summary, pending, watermark, max_ts, late, fed = plan.new_summary(), np.empty(0, PENDING), None, None, 0, 0
         dropped, corrupt = 0, 0
-    dropped, corrupt = dropped + n_dropped, corrupt + n_corrupt
+    if global_watermark is not None:  # Spark's watermark as it stood before this micro-batch
+        watermark = global_watermark if watermark is None else max(watermark, global_watermark)
     if watermark is not None:
         is_late = new["ts"] < watermark
         late += int(is_late.sum())
@@ -436,6 +437,21 @@ def advance(
         watermark = max_ts - lateness if watermark is None else max(watermark, max_ts - lateness)
     pending = np.concatenate([pending, new])
     pending = pending[np.lexsort((pending["tie"], pending["rank"], pending["ts"]))]
+    return SimpleNamespace(summary=summary, pending=pending, minus=minus, watermark=watermark, max_ts=max_ts,
+                           late=late, fed=fed, dropped=dropped + n_dropped, corrupt=corrupt + n_corrupt,
+                           n_dropped=n_dropped, n_corrupt=n_corrupt)
+
+
+def advance(
+    plan: Plan, lateness: int, key: tuple, keys: Sequence[str], batches: Iterator[pd.DataFrame], state: Any,
+    flush: bool = False, retractions: Any = None,
+) -> pd.DataFrame:
+    """One micro-batch of one partition: update the state, return the partition's new row.
+    ``flush``: feed every buffered event (the partition is being dropped). ``retractions``: the
+    state counting rejected retractions (rows of the ``op`` column with "-")."""
+    p = ingest(plan, lateness, key, batches, state)
+    summary, pending, minus, watermark, max_ts = p.summary, p.pending, p.minus, p.watermark, p.max_ts
+    late, fed, dropped, corrupt = p.late, p.fed, p.dropped, p.corrupt
     pending, rejected = _retract(pending, minus)
     if retractions is not None and (rejected or retractions.exists):
         rejected += retractions.get[0] if retractions.exists else 0
