@@ -140,12 +140,15 @@ def test_idle_partitions_are_flushed_reported_and_dropped(spark, tmp_path):
 
     first = pd.DataFrame({"k": ["p", "p", "p", "q"], "t": [10, 12, 14, 10], "x": [0, 4, 7, 0], "v": 1})
     write(first, src_dir, 0)
-    wait_for(lambda r: r.expired.sum() == 2)  # p and q fell idle: one expired row each
+    snapshot = wait_for(lambda r: r.expired.sum() == 2)  # p and q fell idle: one expired row each
+    expired = snapshot[snapshot.expired].set_index("k")
+    assert sorted(expired.index) == ["p", "q"]
     write(pd.DataFrame({"k": ["p"], "t": [11], "x": [0], "v": 1}), src_dir, 1)  # late, had p's state stayed
     rows = wait_for(lambda r: ((r.k == "p") & (r.events == 1)).any())
     query.stop()
-    expired = rows[rows.expired].set_index("k")
-    assert sorted(expired.index) == ["p", "q"]
+    # p's new summary may itself fall idle before the stop (a slow machine): then its expired
+    # row holds just the new event, never the dropped state's.
+    assert sorted(rows[rows.expired & (rows.k == "p")].events) in ([3], [1, 3])
     # the expired row has fed what was buffered (t = 14 is within the lateness): final, not pending
     (want,) = aggregate(spark.createDataFrame(first[first.k == "p"], SCHEMA), **KW).collect()
     assert (expired.loc["p", "count"], expired.loc["p", "events"], expired.loc["p", "pending_events"]) == (want["count"], 3, 0)
