@@ -139,6 +139,7 @@ fn reachability(dfa: &Dfa) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
 
 /// The two-stacks window over a [`Product`], skip-till-any-match. Matrices are row-major,
 /// `m[k * z + j]`: the sets from state `k` to state `j`.
+#[derive(Clone)]
 pub struct SparseWindow<S: Scalar> {
     pub prod: Arc<Product>,
     pub tau: i64,
@@ -150,23 +151,6 @@ pub struct SparseWindow<S: Scalar> {
     pub totals: Vec<Dual<S>>,
     formed: Vec<Dual<S>>,
     next_totals: Vec<Dual<S>>,
-}
-
-impl<S: Scalar> Clone for SparseWindow<S> {
-    fn clone(&self) -> Self {
-        SparseWindow {
-            prod: self.prod.clone(),
-            tau: self.tau,
-            front: self.front.clone(),
-            back: self.back.clone(),
-            back_agg: self.back_agg.clone(),
-            scratch: self.scratch.clone(),
-            a: self.a.clone(),
-            totals: self.totals.clone(),
-            formed: self.formed.clone(),
-            next_totals: self.next_totals.clone(),
-        }
-    }
 }
 
 impl<S: Scalar> SparseWindow<S> {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from pathlib import Path
 from typing import Callable, NoReturn, TypeVar
 
 import typer
@@ -16,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand
 
-from suse.errors import QueryError, SuseError
+from suse.errors import InputError, QueryError, SuseError
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -83,6 +84,16 @@ def one_line(message: str) -> str:
         return parts[0] if parts else ""
     head, rest = parts[0], "; ".join(parts[1:])
     return f"{head} {rest}" if head.endswith(":") else f"{head}; {rest}"
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """A small input file the CLI reads whole (a leading BOM is dropped); an unreadable one is
+    an InputError naming ``what`` it was."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"cannot read {what} {str(path)!r}: {reason}") from None
 
 
 def print_error(message: str, label: str = "error") -> None:

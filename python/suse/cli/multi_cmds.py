@@ -9,7 +9,7 @@ from typing import Any, Optional
 from rich.markup import escape
 
 import suse
-from suse.cli.app import stdout_console
+from suse.cli.app import read_text_file, stdout_console
 from suse.errors import InputError, QueryError
 from suse.io.formats import read_stream
 
@@ -24,11 +24,7 @@ def stream_argument(query: str, stream: str, queries: Optional[Path]) -> str:
 
 
 def load_queries(path: Path, window: int, aggregate: str, policy: str) -> suse.QuerySet:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError(f"cannot read queries {str(path)!r}: {reason}") from None
+    text = read_text_file(path, "queries")
     try:
         return suse.QuerySet.parse(text, window, aggregate, policy)
     except QueryError as exc:

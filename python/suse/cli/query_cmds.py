@@ -14,7 +14,7 @@ from rich.table import Table
 
 import suse
 from suse.cli import multi_cmds
-from suse.cli.app import Command, app, friendly_errors, stdout_console
+from suse.cli.app import Command, app, friendly_errors, read_text_file, stdout_console
 from suse.errors import InputError
 from suse.io.formats import read_probabilities, read_stream
 from suse.query import compile_regex
@@ -274,11 +274,7 @@ def exact_cmd(
 def _load_probabilities(path: Optional[Path], alphabet: str) -> Optional[dict[str, float]]:
     if path is None:
         return None
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError(f"cannot read probabilities {str(path)!r}: {reason}") from None
+    text = read_text_file(path, "probabilities")
     try:
         return suse.api.check_probabilities(read_probabilities(text), alphabet)
     except InputError as exc:

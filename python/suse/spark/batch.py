@@ -71,14 +71,11 @@ def aggregate(
     if characters is None or timestamp is None:
         raise InputError("aggregate needs characters= and timestamp=")
     if queries is not None:
-        from suse.spark.multi import prepare_multi, run_multi
+        from suse.spark.multi import prepare_multi, run_multi, set_defaults
 
-        if query is not None:
-            raise InputError("give either query= or queries=, not both")
-        if of is not None or max_missing or op is not None:
-            raise InputError("of=, max_missing= and op= apply to one query; they are not supported with queries=")
-        defaults = {"window": window, "aggregate": aggregate, "policy": policy, "summary_size": summary_size,
-                    "strategy": strategy, "probabilities": probabilities, "seed": seed, "evaluate": evaluate}
+        defaults = set_defaults(query, of, max_missing, op, window=window, aggregate=aggregate, policy=policy,
+                                summary_size=summary_size, strategy=strategy, probabilities=probabilities, seed=seed,
+                                evaluate=evaluate)
         events, multi_plan = prepare_multi(df, queries, defaults, characters, timestamp, partition_by, value, exact,
                                            replicate, timestamp_format)
         return run_multi(events, multi_plan)
@@ -190,7 +187,9 @@ def output_schema(events: Events, exact: bool, extrema: bool = False, approx: bo
     return T.StructType(keys + list(results.fields))
 
 
-def run(events: Events, plan: Plan) -> DataFrame:
+def run(events: Events, plan: Plan, schema: T.StructType | None = None) -> DataFrame:
+    """One shuffle by partition keys and one sort, then ``plan`` over each partition's events
+    (``schema``: the output's, when ``plan`` is not a single query's, e.g. a query set)."""
     keys = [quoted(k) for k in events.keys]
     # An explicit count: adaptive execution would merge the (small) shuffle output into one
     # partition and leave all the Python work to a single worker.
@@ -204,7 +203,7 @@ def run(events: Events, plan: Plan) -> DataFrame:
     def body(batches):
         return run_sorted(plan, key_names, batches, TS, RANK, value_col)
 
-    out = frame.mapInArrow(body, output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0))
+    out = frame.mapInArrow(body, schema or output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0))
     if events.axis.is_datetime:
         out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
     return out

@@ -15,15 +15,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 import suse
 from suse.errors import InputError
 from suse.queryset import check_name
-from suse.spark.characters import OTHER, RANK, TIE, TS, VALUE, Events, quoted, to_events
+from suse.spark.characters import OTHER, RANK, Events, to_events
 from suse.spark.letters import check_column_letters, check_predicates, warn_letters
-from suse.spark.runner import EXACT_DDL, RESULT_DDL, Plan, Row, evaluate_partition, run_sorted
+from suse.spark.runner import EXACT_DDL, RESULT_DDL, Plan, Row, evaluate_partition
 from suse.spark.triggers import parse_trigger
 from suse.spark.workers import check_workers
 
@@ -172,21 +171,19 @@ def output_schema(events: Events, exact: bool) -> T.StructType:
 
 
 def run_multi(events: Events, plan: MultiPlan) -> DataFrame:
-    """One shuffle and one sort for every query (as ``batch.run`` does for one)."""
-    keys = [quoted(k) for k in events.keys]
-    n = int(events.frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    frame = events.frame.repartition(n, *keys) if keys else events.frame.repartition(1)
-    frame = frame.sortWithinPartitions(*keys, TS, RANK, TIE)
-    value_col = VALUE if events.has_value else None
-    key_names = list(events.keys)
+    """One shuffle and one sort for every query (``batch.run`` with the set's output schema)."""
+    from suse.spark.batch import run  # batch imports this module when a set is given
 
-    def body(batches):
-        return run_sorted(plan, key_names, batches, TS, RANK, value_col)
-
-    out = frame.mapInArrow(body, output_schema(events, plan.exact))
-    if events.axis.is_datetime:
-        out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
-    return out
+    return run(events, plan, output_schema(events, plan.exact))
 
 
-__all__ = ["MultiPlan", "prepare_multi", "run_multi", "OTHER"]
+def set_defaults(query: Any, of: Any, max_missing: int, op: Any, **defaults: Any) -> dict:
+    """The settings every query of a set inherits, after refusing what only a single query takes."""
+    if query is not None:
+        raise InputError("give either query= or queries=, not both")
+    if of is not None or max_missing or op is not None:
+        raise InputError("of=, max_missing= and op= apply to one query; they are not supported with queries=")
+    return defaults
+
+
+__all__ = ["MultiPlan", "prepare_multi", "run_multi", "set_defaults", "OTHER"]

@@ -143,14 +143,11 @@ def aggregate_stream(
     if characters is None or timestamp is None:
         raise InputError("aggregate_stream needs characters= and timestamp=")
     if queries is not None:
-        from suse.spark.multi import prepare_multi
+        from suse.spark.multi import prepare_multi, set_defaults
 
-        if query is not None:
-            raise InputError("give either query= or queries=, not both")
-        if of is not None or max_missing or op is not None:
-            raise InputError("of=, max_missing= and op= apply to one query; they are not supported with queries=")
-        defaults = {"window": window, "aggregate": aggregate, "policy": policy, "summary_size": summary_size,
-                    "strategy": strategy, "probabilities": probabilities, "seed": seed, "evaluate": "end"}
+        defaults = set_defaults(query, of, max_missing, op, window=window, aggregate=aggregate, policy=policy,
+                                summary_size=summary_size, strategy=strategy, probabilities=probabilities, seed=seed,
+                                evaluate="end")
         for name, spec in queries.items():
             if isinstance(spec, Mapping) and ("evaluate" in spec or isinstance(spec.get("probabilities"), str)):
                 raise InputError(f"query {name!r}: a streaming query takes no 'evaluate' and probabilities as a "
