@@ -42,13 +42,27 @@ pub enum Layout {
 /// either possibly "nowhere": the operator is still linear, one entry per state and side.
 #[inline]
 pub fn step<S: Scalar>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut [Dual<S>], dir: Dir, layout: Layout, scratch: &mut Vec<Dual<S>>) -> R<()> {
+    // One copy per layout, so that each has its strides as constants (the hot loops).
+    match layout {
+        Layout::Vector => step_in::<S, VECTOR>(dfa, ev, skip, m, dir, scratch),
+        Layout::Rows => step_in::<S, ROWS>(dfa, ev, skip, m, dir, scratch),
+        Layout::Cols => step_in::<S, COLS>(dfa, ev, skip, m, dir, scratch),
+    }
+}
+
+const VECTOR: u8 = 0;
+const ROWS: u8 = 1;
+const COLS: u8 = 2;
+
+#[inline(always)]
+fn step_in<S: Scalar, const LAYOUT: u8>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut [Dual<S>], dir: Dir, scratch: &mut Vec<Dual<S>>) -> R<()> {
     let (sym, v) = (ev.sym, ev.v);
     let c = sym as usize;
     let z = dfa.n;
-    let (width, state_stride, k_stride) = match layout {
-        Layout::Vector => (1, 1, 0),
-        Layout::Rows => (z, z, 1),
-        Layout::Cols => (z, 1, z),
+    let (width, state_stride, k_stride) = match LAYOUT {
+        VECTOR => (1, 1, 0),
+        ROWS => (z, z, 1),
+        _ => (z, 1, z),
     };
     if !dfa.plain(sym, ev.gap, skip) {
         scratch.clear();

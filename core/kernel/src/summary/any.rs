@@ -71,11 +71,13 @@ fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -
     // the buffer is kept so that inserting does not reallocate and copy all of it.
     c.v.resize(r.elems.len() * z, Dual::zero());
     debug_assert!(c.v[..r.active_start * z].iter().all(|d| d.is_zero()));
-    c.v[r.active_start * z..].iter_mut().for_each(|d| *d = Dual::zero());
     let mut first = r.active_start;
     if P::SKIP == Skip::Kill && !r.elems.is_empty() {
         first = first.max(super::segment_start(r.elems, r.elems.len() - 1)); // earlier sets died at a break
     }
+    // Only initiators have a row, and the loop below rewrites each of theirs whole: the rest
+    // are zero already, except rows before `first` (sets that died at a break).
+    c.v[r.active_start * z..first * z].iter_mut().for_each(|d| *d = Dual::zero());
     for i in (first..r.elems.len()).rev() {
         let ev = &r.elems[i];
         let q = dfa.init[ev.sym as usize];
@@ -251,15 +253,17 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
     // start later (it skips everything); under contiguity it would die at the first element
     // it skips, so there each set is started where its initiator is.
     let kill = P::SKIP == Skip::Kill;
-    let mut fwd = vec![Dual::<F>::zero(); (n - start + 1) * z];
+    let mut fwd = Vec::with_capacity((n - start + 1) * z); // each row copies the one before
+    fwd.resize(z, Dual::<F>::zero());
     if !kill {
         fwd[dfa.start as usize] = Dual::one();
     }
     for y in start..n {
-        let (done, rest) = fwd.split_at_mut((y - start + 1) * z);
-        rest[..z].clone_from_slice(&done[(y - start) * z..]);
+        let last = (y - start) * z;
+        fwd.extend_from_within(last..);
+        let rest = &mut fwd[last + z..];
         let ev = &s.elems[y];
-        let _ = step(&dfa, ev, P::SKIP, &mut rest[..z], Dir::Forward, Layout::Vector, &mut scratch);
+        let _ = step(&dfa, ev, P::SKIP, rest, Dir::Forward, Layout::Vector, &mut scratch);
         let q0 = dfa.init[ev.sym as usize];
         if kill && q0 != NONE {
             rest[q0 as usize] = rest[q0 as usize].plus(&Dual::weight(ev.v));

@@ -169,15 +169,17 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
     let wx = Dual::<S>::weight(x.v);
 
     // E_y = P(y+1..p-1) · w_x T_x for y in lo..p, built right to left (flat, |Z|² each).
-    let mut e_mats = vec![Dual::<S>::zero(); (p - lo) * zz];
+    // Stored right to left: E_y at (p-1-y)·|Z|². Every cell is written, so nothing is zeroed.
+    let mut e_mats = Vec::with_capacity((p - lo) * zz);
     let mut cur = vec![Dual::<S>::zero(); zz];
     for &(q, q2) in takes(dfa, &x, skip).iter() {
         cur[q as usize * z + q2 as usize] = wx.clone();
     }
     for y in (lo..p).rev() {
-        e_mats[(y - lo) * zz..(y - lo + 1) * zz].clone_from_slice(&cur);
+        e_mats.extend_from_slice(&cur);
         step(dfa, &el[y], skip, &mut cur, Dir::Backward, Layout::Rows, &mut scratch)?;
     }
+    let e_of = |y: usize| (p - 1 - y) * zz;
     // ψ(K) = the matches a set through x (in each state after x) completes by K:
     // P(p+1..K) · 1_F without kills, 1_F + Σ_{y=p+1..K} P(p+1..y−1)·(taking y)·1_F with them.
     let ends_mode = counts_at_ends(dfa, skip);
@@ -226,13 +228,15 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
                 row[q0].add_assign(&wx)?;
             } else {
                 let wi = Dual::<S>::weight(el[i].v);
-                let m = &e_mats[(i - lo) * zz + q0 * z..(i - lo) * zz + (q0 + 1) * z];
+                let m = &e_mats[e_of(i) + q0 * z..e_of(i) + (q0 + 1) * z];
                 for (r, mm) in row.iter_mut().zip(m) {
                     r.add_assign(&mm.mul(&wi)?)?;
                 }
             }
         }
-        let mut gammas = vec![Dual::<S>::zero(); (hi - p + 1) * zz];
+        // Γ_y for y = hi down to p+1, stored in that order (each written whole).
+        let mut gammas = Vec::with_capacity((hi - p) * zz);
+        let g_of = |y: usize| (hi - y) * zz;
         let mut gamma = vec![Dual::<S>::zero(); zz];
         if ends_mode {
             // act(y) = Σ_{K(i) ≥ y} β_i. Γ'_y = Γ'_{y+1}·M_{y+1}ᵀ + act(y+1) ⊗ (taking y+1)·1_F
@@ -257,8 +261,8 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
                         }
                     }
                 }
-                let g = &mut gammas[(y - p) * zz..(y - p + 1) * zz];
-                g.clone_from_slice(&gamma);
+                gammas.extend_from_slice(&gamma);
+                let g = &mut gammas[g_of(y)..g_of(y) + zz];
                 for a in 0..z {
                     let act = &inject[(y - p) * z + a];
                     if !act.is_zero() {
@@ -281,13 +285,13 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
                         }
                     }
                 }
-                gammas[(y - p) * zz..(y - p + 1) * zz].clone_from_slice(&gamma);
+                gammas.extend_from_slice(&gamma);
             }
         }
         let mut d = identity::<S>(z);
         for y in p + 1..=hi {
             let wy = Dual::<S>::weight(el[y].v);
-            let g = &gammas[(y - p) * zz..(y - p + 1) * zz];
+            let g = &gammas[g_of(y)..g_of(y) + zz];
             let mut joint = Dual::<S>::zero();
             let pairs = if dfa.plain(el[y].sym, el[y].gap, skip) { std::borrow::Cow::Borrowed(&dfa.by_sym[el[y].sym as usize][..]) } else { takes(dfa, &el[y], skip) };
             for &(q, q2) in pairs.iter() {
@@ -304,7 +308,7 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
     let start = dfa.start as usize;
     let mut phi = vec![Dual::<S>::zero(); zz];
     for y in lo..p {
-        let ey = &e_mats[(y - lo) * zz..(y - lo + 1) * zz];
+        let ey = &e_mats[e_of(y)..e_of(y) + zz];
         let wy = Dual::<S>::weight(el[y].v);
         let own = if is_init(y) { Some(&psi[(k_of[y - lo] - p) * z..(k_of[y - lo] - p + 1) * z]) } else { None };
         let mut joint = Dual::<S>::zero();
