@@ -315,3 +315,99 @@ def test_late_count_feeds_exactly_the_events_within_the_horizon(query, events, w
     base = suse.Summary(q, size=3, seed=2)
     base.extend(events=reference)
     assert s.result().count == base.result().count and s.elements() == base.elements()
+
+
+# -- placement="insert": late events go into the summary at their place (bounded memory) --
+
+@settings(max_examples=150, deadline=None)
+@given(query=queries, case=disordered(), window=st.integers(0, 6), size=st.integers(1, 5),
+       strategy=st.sampled_from(STRATEGIES), aggregate=st.sampled_from(["count", "sum"]))
+def test_inserted_late_events_keep_the_summary_invariant(query, case, window, size, strategy, aggregate):
+    """After every late insertion the counters equal a recount of the retained elements and
+    the estimates the exact local counters; the summary never holds more than its size, and
+    one large enough to keep everything ends exactly at the sorted stream's result."""
+    L, script, _ = case
+    added = [ev for op, ev in script if op == "+"]
+    q = suse.Query(query, window=window, aggregate=aggregate)
+    if q.negated:
+        with pytest.raises(suse.InputError, match="placement"):
+            suse.Summary(q, size=size, lateness=L, placement="insert")
+        return
+    s = suse.Summary(q, size=size, strategy=strategy, seed=11, lateness=L, placement="insert")
+    everything = suse.Summary(q, size=len(added) + 1, strategy=strategy, seed=11, lateness=L, placement="insert")
+    for ev in added:
+        s.insert(*ev)
+        everything.insert(*ev)
+        assert len(s) <= size and s.pending == 0
+        _check_counters(s._engine, q)
+    _check_counters(everything._engine, q)
+    reference = sorted(added, key=lambda e: e[1])  # stable: (timestamp, arrival)
+    r, want = everything.result(), suse.exact(q, reference)
+    assert (r.count, r.sum, r.partial_count, r.detected_count) == (want.count, want.sum, want.partial_count, want.count)
+    assert s.result().events == len(added)
+    again = pickle.loads(pickle.dumps(s))
+    assert again.result() == s.result() and again.placement == "insert" and again.lateness == L
+
+
+@settings(max_examples=80, deadline=None)
+@given(query=queries, events=streams(max_size=10), window=st.integers(0, 6), L=st.integers(1, 4), data=st.data())
+def test_inserted_evaluations_count_the_elements_up_to_their_time(query, events, window, L, data):
+    """As with the buffer, an evaluation at T is taken just before the first event later than
+    T + L arrives; it counts the retained elements up to T (all of them here: the summary is
+    large enough)."""
+    q = suse.Query(query, window=window)
+    if q.negated:
+        return
+    delays = data.draw(st.lists(st.integers(0, L), min_size=len(events), max_size=len(events)))
+    arrival = [events[i] for i in sorted(range(len(events)), key=lambda i: (events[i][1] + delays[i], i))]
+    times = data.draw(st.lists(st.integers(arrival[0][1], arrival[-1][1] + 2), min_size=1, max_size=4))
+    s = suse.Summary(q, size=len(events) + 1, lateness=L, placement="insert", seed=1)
+    got = s.extend(events=arrival, evaluate_at=times, elements=True)
+    for T, ev in zip(times, got):
+        cut = next((k for k, e in enumerate(arrival) if e[1] > T + L), len(arrival))
+        seen = sorted((e for e in arrival[:cut] if e[1] <= T), key=lambda e: e[1])
+        o = query_aggregate(query, seen, window) if seen else {"count": 0, "sum": 0, "partial_count": 0}
+        assert (ev.timestamp, ev.count, ev.sum, ev.partial_count) == (T, o["count"], o["sum"], o["partial_count"])
+        assert all(t <= T for _, t, _ in ev.elements)
+
+
+def test_inserted_late_events_on_long_streams():
+    """Hundreds of events, windows of hundreds, every strategy: the insertion algebra agrees
+    with a recount where errors would show."""
+    rng = random.Random(9)
+    L, n = 40, 600
+    t, events = 0, []
+    for _ in range(n):
+        t += rng.randint(0, 3)
+        events.append((rng.choice("abcz"), t, rng.randint(0, 5)))
+    arrival = [events[i] for i in sorted(range(n), key=lambda i: (events[i][1] + rng.randint(0, L), i))]
+    assert sum(a[1] < b[1] for a, b in zip(arrival[1:], arrival)) > 100  # many late events
+    q = suse.Query("a(b|z)*c", window=300, aggregate="sum")
+    for strategy in STRATEGIES:
+        s = suse.Summary(q, size=100, strategy=strategy, seed=3, lateness=L, placement="insert")
+        for k in range(0, n, 37):
+            s.extend(events=arrival[k:k + 37])
+        assert len(s) == 100
+        _check_counters(s._engine, q, estimates=strategy not in ("fifo", "random"))
+    big = suse.Summary(q, size=n, seed=3, lateness=L, placement="insert")
+    big.extend(events=arrival)
+    want = suse.exact(q, sorted(arrival, key=lambda e: e[1]))
+    assert (big.result().count, big.result().sum) == (want.count, want.sum)
+
+
+def test_insert_placement_refusals():
+    for q in (suse.Query("ab", window=5, policy="next"), suse.Query("ab", window=5, policy="contiguous"),
+              suse.Query("a!xb", window=5)):
+        with pytest.raises(suse.InputError, match="placement"):
+            suse.Summary(q, size=3, lateness=2, placement="insert")
+    with pytest.raises(suse.InputError, match="placement must be one of"):
+        suse.Summary(suse.Query("ab", window=5), size=3, lateness=2, placement="sorted")
+    s = suse.Summary(suse.Query("ab", window=5), size=3, lateness=2, placement="insert")
+    s.extend(events=[("a", 4), ("b", 3)])
+    before = (s.result(), s.elements())
+    with pytest.raises(suse.InputError, match="retract needs placement"):
+        s.retract("b", 3)
+    assert (s.result(), s.elements()) == before
+    with pytest.raises(suse.LateEventError):
+        s.insert("a", 1)  # beyond the horizon 4 - 2
+    assert (s.result(), s.elements()) == before

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from suse import _core
-from suse.disorder import Reorder, check_late_mode, late_error, late_mask
+from suse.disorder import PLACEMENTS, Inserter, Reorder, check_late_mode, late_error, late_mask
 from suse.errors import InputError, LateEventError, QueryError, StateError
 from suse.query import Automaton, compile_regex
 from suse.query.approximate import MAX_MISSING
@@ -594,6 +594,12 @@ class Summary:
 
     It retains at most `size` elements, chosen by `strategy`, and keeps exact counters over the
     matches those elements form. See docs/ENGINE.md for the algorithms.
+
+    `lateness=L` accepts events up to L time units older than the newest one. With
+    `placement="buffer"` (the default) they wait in order until final, so every result equals a
+    summary fed the sorted stream, at the cost of holding the last L time units of events; with
+    `placement="insert"` a late event goes into the summary at once, at its place in time, and
+    memory stays at `size` elements (policy "any" without negation; no `retract`).
     """
 
     def __init__(
@@ -606,11 +612,16 @@ class Summary:
         time_to_live: Optional[int] = None,
         memory_limit: Optional[int] = None,
         lateness: int = 0,
+        placement: str = "buffer",
     ):
         if not isinstance(query, Query):
             raise InputError(f"expected a suse.Query, got {type(query).__name__}")
         self.query = query
         self.size = _check_int("size", size, minimum=1, maximum=10_000_000)
+        self.placement = _check_choice("placement", placement, PLACEMENTS)
+        if self.placement == "insert" and (query.policy != "any" or query.negated):
+            raise InputError("placement=\"insert\" needs policy \"any\" without negation: elsewhere what lies between "
+                             "two elements matters, and is not known for a late one; use placement=\"buffer\"")
         self.strategy = _check_choice("strategy", strategy, STRATEGIES)
         self.time_to_live = None if time_to_live is None else _check_int("time_to_live", time_to_live)
         self.probabilities = check_probabilities(probabilities, query.alphabet)
@@ -622,7 +633,7 @@ class Summary:
             self.time_to_live, self.memory_limit, query._extrema, query._of_mask,
         )
         self.lateness = _check_int("lateness", lateness)
-        self._reorder = Reorder(self.lateness) if self.lateness else None
+        self._reorder = (Inserter if self.placement == "insert" else Reorder)(self.lateness) if self.lateness else None
         self._late = 0  # late events counted with lateness=0
 
     def insert(self, char: str, timestamp: int, value: int = 1, *, late: str = "error") -> None:
@@ -703,7 +714,7 @@ class Summary:
             query = Query(query.regex, window, query.aggregate, query.policy, of=query.of, max_missing=query.max_missing)
         probabilities = self.probabilities if query.alphabet == self.query.alphabet else None
         new = Summary(query, self.size if size is None else size, self.strategy if strategy is None else strategy,
-                      probabilities, self.seed, self.time_to_live, self.memory_limit, self.lateness)
+                      probabilities, self.seed, self.time_to_live, self.memory_limit, self.lateness, self.placement)
         kept = [e for e in self._engine.elements() if e[0] in query.alphabet]
         new.dropped = len(self._engine) - len(kept)
         if kept:
@@ -758,6 +769,7 @@ class Summary:
             summary.time_to_live = header["time_to_live"]
             summary._reorder = Reorder.from_dict(header["reorder"]) if "reorder" in header else None
             summary.lateness = 0 if summary._reorder is None else summary._reorder.lateness
+            summary.placement = "insert" if isinstance(summary._reorder, Inserter) else "buffer"
             summary._late = int(header.get("late", 0))
         except (ValueError, KeyError, TypeError) as exc:  # QueryError and InputError are ValueErrors
             raise StateError(f"saved summary has an unreadable description: {exc}") from None

@@ -166,6 +166,8 @@ class Reorder:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Reorder":
+        if d.get("placement") == "insert":
+            return Inserter.load(d)
         r = cls(int(d["lateness"]))
         r.max_ts, r.late, r.retracted = d["max_ts"], int(d["late"]), int(d.get("retracted", 0))
         r.chars = np.frombuffer(d["chars"].encode("latin-1"), np.uint8).copy()
@@ -173,4 +175,56 @@ class Reorder:
         r.vals = np.asarray(d["vals"], np.int64)
         if not (len(r.chars) == len(r.ts) == len(r.vals)) or np.any(r.ts[1:] < r.ts[:-1]):
             raise ValueError("the pending events are inconsistent")
+        return r
+
+
+PLACEMENTS = ("buffer", "insert")
+
+
+class Inserter(Reorder):
+    """`placement="insert"`: no buffer. Every accepted event goes into the summary at once, a
+    late one at its place in time among the retained elements (the kernel's neighbourhood
+    algebra corrects every counter and estimate), so memory stays within the summary's size.
+    Which elements earlier selections kept may differ from a summary fed the sorted stream; the
+    counters always equal a recount of the retained elements. An evaluation at T is taken when
+    every event up to T has arrived (as with the buffer) and counts the retained elements up to
+    T. Retraction needs the buffer: an element the summary has already evicted or merged into
+    its counters cannot be taken out exactly."""
+
+    def __init__(self, lateness: int):
+        super().__init__(lateness)
+        self._batch: Optional[tuple] = None
+
+    def __len__(self) -> int:
+        return 0
+
+    def _add(self, chars: np.ndarray, ts: np.ndarray, vals: np.ndarray) -> None:
+        if len(ts):
+            top = int(ts.max())
+            self.max_ts = top if self.max_ts is None else max(self.max_ts, top)
+            self._batch = (chars, ts, vals)
+
+    def _flush(self, engine: Any) -> None:
+        if self._batch is not None:
+            chars, ts, vals = self._batch
+            engine.insert_late(chars.tobytes(), ts, vals)
+            self._batch = None
+
+    def settled(self, engine: Any, evaluate_at: Optional[np.ndarray] = None, **kw: Any):
+        rows = engine.evaluate_upto([int(t) for t in evaluate_at], bool(kw.get("with_elements"))) if (
+            evaluate_at is not None) else []
+        return engine, rows
+
+    def retract(self, byte: int, t: int, v: int) -> None:
+        raise InputError("retract needs placement=\"buffer\": with placement=\"insert\" late events are already "
+                         "in the summary, which cannot take an element back exactly once it has evicted or merged it")
+
+    def to_dict(self) -> dict:
+        return {"placement": "insert", "lateness": self.lateness, "max_ts": self.max_ts, "late": self.late,
+                "retracted": self.retracted}
+
+    @classmethod
+    def load(cls, d: dict) -> "Inserter":
+        r = cls(int(d["lateness"]))
+        r.max_ts, r.late, r.retracted = d["max_ts"], int(d["late"]), int(d.get("retracted", 0))
         return r

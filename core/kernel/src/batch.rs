@@ -38,17 +38,7 @@ pub struct Batch<'a> {
 impl<'a> Batch<'a> {
     /// Check lengths, values and order; `last_t` is the last timestamp already processed.
     pub fn new(chars: &'a [u8], ts: &'a [i64], vals: Option<&'a [i64]>, evals: &'a [i64], last_t: Option<i64>) -> Result<Self, Error> {
-        if ts.len() != chars.len() {
-            return Err(Error::input(format!("{} characters but {} timestamps", chars.len(), ts.len())));
-        }
-        if let Some(v) = vals {
-            if v.len() != chars.len() {
-                return Err(Error::input(format!("{} characters but {} values", chars.len(), v.len())));
-            }
-            if let Some(i) = v.iter().position(|&x| x < 0) {
-                return Err(Error::input(format!("event {i}: value {} is negative; values must be non-negative integers", v[i])));
-            }
-        }
+        let batch = Batch::unordered(chars, ts, vals)?;
         let mut prev = last_t;
         for (i, &t) in ts.iter().enumerate() {
             if let Some(p) = prev {
@@ -68,7 +58,24 @@ impl<'a> Batch<'a> {
                 )));
             }
         }
-        Ok(Batch { chars, ts, vals, evals })
+        Ok(Batch { evals, ..batch })
+    }
+
+    /// Check lengths and values only: events in arrival order, for an engine that places late
+    /// ones itself; no evaluations.
+    pub fn unordered(chars: &'a [u8], ts: &'a [i64], vals: Option<&'a [i64]>) -> Result<Self, Error> {
+        if ts.len() != chars.len() {
+            return Err(Error::input(format!("{} characters but {} timestamps", chars.len(), ts.len())));
+        }
+        if let Some(v) = vals {
+            if v.len() != chars.len() {
+                return Err(Error::input(format!("{} characters but {} values", chars.len(), v.len())));
+            }
+            if let Some(i) = v.iter().position(|&x| x < 0) {
+                return Err(Error::input(format!("event {i}: value {} is negative; values must be non-negative integers", v[i])));
+            }
+        }
+        Ok(Batch { chars, ts, vals, evals: &[] })
     }
 
     pub fn last_timestamp(&self) -> Option<i64> {

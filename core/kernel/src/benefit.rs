@@ -39,8 +39,9 @@ impl Estimator {
         self.counts[sym as usize] += 1;
         self.value_sums[sym as usize] += v as f64;
         self.total += 1;
-        self.t_first.get_or_insert(t);
-        self.t_last = Some(t);
+        // The span of time seen (a late element, inserted at its place, may be the earliest).
+        self.t_first = Some(self.t_first.map_or(t, |a| a.min(t)));
+        self.t_last = Some(self.t_last.map_or(t, |b| b.max(t)));
         if self.total >= self.next_refresh {
             // Geometric refresh: estimates settle quickly, so recompute at 16, 32, 64, ...
             // and then at least every 65,536 elements.

@@ -133,6 +133,20 @@ impl SummaryEngine {
         with_policy!(self, SummaryEngine, |s| s.readout())
     }
 
+    /// Process one raw event that may be late: an element goes in at its place in time.
+    pub fn feed_late(&mut self, raw: Raw) -> Result<(), Error> {
+        match raw {
+            Raw::Element(ev) => with_policy!(self, SummaryEngine, |s| s.observe_late(ev)),
+            Raw::Gap(_) => self.feed(raw),
+        }
+    }
+
+    /// The sets over the retained elements up to time `t` (inclusive), recomputed; `detected`
+    /// as it is now.
+    pub fn readout_upto(&self, t: i64) -> Result<Readout, Error> {
+        with_policy!(self, SummaryEngine, |s| s.readout_upto(t))
+    }
+
     pub fn dfa(&self) -> &Arc<Dfa> {
         with_policy!(self, SummaryEngine, |s| &s.dfa)
     }

@@ -20,7 +20,7 @@ use suse_kernel::multi::{Merge, MultiExact as KMulti};
 use suse_kernel::semantics::{Ev, Policy};
 use suse_kernel::state::{self, Saved, FORMAT_VERSION};
 use suse_kernel::summary::selection::StrategyKind;
-use suse_kernel::summary::{Aggregate, Config};
+use suse_kernel::summary::{Aggregate, Config, Readout};
 use suse_kernel::window::{per_initiator_totals, split_totals};
 
 pyo3::import_exception!(suse.errors, InputError);
@@ -459,11 +459,15 @@ fn exact_by_missing(engine: &KExact, labels: Option<&CostLabels>) -> Option<Vec<
 }
 
 fn evaluation(s: &KSummary, out: &Output, t: i64, with_elements: bool, labels: Option<&CostLabels>) -> Result<NativeEvaluation, Error> {
-    let r = s.readout();
+    evaluation_over(s, s.readout(), s.elements(), out, t, with_elements, labels)
+}
+
+/// An evaluation from a readout over `elements` (all retained ones, or those up to `t`).
+fn evaluation_over(s: &KSummary, r: Readout, elements: &[Ev], out: &Output, t: i64, with_elements: bool, labels: Option<&CostLabels>) -> Result<NativeEvaluation, Error> {
     let (count, sum, partial_count) = split_totals(s.dfa(), &r.g);
     // Not maintained under eviction (not invertible): recomputed from the retained elements,
     // O(|S|·|Z|²) per evaluation.
-    let range = if out.extrema { Extrema::over(s.dfa().clone(), s.config().tau, s.policy(), out.mask.clone(), s.elements())? } else { None };
+    let range = if out.extrema { Extrema::over(s.dfa().clone(), s.config().tau, s.policy(), out.mask.clone(), elements)? } else { None };
     Ok(NativeEvaluation {
         timestamp: t,
         count,
@@ -471,16 +475,15 @@ fn evaluation(s: &KSummary, out: &Output, t: i64, with_elements: bool, labels: O
         partial_count,
         detected_count: Some(r.detected.c),
         detected_sum: Some(r.detected.s),
-        elements: with_elements.then(|| element_list(s)),
+        elements: with_elements.then(|| element_list(s.dfa(), elements)),
         min: range.map(|r| r.0),
         max: range.map(|r| r.1),
         count_by_missing: labels.map(|l| l.split(s.dfa(), &r.g)),
     })
 }
 
-fn element_list(s: &KSummary) -> Vec<(char, i64, u64)> {
-    let alphabet = &s.dfa().alphabet;
-    s.elements().iter().map(|e: &Ev| (alphabet[e.sym as usize] as char, e.t, e.v)).collect()
+fn element_list(dfa: &Dfa, elements: &[Ev]) -> Vec<(char, i64, u64)> {
+    elements.iter().map(|e: &Ev| (dfa.alphabet[e.sym as usize] as char, e.t, e.v)).collect()
 }
 
 #[pymethods]
@@ -546,6 +549,37 @@ impl SummaryEngine {
         guard_ro(|| evaluation(&self.inner, &self.out, self.inner.now().unwrap_or(0), false, self.labels.as_deref()))
     }
 
+    /// Process events in arrival order, each going in at its place in time (a late element
+    /// among the retained ones: `placement="insert"`). Policy "any" without negation only.
+    #[pyo3(signature = (chars, timestamps, values=None))]
+    fn insert_late(&mut self, py: Python<'_>, chars: &[u8], timestamps: PyReadonlyArray1<'_, i64>, values: Option<PyReadonlyArray1<'_, i64>>) -> PyResult<()> {
+        let a = Arrays::new(timestamps, values, None);
+        let (inner, out, last_t) = (&mut self.inner, &self.out, &mut self.last_t);
+        py.allow_threads(|| {
+            guard(&mut self.dead, || {
+                let dfa = inner.dfa().clone();
+                Batch::unordered(chars, &a.ts, a.vals.as_deref())?.run(inner, &dfa, |s, raw| s.feed_late(out.mask(raw)), |_, _| ())?;
+                *last_t = a.ts.iter().copied().chain(*last_t).max();
+                Ok(())
+            })
+        })
+    }
+
+    /// Evaluations at the (increasing) times, each over the retained elements up to it.
+    #[pyo3(signature = (times, with_elements=false))]
+    fn evaluate_upto(&self, times: Vec<i64>, with_elements: bool) -> PyResult<Vec<NativeEvaluation>> {
+        guard_ro(|| {
+            let s = &self.inner;
+            times
+                .iter()
+                .map(|&t| {
+                    let k = s.elements().partition_point(|e| e.t <= t);
+                    evaluation_over(s, s.readout_upto(t)?, &s.elements()[..k], &self.out, t, with_elements, self.labels.as_deref())
+                })
+                .collect()
+        })
+    }
+
     /// Set what a loaded summary reports beside counts (saved with the caller's description,
     /// not in the kernel state, so states of earlier versions load unchanged).
     #[pyo3(signature = (extrema=false, of=None))]
@@ -590,7 +624,7 @@ impl SummaryEngine {
     }
 
     fn elements(&self) -> Vec<(char, i64, u64)> {
-        element_list(&self.inner)
+        element_list(self.inner.dfa(), self.inner.elements())
     }
 
     fn __len__(&self) -> usize {

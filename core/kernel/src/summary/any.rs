@@ -15,7 +15,7 @@ use super::estimates::Estimates;
 use crate::dual::Dual;
 use crate::error::Error;
 use crate::num::{Num, Scalar, R};
-use crate::semantics::{AnyMatch, Contiguous, Ev, Semantics};
+use crate::semantics::{expired, AnyMatch, Contiguous, Ev, Semantics};
 use crate::step::{final_sum, gain_into_finals, identity, step, takes, Dir, Layout};
 use crate::xf::Real;
 use num_bigint::BigUint;
@@ -39,6 +39,9 @@ macro_rules! set_policy {
             }
             fn remove(s: &mut Summary<Self>, p: usize) -> Result<(), Error> {
                 remove(s, p)
+            }
+            fn insert_at(s: &mut Summary<Self>, p: usize, ev: Ev) -> Result<(), Error> {
+                insert_at(s, p, ev)
             }
             fn expire(s: &mut Summary<Self>, start: usize, end: usize) -> Result<(), Error> {
                 expire(s, start, end)
@@ -141,6 +144,57 @@ fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
         s.est.set_al_dirty();
     }
     Ok(())
+}
+
+/// A late element goes in at position `p`: the exact counters gain the sets through it
+/// (`L_x`, the same algebra as removal, read the other way), the active counters are rebuilt,
+/// and every neighbour's present benefit gains the matches it shares with the new element.
+fn insert_at<P: SummaryPolicy>(s: &mut Summary<P>, p: usize, ev: Ev) -> Result<(), Error> {
+    let z = s.dfa.n;
+    P::refresh_estimates(s);
+    let mut with = s.elems.clone();
+    with.insert(p, ev);
+    // An element the window has already passed is not active (and sits before the active ones).
+    let start = s.active_start + usize::from(expired(ev.t, s.now.unwrap_or(ev.t), s.cfg.tau));
+    let after = Retained { dfa: &s.dfa, tau: s.cfg.tau, elems: &with, active_start: start };
+    let ctx = retained!(s);
+    crate::promoting!(&mut s.exact, &ctx, |part| insert_at_exact::<P, _>(part, &after, p))?;
+    let (dfa, tau) = (&s.dfa, s.cfg.tau);
+    crate::on_est!(&mut s.est, e => {
+        let own = local_sets(dfa, tau, P::SKIP, &with, p).and_then(|l| final_sum(dfa, &l)).unwrap_or_default();
+        e.pres.insert(p, own);
+        e.al.splice(p * z..p * z, std::iter::repeat_n(Dual::zero(), z));
+        add_joint::<P, _>(dfa, tau, &with, e, p);
+    });
+    s.elems = with;
+    s.active_start = start;
+    s.est.set_al_dirty();
+    Ok(())
+}
+
+/// The sets through the new element `r.elems[p]` join `g` and `detected`; `v` gets its row
+/// and the active counters are rebuilt over the elements with it.
+fn insert_at_exact<P: SummaryPolicy, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize) -> R<()> {
+    let z = r.dfa.n;
+    let local = local_sets::<N>(r.dfa, r.tau, P::SKIP, r.elems, p)?;
+    for (g, l) in c.g.iter_mut().zip(&local) {
+        g.add_assign(l)?;
+    }
+    c.v.splice(p * z..p * z, std::iter::repeat_n(Dual::zero(), z));
+    rebuild_active::<P, N>(c, r)?;
+    c.detected = c.detected.add(&final_sum(r.dfa, &local)?)?;
+    Ok(())
+}
+
+/// Every neighbour of the new element `elems[p]` gains the complete matches it shares with it.
+fn add_joint<P: SummaryPolicy, F: Real>(dfa: &crate::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize) {
+    if est.pres[p].c >= F::from_f64(0.5) {
+        if let Ok((lo, joint)) = joint_matches::<F>(dfa, tau, P::SKIP, elems, p) {
+            for (j, d) in joint.iter().enumerate() {
+                est.pres[lo + j] = est.pres[lo + j].plus(d);
+            }
+        }
+    }
 }
 
 /// Every neighbour of `elems[p]` loses the complete matches it shares with it.

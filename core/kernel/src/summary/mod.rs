@@ -67,6 +67,8 @@ pub struct Config {
     pub seed: u64,
 }
 
+const LATE_INSERT_ONLY: &str = "late elements go in at their place only under policy \"any\" without negation";
+
 /// What differs between selection semantics inside a summary. The exact window algebra
 /// comes from [`Semantics`]; these hooks keep the exact counters and estimates in step.
 pub trait SummaryPolicy: Semantics {
@@ -76,6 +78,12 @@ pub trait SummaryPolicy: Semantics {
     fn insert(s: &mut Summary<Self>, ev: Ev) -> Result<(), Error>;
     /// Evict the element at position `p`.
     fn remove(s: &mut Summary<Self>, p: usize) -> Result<(), Error>;
+    /// Put a late element in at position `p` (the elements after it are later), correcting
+    /// every counter and estimate. Only skip-till-any-match without negation can: elsewhere
+    /// what lies between two elements (their gap) matters and is not known for a late one.
+    fn insert_at(_s: &mut Summary<Self>, _p: usize, _ev: Ev) -> Result<(), Error> {
+        Err(Error::input(LATE_INSERT_ONLY))
+    }
     /// Elements `start..end` left the active window; the hook moves `active_start` to `end`.
     fn expire(s: &mut Summary<Self>, start: usize, end: usize) -> Result<(), Error>;
     /// Bring the estimates up to date before they are read.
@@ -173,6 +181,15 @@ impl<P: SummaryPolicy> Summary<P> {
         Readout { g, detected }
     }
 
+    /// [`Summary::readout`] as of time `t`: over the retained elements with timestamps up to
+    /// `t` (recomputed, O(|S|·|Z|²)), for evaluations of a summary that has already taken
+    /// later (and then late) elements. `detected` is today's.
+    pub fn readout_upto(&self, t: i64) -> Result<Readout, Error> {
+        let k = self.elems.partition_point(|e| e.t <= t);
+        let w = crate::window::Window::<BigUint, P>::run(self.dfa.clone(), self.cfg.tau, &self.elems[..k]).map_err(|_| Error::internal("a recount over big integers failed"))?;
+        Ok(Readout { g: w.totals, detected: self.readout().detected })
+    }
+
     /// Which number type the exact counters are on now (`u128`, `u256`, `big`).
     pub fn tier(&self) -> &'static str {
         self.exact.tier()
@@ -212,6 +229,38 @@ impl<P: SummaryPolicy> Summary<P> {
         }
         // Not retained: the element and its gap lie in the next one's gap.
         self.pending_gap = ev.gap | self.dfa.absorbed(ev.sym);
+        Ok(())
+    }
+
+    /// Process an element older than the latest one seen (a late event): it goes in at its
+    /// place in time order (after the retained elements with its timestamp, which arrived
+    /// earlier), and if that makes one too many, the strategy evicts its lowest element (the
+    /// late one among them). The counters then equal a recomputation from the retained
+    /// elements, as after every step; what differs from processing the sorted stream is only
+    /// which elements earlier selections kept (docs/ENGINE.md, "Out-of-order events").
+    pub fn observe_late(&mut self, ev: Ev) -> Result<(), Error> {
+        let now = match self.now {
+            Some(now) if ev.t < now => now,
+            _ => return self.observe(ev),
+        };
+        if P::POLICY != crate::semantics::Policy::Any || !self.dfa.negated.is_empty() {
+            return Err(Error::input(LATE_INSERT_ONLY));
+        }
+        self.events += 1;
+        self.fit_estimates();
+        if self.estimator.observe(ev.sym, ev.t, ev.v) {
+            self.coeffs = Coefficients::new(self.estimator.probabilities(), self.estimator.mean_values());
+        }
+        if self.cfg.size == 0 || self.cfg.time_to_live.is_some_and(|ttl| expired(ev.t, now, ttl)) {
+            return Ok(()); // kept by no summary that processed it in order either
+        }
+        let p = self.elems.partition_point(|e| e.t <= ev.t);
+        P::insert_at(self, p, Ev { gap: 0, ..ev })?;
+        if self.elems.len() > self.cfg.size {
+            let victim = self.cfg.strategy.victim(self);
+            self.evictions += 1;
+            self.remove(victim)?;
+        }
         Ok(())
     }
 

@@ -51,12 +51,25 @@ impl StrategyKind {
 
     pub fn choose<P: SummaryPolicy>(self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
         match self {
-            StrategyKind::Suse => Benefit { expected: true, at_risk: None }.choose(s, ev),
-            StrategyKind::Present => Benefit { expected: false, at_risk: None }.choose(s, ev),
             StrategyKind::Fifo => Fifo.choose(s, ev),
             StrategyKind::Random => Random.choose(s, ev),
-            StrategyKind::Adaptive => Benefit { expected: true, at_risk: Some(AT_RISK) }.choose(s, ev),
+            _ => self.benefit().choose(s, ev),
         }
+    }
+
+    /// The element to evict from a summary one over its size (after a late element went in
+    /// at its place): the lowest benefit now, the oldest, or a random one.
+    pub fn victim<P: SummaryPolicy>(self, s: &mut Summary<P>) -> usize {
+        match self {
+            StrategyKind::Fifo => 0,
+            StrategyKind::Random => s.rng.gen_range(0..s.elems.len()),
+            _ => self.benefit().lowest(s),
+        }
+    }
+
+    fn benefit(self) -> Benefit {
+        let at_risk = (self == StrategyKind::Adaptive).then_some(AT_RISK);
+        Benefit { expected: self != StrategyKind::Present, at_risk }
     }
 }
 
@@ -93,18 +106,31 @@ pub const PROTECTED: f64 = 1e9;
 
 impl Selector for Benefit {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
-        P::refresh_estimates(s);
-        s.coeffs.h::<P>(&s.dfa, s.cfg.size.min(MAX_STEPS)); // grow the cache once
-        s.fit_estimates(); // large coefficients need the wide floats
+        self.prepare(s);
         let s = &*s;
-        crate::on_est!(&s.est, est => self.choose_in(s, est, ev))
+        crate::on_est!(&s.est, est => self.choose_in(s, est, Some(ev), ev.t))
     }
 }
 
 impl Benefit {
-    fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &Estimates<F>, ev: &Ev) -> Option<usize> {
+    fn prepare<P: SummaryPolicy>(&self, s: &mut Summary<P>) {
+        P::refresh_estimates(s);
+        s.coeffs.h::<P>(&s.dfa, s.cfg.size.min(MAX_STEPS)); // grow the cache once
+        s.fit_estimates(); // large coefficients need the wide floats
+    }
+
+    /// The retained element with the lowest benefit at the latest time seen.
+    fn lowest<P: SummaryPolicy>(&self, s: &mut Summary<P>) -> usize {
+        self.prepare(s);
+        let s = &*s;
+        let t = s.now.unwrap_or(i64::MIN);
+        crate::on_est!(&s.est, est => self.choose_in(s, est, None, t)).unwrap_or(0)
+    }
+
+    /// With a candidate `ev`: the element it should replace, if any. Without: the element
+    /// with the lowest benefit at time `t`.
+    fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
         let dfa = &s.dfa;
-        let t = ev.t;
         let tau = s.cfg.tau;
         let agg = s.cfg.aggregate;
         let pick = |d: &Dual<F>| if agg == Aggregate::Sum { d.s } else { d.c };
@@ -121,7 +147,7 @@ impl Benefit {
         let z = dfa.n;
         let active = &s.elems[s.active_start..];
         let oldest_init = active.iter().find(|e| is_init(e)).map(|e| e.t);
-        let cand: Vec<Dual<F>> = s.formed_estimate(ev);
+        let cand: Vec<Dual<F>> = ev.map_or_else(|| vec![Dual::zero(); dfa.n], |ev| s.formed_estimate(ev));
         let coeffs = &s.coeffs;
         let dot = |al: &[Dual<F>], h: &[Dual<F>]| -> F {
             let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: Dual<F>, (x, h)| acc.plus(&x.times(h)));
@@ -130,7 +156,7 @@ impl Benefit {
         let expected = |al: &[Dual<F>], t_old: i64, t_new: i64| -> F {
             dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or_default().half()
         };
-        let cand_new = if is_init(ev) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
+        let cand_new = if ev.is_some_and(is_init) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
         let cand_pres = pick(&final_sum(dfa, &cand).unwrap_or_default());
         let mut cand_benefit = cand_pres;
         let limit = self.at_risk.map(|share| {
@@ -163,6 +189,7 @@ impl Benefit {
             }
         }
         match best {
+            Some((i, _)) if ev.is_none() => Some(i),
             Some((i, b)) if cand_benefit > b => Some(i),
             _ => None,
         }

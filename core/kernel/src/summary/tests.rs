@@ -294,3 +294,60 @@ fn paper_stream_keeps_its_counters_exact_through_every_tier() {
     assert!(tiers.len() >= 2, "expected promotion, saw {tiers:?}");
 }
 
+
+/// `evs` (in time order) in an arrival order where each event is at most `lateness` behind
+/// the latest before it: sorted by timestamp plus a jitter in `0..=lateness`.
+fn disordered(evs: &[Ev], lateness: i64, jitter: &[i64]) -> Vec<Ev> {
+    let mut keyed: Vec<(i64, usize, Ev)> = evs.iter().enumerate().map(|(i, e)| (e.t + jitter[i % jitter.len()] % (lateness + 1), i, *e)).collect();
+    keyed.sort_by_key(|k| (k.0, k.1));
+    keyed.into_iter().map(|k| k.2).collect()
+}
+
+proptest! {
+    /// Late elements go in at their place: after every step the counters equal a
+    /// recomputation from the retained elements and the estimates the exact local counters;
+    /// a summary that keeps everything ends with the sorted stream's counts and `detected`.
+    #[test]
+    fn late_elements_go_in_at_their_place(evs in stream(), size in 1usize..7, tau in 0i64..12, strat in 0usize..5,
+                                          lateness in 0i64..8, jitter in proptest::collection::vec(0i64..100, 1..8), sum in any::<bool>()) {
+        let dfa = Arc::new(paper());
+        let agg = if sum { Aggregate::Sum } else { Aggregate::Count };
+        let arrival = disordered(&evs, lateness, &jitter);
+        let mut s = Summary::<AnyMatch>::new(dfa.clone(), config(size, tau, strategy_of(strat), agg, None));
+        let mut all = Summary::<AnyMatch>::new(dfa.clone(), config(64, tau, strategy_of(strat), agg, None));
+        for e in &arrival {
+            s.observe_late(*e).unwrap();
+            all.observe_late(*e).unwrap();
+            prop_assert!(s.elems.len() <= size && s.elems.windows(2).all(|w| w[0].t <= w[1].t));
+            check_invariants(&mut s)?;
+            check_invariants(&mut all)?;
+        }
+        // The reference: (timestamp, arrival) order.
+        let mut in_order = arrival.clone();
+        in_order.sort_by_key(|e| e.t);
+        let mut sorted = Summary::<AnyMatch>::new(dfa.clone(), config(64, tau, StrategyKind::Suse, agg, None));
+        for e in &in_order {
+            sorted.observe(*e).unwrap();
+        }
+        prop_assert_eq!(all.readout().g, sorted.readout().g);
+        prop_assert_eq!(all.readout().detected, sorted.readout().detected);
+        prop_assert_eq!(s.events, evs.len() as u64);
+    }
+
+    /// Only skip-till-any-match without negation takes late elements; the others refuse
+    /// clearly and stay as they were.
+    #[test]
+    fn late_elements_are_refused_where_gaps_matter(evs in stream(), tau in 0i64..12) {
+        let dfa = Arc::new(paper());
+        let mut s = Summary::<Contiguous>::new(dfa.clone(), config(4, tau, StrategyKind::Suse, Aggregate::Count, None));
+        for e in &evs {
+            s.observe(*e).unwrap();
+        }
+        if let Some(last) = evs.last().filter(|e| e.t > 0) {
+            let before = (s.elems.clone(), s.readout().g);
+            let late = Ev { t: last.t - 1, ..*last };
+            prop_assert!(matches!(s.observe_late(late), Err(crate::error::Error::Input(_))));
+            prop_assert_eq!((s.elems.clone(), s.readout().g), before);
+        }
+    }
+}
