@@ -8,6 +8,8 @@ prints events/s of
     1..L), the rest in order;
   * retract: after each batch, every 50th of its events newer than the horizon is taken back
     (one `retract` call each).
+Summaries run twice: with the reorder buffer (`placement="buffer"`) and with late events
+inserted at their place (`placement="insert"`, no buffer and no retraction).
 Events are fed in batches of `--batch` (one native call per batch and per read-out); each
 figure is the best of `--repeat` runs.
 Usage: python bench/disorder.py [--events 50000] [--lateness 100] [--batch 1000]
@@ -70,6 +72,12 @@ def main() -> None:
     engines += [(f"summary |S|={size} tau=100",
                  lambda lateness, size=size: suse.Summary(suse.Query(QUERY, 100), size, seed=1, lateness=lateness))
                 for size in (100, 500)]
+    # placement="insert": late events go in at their place, no buffer (no retraction)
+    engines += [(f"summary |S|={size} insert",
+                 lambda lateness, size=size: suse.Summary(suse.Query(QUERY, 100), size, seed=1, lateness=lateness,
+                                                          placement="insert" if lateness else "buffer"))
+                for size in (100, 500)]
+
     def best(lateness: int, make, order=None, **kw) -> float:
         c, t = (chars, ts) if order is None else (chars[order], ts[order])
         return min(feed(make(lateness), c, t, args.batch, **kw) for _ in range(args.repeat))
@@ -78,9 +86,9 @@ def main() -> None:
         today = best(0, make)
         ordered = best(L, make)
         late = [best(L, make, o) for o in orders.values()]
-        retract = best(L, make, retract_every=50)
+        retract = f"{n / best(L, make, retract_every=50):>10,.0f}" if "insert" not in name else f"{'n/a':>10}"
         print(f"{name:<24} {n / today:>10,.0f} {n / ordered:>10,.0f} {ordered / today:>6.2f} "
-              f"{n / late[0]:>10,.0f} {n / late[1]:>10,.0f} {n / retract:>10,.0f}")
+              f"{n / late[0]:>10,.0f} {n / late[1]:>10,.0f} {retract}")
 
 
 if __name__ == "__main__":

@@ -146,16 +146,22 @@ def test_summary_equals_summary_of_sorted_stream(query, case, window, size, stra
     assert again.result() == s.result() and again.pending == s.pending and again.lateness == L
 
 
+def _long_stream(rng: random.Random, n: int, lateness: int) -> tuple[list, list[int]]:
+    """n events over "abcz" with small time steps, and an arrival order (indices) in which each
+    event is up to `lateness` late."""
+    t, events = 0, []
+    for _ in range(n):
+        t += rng.randint(0, 3)
+        events.append((rng.choice("abcz"), t, rng.randint(0, 5)))
+    return events, sorted(range(n), key=lambda i: (events[i][1] + rng.randint(0, lateness), i))
+
+
 def test_long_streams_with_late_events_and_retractions():
     """Hundreds of events, windows of hundreds: disorder and removal agree with the sorted,
     retraction-free stream (exact engine and summaries of every strategy)."""
     rng = random.Random(5)
     L, n = 40, 600
-    t, events = 0, []
-    for _ in range(n):
-        t += rng.randint(0, 3)
-        events.append((rng.choice("abcz"), t, rng.randint(0, 5)))
-    arrival = sorted(range(n), key=lambda i: (events[i][1] + rng.randint(0, L), i))
+    events, arrival = _long_stream(rng, n, L)
     script, live, top = [], [], -1
     for seq, i in enumerate(arrival):
         script.append(("+", events[i]))
@@ -376,11 +382,8 @@ def test_inserted_late_events_on_long_streams():
     with a recount where errors would show."""
     rng = random.Random(9)
     L, n = 40, 600
-    t, events = 0, []
-    for _ in range(n):
-        t += rng.randint(0, 3)
-        events.append((rng.choice("abcz"), t, rng.randint(0, 5)))
-    arrival = [events[i] for i in sorted(range(n), key=lambda i: (events[i][1] + rng.randint(0, L), i))]
+    events, order = _long_stream(rng, n, L)
+    arrival = [events[i] for i in order]
     assert sum(a[1] < b[1] for a, b in zip(arrival[1:], arrival)) > 100  # many late events
     q = suse.Query("a(b|z)*c", window=300, aggregate="sum")
     for strategy in STRATEGIES:

@@ -136,7 +136,7 @@ fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
     let ctx = retained!(s);
     crate::promoting!(&mut s.exact, &ctx, |part| remove_exact::<P, _>(part, &ctx, p))?;
     let (dfa, tau, elems) = (&s.dfa, s.cfg.tau, &s.elems);
-    crate::on_est!(&mut s.est, e => subtract_joint::<P, _>(dfa, tau, elems, e, p));
+    crate::on_est!(&mut s.est, e => shift_joint::<P, _>(dfa, tau, elems, e, p, false));
     s.drop_element(p);
     if touches_active {
         let ctx = retained!(s);
@@ -164,7 +164,7 @@ fn insert_at<P: SummaryPolicy>(s: &mut Summary<P>, p: usize, ev: Ev) -> Result<(
         let own = local_sets(dfa, tau, P::SKIP, &with, p).and_then(|l| final_sum(dfa, &l)).unwrap_or_default();
         e.pres.insert(p, own);
         e.al.splice(p * z..p * z, std::iter::repeat_n(Dual::zero(), z));
-        add_joint::<P, _>(dfa, tau, &with, e, p);
+        shift_joint::<P, _>(dfa, tau, &with, e, p, true);
     });
     s.elems = with;
     s.active_start = start;
@@ -186,24 +186,14 @@ fn insert_at_exact<P: SummaryPolicy, N: Num>(c: &mut Counters<N>, r: &Retained<'
     Ok(())
 }
 
-/// Every neighbour of the new element `elems[p]` gains the complete matches it shares with it.
-fn add_joint<P: SummaryPolicy, F: Real>(dfa: &crate::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize) {
+/// Every neighbour of `elems[p]` gains (`add`: it was just inserted) or loses (it is about to
+/// leave) the complete matches it shares with it.
+fn shift_joint<P: SummaryPolicy, F: Real>(dfa: &crate::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize, add: bool) {
+    // Joint matches are a subset of x's own: none to move when x completes none.
     if est.pres[p].c >= F::from_f64(0.5) {
         if let Ok((lo, joint)) = joint_matches::<F>(dfa, tau, P::SKIP, elems, p) {
             for (j, d) in joint.iter().enumerate() {
-                est.pres[lo + j] = est.pres[lo + j].plus(d);
-            }
-        }
-    }
-}
-
-/// Every neighbour of `elems[p]` loses the complete matches it shares with it.
-fn subtract_joint<P: SummaryPolicy, F: Real>(dfa: &crate::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize) {
-    // Joint matches are a subset of x's own: none to subtract when x completes none.
-    if est.pres[p].c >= F::from_f64(0.5) {
-        if let Ok((lo, joint)) = joint_matches::<F>(dfa, tau, P::SKIP, elems, p) {
-            for (j, d) in joint.iter().enumerate() {
-                est.pres[lo + j] = est.pres[lo + j].minus(d);
+                est.pres[lo + j] = if add { est.pres[lo + j].plus(d) } else { est.pres[lo + j].minus(d) };
             }
         }
     }
