@@ -37,19 +37,31 @@ def _rows(df, names=RESULT) -> list[tuple]:
 @pytest.mark.slow  # one Spark job per query and example: about 50 s
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spec=query_sets(max_queries=3), size=st.integers(1, 4),
-       evaluate=st.sampled_from(["end", {"every": 7}, [5, 20, 39]]))
-def test_one_job_equals_one_job_per_query(frame, spec, size, evaluate):
+       evaluate=st.sampled_from(["end", {"every": 7}, [5, 20, 39]]),
+       extras=st.lists(st.sampled_from([{}, {}, {"aggregate": "max"}, {"aggregate": "min"}, {"max_missing": 1},
+                                        {"aggregate": "sum", "of": "a"}]), min_size=3, max_size=3))
+def test_one_job_equals_one_job_per_query(frame, spec, size, evaluate, extras):
     common = dict(characters=CHARS, timestamp="t", partition_by="k", value="v", summary_size=size, exact=True,
                   evaluate=evaluate)
-    queries = {name: {"query": rx, "window": w, "policy": p} for name, (rx, w, p) in spec.items()}
+    queries = {}
+    for (name, (rx, w, p)), extra in zip(spec.items(), extras):
+        try:  # MIN/MAX, of= and max_missing= where the query takes them
+            suse.Query(rx, w, policy=p, **extra)
+        except (suse.QueryError, suse.InputError):
+            extra = {}
+        queries[name] = {"query": rx, "window": w, "policy": p, **extra}
     together = aggregate(frame, queries=queries, **common)
     assert together.columns[:2] == ["k", "query"]
+    extra_columns = [c for c in EXTRA if c in together.columns]
     got = {name: [] for name in spec}
     for r in together.collect():
-        got[r["query"]].append(tuple(str(r[c]) for c in RESULT))
-    for name, (rx, w, p) in spec.items():
-        alone = aggregate(frame, rx, w, policy=p, **common)
-        assert sorted(got[name]) == _rows(alone), name
+        got[r["query"]].append(tuple(str(r[c]) for c in RESULT + extra_columns))
+    for name, q in queries.items():
+        regex, own = _alone(q)
+        alone = aggregate(frame, regex, **own, **common)
+        want = [tuple(str(r[c]) if c in alone.columns else "None" for c in RESULT + extra_columns)
+                for r in alone.collect()]
+        assert sorted(got[name]) == sorted(want), name
 
 
 def test_per_query_settings_and_errors(spark, frame):

@@ -124,7 +124,8 @@ class ExactSet:
     `merge`: "auto" runs skip-till-any-match queries without negation that share a window over
     one product automaton when that is cheaper (docs/ENGINE.md, "Query sets"); "never" and
     "always" force the choice (for measurements). Queries with MIN/MAX, `of=` or `max_missing=`
-    never merge: each runs its own engine (`own`) over the same batch."""
+    never merge: each runs its own engine (`own`) over the same batch. `memory_limit` bounds the
+    shared engines together and each own engine alone."""
 
     def __init__(self, queries: QuerySet, memory_limit: Optional[int] = None, merge: str = "auto"):
         if not isinstance(queries, QuerySet):

@@ -189,11 +189,8 @@ def aggregate_stream(
     frame = events.frame if events.has_value else events.frame.withColumn(VALUE, F.lit(1).cast("long"))
     if not keys:
         frame = frame.withColumn(_ALL, F.lit(0))
-    if multi:  # min/max and count_by_missing when any query has them (NULL for the others)
-        ddl = STREAM_DDL + "".join(", " + d for d, used in ((EXTREMA_DDL, plan.extrema), (APPROX_DDL, plan.max_missing))
-                                   if used)
-    else:  # min/max, then count_by_missing last, as in batch
-        ddl = STREAM_DDL + (", " + EXTREMA_DDL if plan.extrema else "") + (", " + APPROX_DDL if plan.max_missing else "")
+    # min/max, then count_by_missing last, as in batch (a set: when any query has them)
+    ddl = STREAM_DDL + (", " + EXTREMA_DDL if plan.extrema else "") + (", " + APPROX_DDL if plan.max_missing else "")
     schema = T.StructType(
         [events.frame.schema[k] for k in keys] + ([T.StructField("query", T.StringType())] if multi else [])
         + list(T._parse_datatype_string(ddl).fields)
