@@ -8,8 +8,10 @@ The query set runs with merge="never" (one validated pass, identical queries ded
 one engine each) and merge="auto" (queries sharing a window run over one product automaton).
 `--breakdown` splits each separate run into Python decoding/validation (`coerce_events`,
 order check) and the native call (classification + counting).
+`--own K`: every K-th query gets aggregate "max" and so runs an engine of its own in the pass
+(MIN/MAX, of= and max_missing= do not join the shared engine).
 Usage: python bench/multi_exact.py [--events 1000000] [--queries 1,4,16,64] [--window 100]
-       [--breakdown]
+       [--breakdown] [--own K]
 """
 from __future__ import annotations
 
@@ -45,12 +47,14 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--breakdown", action="store_true", help="only split separate runs into Python and native time")
+    ap.add_argument("--own", type=int, default=0, help="every K-th query aggregates max (an engine of its own)")
     args = ap.parse_args()
     stream = synthetic_stream("abcdefg", args.events, "zipf", 2.0, seed=args.seed)
     print(f"exact, A-Seq query sets (prefix a(b*c)*d), Zipf(2) over abcdefg, {args.events:,} events, "
-          f"window {args.window}, seed {args.seed}")
+          f"window {args.window}, seed {args.seed}" + (f", every {args.own}. query max" if args.own else ""))
     for n in (int(x) for x in args.queries.split(",")):
-        queries = {name: suse.Query(rx, window=args.window) for name, rx in aseq_queries(n).items()}
+        queries = {name: suse.Query(rx, args.window, "max" if args.own and i % args.own == 0 else "count")
+                   for i, (name, rx) in enumerate(aseq_queries(n).items())}
         if args.breakdown:
             py, native = breakdown(queries, stream)
             total = py + native

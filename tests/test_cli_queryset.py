@@ -85,3 +85,19 @@ def test_query_and_stream_with_queries_or_neither_are_refused(rules, tmp_path):
 def test_bad_stream_line_is_named(rules):
     proc = run("exact", "--queries", rules, "-", "-w", "3", stdin="A 2 B 1")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "timestamp" in proc.stderr
+
+
+@pytest.mark.parametrize("command, extra", [("exact", []), ("eval", ["-n", "3", "--strategy", "suse", "--seed", "2"])])
+def test_aggregate_of_and_max_missing_apply_to_every_query_of_the_file(rules, command, extra):
+    flags = ["-w", "5", "--aggregate", "max", "--of", "AC", "--max-missing", "1", *extra]
+    got = run_json(command, "--queries", rules, "-", *flags, stdin=FIGURE2)
+    fields = ("count", "sum", "min", "max", "count_by_missing")
+    for name, regex in [("four", "A(B*C)*D"), ("fig2", "AB*C"), ("both", "A(B|C)*")]:
+        alone = _alone(command, regex, *flags, stdin=FIGURE2)
+        assert {k: got["queries"][name][k] for k in fields} == {k: alone[k] for k in fields}, name
+    table = run(command, "--queries", rules, "-", *flags, stdin=FIGURE2)
+    assert table.returncode == 0, table.stderr
+    assert "count_by_missing" in table.stdout and "max" in table.stdout
+    # --of names letters every query must have: the line of the one that lacks them (a query error)
+    proc = run(command, "--queries", rules, "-", "-w", "5", "--of", "D", *extra, stdin=FIGURE2)
+    assert proc.returncode == 2 and "line 3: of names 'D'" in proc.stderr and "Traceback" not in proc.stderr

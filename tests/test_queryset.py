@@ -122,7 +122,60 @@ def test_parse_lines():
         suse.QuerySet.parse("a = a(b\n", window=1)
 
 
-@pytest.mark.parametrize("extra", [{"aggregate": "max"}, {"of": "A"}, {"max_missing": 1}])
-def test_query_sets_refuse_what_their_shared_engines_do_not_compute(extra):
-    with pytest.raises(suse.InputError, match="not supported in query sets"):
-        suse.QuerySet({"q": suse.Query("AB", window=5, **extra)})
+@st.composite
+def extended_sets(draw, max_queries: int = 4):
+    """Query sets where some queries need more than count and sum: MIN/MAX, of=, max_missing=."""
+    out = {}
+    for name, (rx, w, policy) in draw(query_sets(max_queries=max_queries)).items():
+        aggregate = draw(st.sampled_from(["count", "sum", "min", "max"]))
+        try:
+            letters = suse.Query(rx, w).alphabet
+            of = draw(st.none() | st.sets(st.sampled_from(letters), min_size=1).map("".join))
+            out[name] = suse.Query(rx, w, aggregate, policy, of=of, max_missing=draw(st.sampled_from([0, 0, 1, 2])))
+        except (suse.QueryError, suse.InputError):  # a combination the query language refuses
+            out[name] = suse.Query(rx, w, aggregate, policy)
+    return suse.QuerySet(out)
+
+
+@settings(max_examples=150, deadline=None)
+@given(extended_sets(), streams(max_size=12), streams(max_size=6), st.lists(st.integers(0, 60), max_size=3),
+       st.sampled_from(["never", "auto", "always"]))
+def test_sets_with_min_max_of_and_max_missing_equal_each_query_alone(qs, first, second, evaluate_at, merge):
+    second = [(c, t + first[-1][1], v) for c, t, v in second]
+    evaluate_at = sorted(max(t, first[-1][1]) for t in evaluate_at)
+    got = suse.queryset.exact_set(qs, first + second, evaluate_at=evaluate_at, merge=merge)
+    multi = suse.ExactSet(qs, merge=merge)
+    multi.extend(first)
+    rows = multi.extend(second, evaluate_at=evaluate_at)
+    assert multi.engines <= len(qs) and multi.own == sum(1 for q in qs.values() if not suse.queryset._shares(q))
+    for name, q in qs.items():
+        assert got[name] == suse.exact(q, first + second, evaluate_at=evaluate_at)
+        alone = suse.Exact(q)
+        alone.extend(first)
+        assert rows[name] == alone.extend(second, evaluate_at=evaluate_at)
+        assert multi.result()[name] == alone.result()
+
+
+@settings(max_examples=60, deadline=None)
+@given(extended_sets(), streams(max_size=14), st.integers(1, 6), st.sampled_from(["suse", "fifo", "present"]))
+def test_summary_sets_with_min_max_of_and_max_missing_equal_each_summary_alone(qs, events, size, strategy):
+    multi = suse.SummarySet(qs, size, strategy, seed=5)
+    half = len(events) // 2
+    got = [multi.extend(events[:half]), multi.extend(events[half:], evaluate_at=[events[-1][1]], elements=True)]
+    for name, q in qs.items():
+        alone = suse.Summary(q, size, strategy, seed=5)
+        want = [alone.extend(events=events[:half]),
+                alone.extend(events=events[half:], evaluate_at=[events[-1][1]], elements=True)]
+        assert [g[name] for g in got] == want
+        assert multi.result()[name] == alone.result()
+
+
+def test_min_max_of_and_approximate_queries_run_beside_the_shared_engine():
+    qs = suse.QuerySet({"n": suse.Query("ab*c", 5), "m": suse.Query("ab*c", 5, "max"),
+                        "o": suse.Query("ab*c", 5, "sum", of="c"), "k": suse.Query("abc", 5, max_missing=1)})
+    multi = suse.ExactSet(qs)
+    assert (multi.engines, multi.own) == (4, 3)
+    events = [("a", 1, 2), ("b", 2, 7), ("c", 3, 4), ("c", 4, 1)]
+    got = suse.exact(qs, events)
+    assert (got["m"].max, got["o"].sum, got["k"].count_by_missing) == (7, 10, [2, 5])
+    assert got["n"].max is None and got["n"].count_by_missing is None

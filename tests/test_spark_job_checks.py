@@ -81,7 +81,8 @@ def _config(change: tuple[str, str] | None = None, extra: str = "", text: str = 
         (("[evaluate]", "[summary]\nprobabilities = { A = 0.5, B = 0.5, Z = 0.0 }\n[evaluate]"), "",
          "summary.probabilities (query[0]):"),
         (('name = "second"', 'name = "second"\nreplicate = ["C"]'), "", "query[1].replicate: character 'C' is not in the query"),
-        (('name = "checked"', 'name = "checked"\nmode = "streaming"'), "\n[streaming]\ncheckpoint = 'c'\n", "query: a streaming job runs one query"),
+        (('name = "checked"', 'name = "checked"\nmode = "streaming"'), "\n[streaming]\ncheckpoint = 'c'\n", None),
+
     ],
 )
 def test_job_checks_that_need_no_data(change, extra, message):
@@ -91,6 +92,12 @@ def test_job_checks_that_need_no_data(change, extra, message):
     with pytest.raises(ConfigError) as err:
         parse_config(_config(change, extra))
     assert message in str(err.value)
+
+
+def test_a_streaming_job_with_several_queries_takes_no_due_times():
+    text = JOB.replace('name = "checked"', 'name = "checked"\nmode = "streaming"').replace('at = "end"', "at = {{ every = 10 }}")
+    with pytest.raises(ConfigError, match=r"evaluate.at: due times \(\{every = ...\}\) are for a streaming job with one"):
+        parse_config(_config(text=text, extra="\n[streaming]\ncheckpoint = 'c'\n"))
 
 
 def test_a_derived_time_column_is_checked_by_the_form_of_its_window():

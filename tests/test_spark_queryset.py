@@ -37,19 +37,31 @@ def _rows(df, names=RESULT) -> list[tuple]:
 @pytest.mark.slow  # one Spark job per query and example: about 50 s
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spec=query_sets(max_queries=3), size=st.integers(1, 4),
-       evaluate=st.sampled_from(["end", {"every": 7}, [5, 20, 39]]))
-def test_one_job_equals_one_job_per_query(frame, spec, size, evaluate):
+       evaluate=st.sampled_from(["end", {"every": 7}, [5, 20, 39]]),
+       extras=st.lists(st.sampled_from([{}, {}, {"aggregate": "max"}, {"aggregate": "min"}, {"max_missing": 1},
+                                        {"aggregate": "sum", "of": "a"}]), min_size=3, max_size=3))
+def test_one_job_equals_one_job_per_query(frame, spec, size, evaluate, extras):
     common = dict(characters=CHARS, timestamp="t", partition_by="k", value="v", summary_size=size, exact=True,
                   evaluate=evaluate)
-    queries = {name: {"query": rx, "window": w, "policy": p} for name, (rx, w, p) in spec.items()}
+    queries = {}
+    for (name, (rx, w, p)), extra in zip(spec.items(), extras):
+        try:  # MIN/MAX, of= and max_missing= where the query takes them
+            suse.Query(rx, w, policy=p, **extra)
+        except (suse.QueryError, suse.InputError):
+            extra = {}
+        queries[name] = {"query": rx, "window": w, "policy": p, **extra}
     together = aggregate(frame, queries=queries, **common)
     assert together.columns[:2] == ["k", "query"]
+    extra_columns = [c for c in EXTRA if c in together.columns]
     got = {name: [] for name in spec}
     for r in together.collect():
-        got[r["query"]].append(tuple(str(r[c]) for c in RESULT))
-    for name, (rx, w, p) in spec.items():
-        alone = aggregate(frame, rx, w, policy=p, **common)
-        assert sorted(got[name]) == _rows(alone), name
+        got[r["query"]].append(tuple(str(r[c]) for c in RESULT + extra_columns))
+    for name, q in queries.items():
+        regex, own = _alone(q)
+        alone = aggregate(frame, regex, **own, **common)
+        want = [tuple(str(r[c]) if c in alone.columns else "None" for c in RESULT + extra_columns)
+                for r in alone.collect()]
+        assert sorted(got[name]) == sorted(want), name
 
 
 def test_per_query_settings_and_errors(spark, frame):
@@ -93,10 +105,35 @@ def test_a_toml_job_with_two_queries_is_one_aggregate_call(spark, tmp_path, monk
     cfg = load_config(pathlib.Path(__file__).parent.parent / "examples" / "stocks.toml")
     cfg.output.path = str(tmp_path / "stocks")
     jobs.run_job(cfg)
-    assert calls == [{"Q0": {"query": "A(B|G)*A", "window": "10 days", "aggregate": "count", "policy": "any"},
-                      "Q1": {"query": "A*G(A|B)*G*A", "window": "10 days", "aggregate": "count", "policy": "any"}}]
+    same = {"window": "10 days", "aggregate": "count", "policy": "any", "of": None, "max_missing": 0}
+    assert calls == [{"Q0": {"query": "A(B|G)*A", **same}, "Q1": {"query": "A*G(A|B)*G*A", **same}}]
     out = spark.read.parquet(cfg.output.path)
     assert out.columns[:2] == ["query", "ticker"]
+
+
+EXTENDED = {"plain": "ab*c", "top": {"query": "ab*c", "aggregate": "max"}, "low": {"query": "a(b|c)", "aggregate": "min"},
+            "cs": {"query": "ab*c", "aggregate": "sum", "of": "c"}, "near": {"query": "abc", "max_missing": 1}}
+EXTRA = ["min", "max", "count_by_missing"]
+
+
+def _alone(spec):
+    spec = {"query": spec} if isinstance(spec, str) else dict(spec)
+    return spec.pop("query"), spec
+
+
+def test_min_max_of_and_approximate_queries_in_one_job_equal_each_alone(frame):
+    common = dict(characters=CHARS, timestamp="t", partition_by="k", value="v", summary_size=3, exact=True,
+                  evaluate={"every": 7}, window=6)
+    together = aggregate(frame, queries=EXTENDED, **common)
+    assert together.columns[-3:] == EXTRA
+    for name, spec in EXTENDED.items():
+        regex, own = _alone(spec)
+        alone = aggregate(frame, regex, **{**common, **own})
+        extra = [c for c in EXTRA if c in alone.columns]
+        got = _rows(together.where(f"query = '{name}'"), RESULT + extra)
+        assert got == _rows(alone, RESULT + extra), name
+        absent = [c for c in EXTRA if c not in alone.columns]  # NULL for a query without them
+        assert all(r[c] is None for r in together.where(f"query = '{name}'").collect() for c in absent), name
 
 
 @pytest.mark.slow  # a streaming query and one batch job per query: about 60 s (170 s on a busy machine)
@@ -130,3 +167,88 @@ def test_streaming_query_set_equals_each_query_in_batch(spark, tmp_path):
         for r in aggregate(everything, spec["query"], **kw).collect():
             want[(r.k, name)] = (r["count"], r["sum"], r.detected_count, r.events, [tuple(e) for e in r.elements])
     assert got == want
+
+
+STREAM_JOB = """
+name = "streaming set"
+mode = "streaming"
+[input]
+path = "{src}"
+format = "json"
+schema = "k string, t long, x long, v long"
+timestamp = "t"
+partition_by = "k"
+value = "v"
+[characters]
+A = "x < 3"
+B = "x >= 3 AND x < 6"
+C = "x >= 6"
+[[query]]
+name = "main"
+regex = "A(B|C)*C"
+window = 15
+[[query]]
+name = "top"
+regex = "AB*"
+window = 5
+aggregate = "max"
+[[query]]
+name = "near"
+regex = "ABC"
+window = 15
+max_missing = 1
+of = "C"
+aggregate = "sum"
+[summary]
+size = 5
+[output]
+path = "{out}"
+[streaming]
+checkpoint = "{ckpt}"
+lateness = 10
+"""
+STREAM_COLUMNS = ["count", "sum", "detected_count", "events", "elements", "min", "max", "count_by_missing"]
+
+
+def test_a_streaming_job_with_several_queries_restarts_and_equals_batch(spark, tmp_path):
+    """One streaming query for the job's three queries: stopped and restarted from its checkpoint it
+    ends where an uninterrupted run ends, and there each query's row equals that query in batch."""
+    import tomllib
+
+    from test_spark_streaming import write
+
+    from suse.spark.config import parse_config
+    from suse.spark.jobs import run_job
+    from suse.spark.streaming import latest
+
+    steps = make_stream_steps()
+    outcome = {}
+    for run in ("restarted", "uninterrupted"):
+        src, out, ckpt = (tmp_path / run / d for d in ("in", "out", "ckpt"))
+        src.mkdir(parents=True)
+        cfg = parse_config(tomllib.loads(STREAM_JOB.format(src=src, out=out, ckpt=ckpt)))
+        if run == "restarted":
+            write(steps[0], src, 0)
+            assert run_job(cfg).batches == 1
+        for i, step in enumerate(steps[1:] if run == "restarted" else steps):
+            write(step, src, i + 1 if run == "restarted" else i)
+        report = run_job(cfg)
+        assert report.batches == 1
+        rows = latest(spark.read.parquet(str(out)), ["k", "query"]).collect()
+        outcome[run] = {(r.k, r.query): tuple(str(r[c]) for c in STREAM_COLUMNS) for r in rows}
+    assert outcome["restarted"] == outcome["uninterrupted"]
+    assert {q for _, q in outcome["restarted"]} == {"main", "top", "near"}
+    everything = spark.createDataFrame(pd.concat(steps), "k string, t long, x long, v long")
+    chars = {"A": "x < 3", "B": "x >= 3 AND x < 6", "C": "x >= 6"}
+    for name, regex, window, own in [("main", "A(B|C)*C", 15, {}), ("top", "AB*", 5, {"aggregate": "max"}),
+                                     ("near", "ABC", 15, {"max_missing": 1, "of": "C", "aggregate": "sum"})]:
+        alone = aggregate(everything, regex, window, chars, "t", ["k"], "v", summary_size=5, **own)
+        for r in alone.collect():
+            want = tuple(str(r[c]) if c in alone.columns else "None" for c in STREAM_COLUMNS)
+            assert outcome["restarted"][(r.k, name)] == want, name
+
+
+def make_stream_steps() -> list[pd.DataFrame]:
+    from test_spark_streaming import make_steps
+
+    return make_steps(3)

@@ -2,9 +2,11 @@
 
 The events are decoded, validated and ordered once for the whole set. Exact aggregation then
 runs every query in one native call (`_core.MultiExactEngine`), where queries that count the
-same sets (same automaton, window and policy) share one engine; summaries keep one bounded
-summary per query (a summary tuned for one pattern is not right for another) and share
-only identical ones. docs/ENGINE.md ("Query sets") has the measurements behind this choice.
+same sets (same automaton, window and policy) share one engine; queries with MIN/MAX, `of=`
+or `max_missing=` report more than that engine computes and run as their own native engines
+over the same decoded batch. Summaries keep one bounded summary per query (a summary tuned
+for one pattern is not right for another) and share only identical ones. docs/ENGINE.md
+("Query sets") has the measurements behind this choice.
 """
 from __future__ import annotations
 
@@ -59,16 +61,14 @@ class QuerySet(Mapping[str, Query]):
             check_name(name)
             if not isinstance(q, Query):
                 raise InputError(f"query {name!r} must be a suse.Query, got {type(q).__name__}")
-            if q._extrema or q.of is not None or q.max_missing:
-                # The shared engines count and sum; these run beside them per query (not yet).
-                raise InputError(f"query {name!r}: MIN/MAX, of= and max_missing= are not supported in query sets yet; "
-                                 "run that query on its own")
             self._queries[name] = q
 
     @classmethod
-    def parse(cls, text: str, window: int, aggregate: str = "count", policy: str = "any") -> "QuerySet":
+    def parse(cls, text: str, window: int, aggregate: str = "count", policy: str = "any", of: Any = None,
+              max_missing: int = 0) -> "QuerySet":
         """A set from lines `name = regex` (blank lines and `#` comments ignored), every query
-        with the given window, aggregate and policy. Errors name the 1-based line."""
+        with the given window, aggregate, policy, `of` and `max_missing`. Errors name the
+        1-based line."""
         queries: dict[str, Query] = {}
         for number, line in enumerate(text.splitlines(), 1):
             stripped = line.strip()
@@ -85,7 +85,7 @@ class QuerySet(Mapping[str, Query]):
             if name in queries:
                 raise InputError(f"line {number}: query {name!r} is defined twice")
             try:
-                queries[name] = Query(regex, window, aggregate, policy)
+                queries[name] = Query(regex, window, aggregate, policy, of=of, max_missing=max_missing)
             except QueryError as exc:
                 raise QueryError(f"line {number}: {exc.message}", exc.position, exc.query) from None
         if not queries:
@@ -110,50 +110,90 @@ class QuerySet(Mapping[str, Query]):
         return f"QuerySet({self._queries!r})"
 
 
+def _shares(q: Query) -> bool:
+    """Whether a query's result is what the shared engine computes: count, sum, partial count.
+    MIN/MAX, `of=` (a masked SUM) and `max_missing=` (the count split by missing letters) need
+    more, so those queries run as engines of their own inside the same pass."""
+    return not (q._extrema or q.of is not None or q.max_missing)
+
+
 class ExactSet:
     """Incremental exact aggregation of a query set; `suse.exact(query_set, ...)` is the
-    one-shot form. One native call per batch feeds every query.
+    one-shot form. A batch is decoded and checked once, then fed to every engine.
 
     `merge`: "auto" runs skip-till-any-match queries without negation that share a window over
     one product automaton when that is cheaper (docs/ENGINE.md, "Query sets"); "never" and
-    "always" force the choice (for measurements)."""
+    "always" force the choice (for measurements). Queries with MIN/MAX, `of=` or `max_missing=`
+    never merge: each runs its own engine (`own`) over the same batch. `memory_limit` bounds the
+    shared engines together and each own engine alone."""
 
     def __init__(self, queries: QuerySet, memory_limit: Optional[int] = None, merge: str = "auto"):
         if not isinstance(queries, QuerySet):
             raise InputError(f"expected a suse.QuerySet, got {type(queries).__name__}")
         self.queries = queries
         self._names = list(queries)
+        limit = _check_memory_limit(memory_limit)
+        merge = _check_choice("merge", merge, ("never", "auto", "always"))
+        shared = [name for name, q in queries.items() if _shares(q)]
+        self._shared = {name: i for i, name in enumerate(shared)}
         self._engine = _core.MultiExactEngine(
-            [(q._dfa, q.window, q.policy) for q in queries.values()], _check_memory_limit(memory_limit),
-            _check_choice("merge", merge, ("never", "auto", "always")),
-        )
+            [(queries[n]._dfa, queries[n].window, queries[n].policy) for n in shared], limit, merge,
+        ) if shared else None
+        self._own = {name: _core.ExactEngine(q._dfa, q.window, q.policy, limit, q._extrema, q._of_mask)
+                     for name, q in queries.items() if not _shares(q)}
+        self._last: Optional[int] = None
 
     @property
     def engines(self) -> int:
         """Distinct native engines: queries that count the same sets share one."""
-        return self._engine.engines
+        return (self._engine.engines if self._engine else 0) + len(self._own)
 
     @property
     def merged(self) -> int:
         """Native engines that run a merged (product) automaton of several queries."""
-        return self._engine.merged
+        return self._engine.merged if self._engine else 0
+
+    @property
+    def own(self) -> int:
+        """Queries (MIN/MAX, of=, max_missing=) that run an engine of their own in the pass."""
+        return len(self._own)
+
+    def _feed(self, raw: bytes, ts: Any, vals: Any, times: Any) -> dict[str, list]:
+        """One checked batch into every engine; native rows per query name, in the set's order.
+        Every engine validates the same arrays against the same last timestamp, so a batch the
+        first one refuses is refused before any engine changed."""
+        rows: dict[str, list] = {}
+        if self._engine is not None:
+            rows.update(zip(self._shared, self._engine.extend(raw, ts, vals, times)))
+        for name, engine in self._own.items():
+            rows[name] = engine.extend(raw, ts, vals, times)
+        if len(ts):
+            self._last = int(ts[-1])
+        return {name: rows[name] for name in self._names}
 
     def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
                evaluate_at: Any = None) -> dict[str, list[Evaluation]]:
         """Process a batch; per query, one `Evaluation` per entry of `evaluate_at`, in its order."""
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        last = self._engine.last_timestamp
-        _check_order(ts, last)
-        times, order = _eval_times(evaluate_at, last)
-        rows = self._engine.extend(raw, ts, vals, times)
-        return {name: _in_input_order([_evaluation(r) for r in q_rows], order) for name, q_rows in zip(self._names, rows)}
+        _check_order(ts, self._last)
+        times, order = _eval_times(evaluate_at, self._last)
+        rows = self._feed(raw, ts, vals, times)
+        return {name: _in_input_order([_evaluation(r) for r in q_rows], order) for name, q_rows in rows.items()}
 
     def result(self, evaluations: Optional[Mapping[str, list[Evaluation]]] = None) -> dict[str, ExactResult]:
         out = {}
-        for i, name in enumerate(self._names):
-            t = self._engine.totals(i)
-            out[name] = ExactResult(t.count, t.sum, t.partial_count, self._engine.skipped(i), self._engine.events,
-                                    list((evaluations or {}).get(name, [])))
+        for name in self._names:
+            evals = list((evaluations or {}).get(name, []))
+            own = self._own.get(name)
+            if own is not None:
+                t = own.totals()
+                out[name] = ExactResult(t.count, t.sum, t.partial_count, own.skipped, own.events, evals,
+                                        t.min, t.max, t.count_by_missing)
+            else:
+                i = self._shared[name]
+                t = self._engine.totals(i)
+                out[name] = ExactResult(t.count, t.sum, t.partial_count, self._engine.skipped(i), self._engine.events,
+                                        evals)
         return out
 
 
@@ -165,8 +205,8 @@ def exact_set(queries: QuerySet, events: Any = None, *, chars: Any = None, times
         raise InputError("the stream is empty")
     _check_order(ts, None)
     times, order = _eval_times(evaluate_at)
-    rows = engine._engine.extend(raw, ts, vals, times)
-    evaluations = {name: _in_input_order([_evaluation(r) for r in q_rows], order) for name, q_rows in zip(engine._names, rows)}
+    rows = engine._feed(raw, ts, vals, times)
+    evaluations = {name: _in_input_order([_evaluation(r) for r in q_rows], order) for name, q_rows in rows.items()}
     return engine.result(evaluations)
 
 

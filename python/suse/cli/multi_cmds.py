@@ -1,5 +1,6 @@
 """`suse exact --queries FILE` and `suse eval --queries FILE`: a query set over one stream,
-one row per query (docs/CLI.md). The file holds `name = regex` lines."""
+one row per query (docs/CLI.md). The file holds `name = regex` lines; `--aggregate`, `--of` and
+`--max-missing` apply to every query of the file (per-query settings: a job file or the library)."""
 from __future__ import annotations
 
 import time
@@ -23,10 +24,11 @@ def stream_argument(query: str, stream: str, queries: Optional[Path]) -> str:
     return query
 
 
-def load_queries(path: Path, window: int, aggregate: str, policy: str) -> suse.QuerySet:
+def load_queries(path: Path, window: int, aggregate: str, policy: str, of: Optional[str] = None,
+                 max_missing: int = 0) -> suse.QuerySet:
     text = read_text_file(path, "queries")
     try:
-        return suse.QuerySet.parse(text, window, aggregate, policy)
+        return suse.QuerySet.parse(text, window, aggregate, policy, of, max_missing)
     except QueryError as exc:
         raise QueryError(f"{path}: {exc.message}", exc.position, exc.query) from None
     except InputError as exc:
@@ -34,7 +36,18 @@ def load_queries(path: Path, window: int, aggregate: str, policy: str) -> suse.Q
 
 
 def _row(r: Any) -> dict[str, Any]:
-    return {"count": r.count, "sum": r.sum, "avg": r.avg, "partial_count": r.partial_count}
+    row = {"count": r.count, "sum": r.sum, "avg": r.avg, "partial_count": r.partial_count}
+    # MIN/MAX and approximate queries add their fields, as the one-query output does
+    if r.min is not None or r.max is not None:
+        row |= {"min": r.min, "max": r.max}
+    if r.count_by_missing is not None:
+        row["count_by_missing"] = r.count_by_missing
+    return row
+
+
+def _extra_columns(qs: suse.QuerySet) -> list[str]:
+    q = next(iter(qs.values()))  # the flags are the same for every query of the file
+    return (["min", "max"] if q._extrema else []) + (["count_by_missing"] if q.max_missing else [])
 
 
 def _avg_text(avg: Optional[float]) -> str:
@@ -56,12 +69,14 @@ def _print(data: dict, columns: list[str], title: str) -> None:
 
 def _cell(row: dict, column: str) -> str:
     value = row.get(column)
+    if column == "count_by_missing" and value is not None:
+        return " / ".join(map(str, value))
     return _avg_text(value) if column == "avg" else "-" if value is None else str(value)
 
 
 def exact_set(queries: Path, stream: str, window: int, policy: str, aggregate: str, evaluate_at, fmt: str,
-              as_json: bool) -> None:
-    qs = load_queries(queries, window, aggregate, policy)
+              as_json: bool, of: Optional[str] = None, max_missing: int = 0) -> None:
+    qs = load_queries(queries, window, aggregate, policy, of, max_missing)
     events = read_stream(stream, fmt)
     with events.located():
         results = suse.exact(qs, events, evaluate_at=evaluate_at)
@@ -79,14 +94,14 @@ def exact_set(queries: Path, stream: str, window: int, policy: str, aggregate: s
 
         _print_json(data)
         return
-    _print(data, ["count", "sum", "avg", "partial_count", "skipped"],
+    _print(data, ["count", "sum", "avg", "partial_count", "skipped", *_extra_columns(qs)],
            f"{len(qs)} queries from {queries}, window {window}, policy {policy}: {first.events} events")
 
 
 def eval_set(queries: Path, stream: str, window: int, size: int, strategy: str, aggregate: str, policy: str,
              seed: Optional[int], time_to_live: Optional[int], evaluate_at, compare_exact: bool, fmt: str,
-             as_json: bool) -> None:
-    qs = load_queries(queries, window, aggregate, policy)
+             as_json: bool, of: Optional[str] = None, max_missing: int = 0) -> None:
+    qs = load_queries(queries, window, aggregate, policy, of, max_missing)
     summaries = suse.SummarySet(qs, size, strategy, None, seed, time_to_live)
     events = read_stream(stream, fmt)
     with events.located():
@@ -117,6 +132,7 @@ def eval_set(queries: Path, stream: str, window: int, size: int, strategy: str, 
 
         _print_json(data)
         return
-    columns = ["count", "sum", "avg", "detected_count", "retained"] + (["exact_count", "exact_sum"] if exact else [])
+    columns = ["count", "sum", "avg", "detected_count", "retained", *_extra_columns(qs)] + (
+        ["exact_count", "exact_sum"] if exact else [])
     _print(data, columns, f"{len(qs)} queries from {queries}, window {window}, {strategy} summaries of size {size}: "
                           f"{n_events} events, seed {summaries.seed}")

@@ -211,11 +211,6 @@ def _by_missing_text(counts: Optional[list[int]]) -> str:
     return " / ".join(map(str, counts)) if counts is not None else ""
 
 
-def _single_query_options(of: Optional[str], max_missing: int) -> None:
-    if of is not None or max_missing:
-        raise InputError("--of and --max-missing apply to one query; they are not supported with --queries")
-
-
 @app.command("exact", cls=Command)
 @friendly_errors
 def exact_cmd(
@@ -238,8 +233,8 @@ def exact_cmd(
     """Count (and sum) every match of QUERY over the whole stream, exactly."""
     stream = multi_cmds.stream_argument(query, stream, queries)
     if queries is not None:
-        _single_query_options(of, max_missing)
-        multi_cmds.exact_set(queries, stream, window, policy.value, aggregate.value, evaluate_at, fmt.value, as_json)
+        multi_cmds.exact_set(queries, stream, window, policy.value, aggregate.value, evaluate_at, fmt.value, as_json,
+                             of, max_missing)
         return
     q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
     extrema = q._extrema
@@ -324,11 +319,10 @@ def eval_cmd(
     """Run a bounded summary of SIZE elements over the stream and report what it counts."""
     stream = multi_cmds.stream_argument(query, stream, queries)
     if queries is not None:
-        _single_query_options(of, max_missing)
         if probabilities is not None:
             raise InputError("--probabilities covers one query's characters; with --queries each summary estimates its own")
         multi_cmds.eval_set(queries, stream, window, size, strategy.value, aggregate.value, policy.value, seed,
-                            time_to_live, evaluate_at, compare_exact, fmt.value, as_json)
+                            time_to_live, evaluate_at, compare_exact, fmt.value, as_json, of, max_missing)
         return
     q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
     extrema = q._extrema

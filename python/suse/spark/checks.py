@@ -123,6 +123,9 @@ def static_problems(cfg: JobConfig) -> list[str]:
             problems.append("evaluate: a streaming job reports every changed partition once per micro-batch, "
                             "or at due times with evaluate.at = {every = DURATION}; "
                             "leave evaluate.exact = false")
+        if due and len(cfg.queries) > 1:
+            problems.append("evaluate.at: due times ({every = ...}) are for a streaming job with one query; "
+                            "with several queries it reports once per micro-batch")
         if summ.probabilities == "estimate":
             problems.append("summary.probabilities: 'estimate' needs the whole input: use a batch job, "
                             "or give the probabilities, or 'online'")

@@ -147,8 +147,6 @@ class JobConfig(_Strict):
                 raise ValueError("mode = 'streaming' needs a [streaming] table with at least 'checkpoint'")
             if self.input.path is None:
                 raise ValueError("input: a streaming job watches a directory: give 'path', not 'dataset'")
-            if len(labels) != 1:
-                raise ValueError("query: a streaming job runs one query; write one job file per query")
         return self
 
 

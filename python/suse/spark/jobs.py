@@ -130,17 +130,13 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     inp, summ, ev = cfg.input, cfg.summary, cfg.evaluate
     probabilities = None if summ.probabilities == "online" else summ.probabilities
     results = []
-    shareable = all(q.of is None and not q.max_missing and q.aggregate not in suse.api.EXTREMA for q in cfg.queries)
-    if len(cfg.queries) > 1 and shareable and len({tuple(q.replicate or ()) for q in cfg.queries}) == 1:
-        # One job for the whole set: rows are classified, shuffled and sorted once. (MIN/MAX,
-        # of= and max_missing= run per query: query sets do not compute them yet.)
-        queries = {q.label: {"query": q.regex, "window": q.window, "aggregate": q.aggregate, "policy": q.policy}
-                   for q in cfg.queries}
+    if len(cfg.queries) > 1 and len({tuple(q.replicate or ()) for q in cfg.queries}) == 1:
+        # One job for the whole set: rows are classified, shuffled and sorted once.
         out = aggregate(
             df, characters=cfg.characters, timestamp=inp.timestamp, partition_by=inp.partition_by, value=inp.value,
             summary_size=summ.size, strategy=summ.strategy, evaluate=ev.at, exact=ev.exact,
             replicate=cfg.queries[0].replicate, probabilities=probabilities, seed=summ.seed,
-            timestamp_format=inp.timestamp_format, queries=queries,
+            timestamp_format=inp.timestamp_format, queries=query_set(cfg),
         )
         results.append(out.select("query", *[c for c in out.columns if c != "query"]))
     for q in cfg.queries if not results else ():
@@ -165,6 +161,12 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     finally:
         result.unpersist()
     return JobReport(cfg.output.path, keys, top, dropped=dropped, corrupt=corrupt)
+
+
+def query_set(cfg: JobConfig) -> dict[str, dict]:
+    """The job's queries as ``queries=`` of aggregate/aggregate_stream, by label."""
+    return {q.label: {"query": q.regex, "window": q.window, "aggregate": q.aggregate, "policy": q.policy,
+                      "of": q.of, "max_missing": q.max_missing} for q in cfg.queries}
 
 
 def _counted(newest: DataFrame, by_query: bool = False) -> tuple[int, int]:
@@ -194,17 +196,27 @@ def _top(df: DataFrame, n: int) -> list[dict]:
 
 
 def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
-    st, inp, summ, (q,) = cfg.streaming, cfg.input, cfg.summary, cfg.queries
+    st, inp, summ = cfg.streaming, cfg.input, cfg.summary
     assert st is not None  # the config validator guarantees it
     check_checkpoint(st.checkpoint)  # before any Spark work: an old checkpoint is refused
     src = load_input(spark, cfg, streaming=True)
-    out = aggregate_stream(
-        src, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
-        summ.size, summ.strategy, st.lateness,
-        None if summ.probabilities == "online" else summ.probabilities,
-        summ.seed, q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing,
-        on_change=st.on_change, evaluate=cfg.evaluate.at,
-    )
+    probabilities = None if summ.probabilities == "online" else summ.probabilities
+    multi = len(cfg.queries) > 1
+    if multi:  # one streaming query for the set; rows carry a `query` column
+        out = aggregate_stream(
+            src, characters=cfg.characters, timestamp=inp.timestamp, partition_by=inp.partition_by, value=inp.value,
+            summary_size=summ.size, strategy=summ.strategy, lateness=st.lateness, probabilities=probabilities,
+            seed=summ.seed, timestamp_format=inp.timestamp_format, on_change=st.on_change, evaluate=cfg.evaluate.at,
+            queries=query_set(cfg),
+        )
+    else:
+        (q,) = cfg.queries
+        out = aggregate_stream(
+            src, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
+            summ.size, summ.strategy, st.lateness, probabilities,
+            summ.seed, q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing,
+            on_change=st.on_change, evaluate=cfg.evaluate.at,
+        )
     writer = (
         _for_format(out, cfg.output.format).writeStream.format(cfg.output.format)
         .option("path", cfg.output.path).option("checkpointLocation", st.checkpoint).option("header", "true")
@@ -223,9 +235,9 @@ def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     for name, kind in (("events", "long"), ("late_events", "long"), ("count_double", "double"),
                        ("dropped_events", "long"), ("corrupt_records", "long")):
         written = written.withColumn(name, F.col(name).cast(kind))  # CSV reads strings
-    newest = latest(written, keys)
+    newest = latest(written, ["query", *keys] if multi else keys)
     top = _top(newest, cfg.output.show)
-    dropped, corrupt = _counted(newest)
+    dropped, corrupt = _counted(newest, by_query=multi)
     return JobReport(cfg.output.path, keys, top, batches=batches, dropped=dropped, corrupt=corrupt)
 
 

@@ -22,12 +22,13 @@ from suse.errors import InputError
 from suse.queryset import check_name
 from suse.spark.characters import OTHER, RANK, Events, to_events
 from suse.spark.letters import check_column_letters, check_predicates, warn_letters
-from suse.spark.runner import EXACT_DDL, RESULT_DDL, Plan, Row, evaluate_partition
+from suse.spark.runner import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, Row, empty_row, evaluate_partition
 from suse.spark.triggers import parse_trigger
 from suse.spark.workers import check_workers
 
 #: Settings a query of a set may give for itself; the others are the job's.
-PER_QUERY = ("window", "aggregate", "policy", "summary_size", "strategy", "probabilities", "seed", "evaluate")
+PER_QUERY = ("window", "aggregate", "policy", "summary_size", "strategy", "probabilities", "seed", "evaluate", "of",
+             "max_missing")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +40,21 @@ class MultiPlan:
     exact: bool
 
     multi = True  # run_sorted adds the `query` column
+
+    @property
+    def extrema(self) -> bool:
+        """min/max columns when any query has aggregate min/max (NULL for the others)."""
+        return any(plan.extrema for _, plan, _ in self.plans)
+
+    @property
+    def max_missing(self) -> int:
+        """count_by_missing column when any query is approximate (NULL for the others)."""
+        return max(plan.max_missing for _, plan, _ in self.plans)
+
+    def empty_rows(self, dropped: int, corrupt: int) -> list[Row]:
+        """Per query, the row of a partition with counted rows but no usable event."""
+        return [empty_row(dataclasses.replace(plan, exact=self.exact), dropped, corrupt)._replace(query=name)
+                for name, plan, _ in self.plans]
 
     def chars(self, ranks: np.ndarray) -> bytes:
         return np.frombuffer(self.order.encode("ascii"), dtype=np.uint8)[ranks].tobytes()
@@ -102,7 +118,7 @@ def prepare_multi(
         if s["window"] is None:
             raise InputError(f"query {name!r} has no window: give window= for all queries or one per query")
         try:
-            parsed[name] = suse.Query(s["query"], 0, policy=s["policy"])
+            parsed[name] = suse.Query(s["query"], 0, policy=s["policy"], of=s["of"], max_missing=s["max_missing"])
         except suse.QueryError as exc:
             raise suse.QueryError(f"query {name!r}: {exc.message}", exc.position, exc.query) from None
     contiguous = any(s["policy"] == "contiguous" for s in specs.values())
@@ -125,7 +141,7 @@ def prepare_multi(
         plan = Plan(
             s["query"], window_units, s["aggregate"], s["policy"], s["summary_size"], s["strategy"],
             None if probs is None else tuple(sorted(probs.items())), s["seed"],
-            parse_trigger(s["evaluate"], events.axis, window_units), False, events.order,
+            parse_trigger(s["evaluate"], events.axis, window_units), False, events.order, q.of, q.max_missing,
         )
         plan.new_summary()  # fail now on a bad size, strategy, probabilities or seed
         letters = q.alphabet + q.negated
@@ -164,9 +180,10 @@ def _estimated(events: Events, parsed: dict[str, suse.Query], plans: list) -> li
     return out
 
 
-def output_schema(events: Events, exact: bool) -> T.StructType:
+def output_schema(events: Events, exact: bool, extrema: bool = False, approx: bool = False) -> T.StructType:
     keys = [events.frame.schema[k] for k in events.keys]
-    results = T._parse_datatype_string(RESULT_DDL + (", " + EXACT_DDL if exact else ""))
+    results = T._parse_datatype_string(RESULT_DDL + (", " + EXACT_DDL if exact else "") + (
+        ", " + EXTREMA_DDL if extrema else "") + (", " + APPROX_DDL if approx else ""))
     return T.StructType(keys + [T.StructField("query", T.StringType(), False)] + list(results.fields))
 
 
@@ -174,16 +191,17 @@ def run_multi(events: Events, plan: MultiPlan) -> DataFrame:
     """One shuffle and one sort for every query (``batch.run`` with the set's output schema)."""
     from suse.spark.batch import run  # batch imports this module when a set is given
 
-    return run(events, plan, output_schema(events, plan.exact))
+    return run(events, plan, output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0))
 
 
 def set_defaults(query: Any, of: Any, max_missing: int, op: Any, **defaults: Any) -> dict:
-    """The settings every query of a set inherits, after refusing what only a single query takes."""
+    """The settings every query of a set inherits (`of` and `max_missing` too, unless a query
+    sets its own), after refusing what only a single query takes."""
     if query is not None:
         raise InputError("give either query= or queries=, not both")
-    if of is not None or max_missing or op is not None:
-        raise InputError("of=, max_missing= and op= apply to one query; they are not supported with queries=")
-    return defaults
+    if op is not None:
+        raise InputError("op= (retractions) applies to one query; it is not supported with queries=")
+    return {**defaults, "of": of, "max_missing": max_missing}
 
 
 __all__ = ["MultiPlan", "prepare_multi", "run_multi", "set_defaults", "OTHER"]

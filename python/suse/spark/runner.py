@@ -149,7 +149,9 @@ def result_columns(rows: Sequence[Row], exact: bool, extrema: bool = False, appr
         cols["min"] = [r.min for r in rows]
         cols["max"] = [r.max for r in rows]
     if approx:
-        cols["count_by_missing"] = [[str(c) for c in r.count_by_missing or ()] for r in rows]
+        # NULL for the exact queries of a query set that has approximate ones
+        cols["count_by_missing"] = [None if r.count_by_missing is None else [str(c) for c in r.count_by_missing]
+                                    for r in rows]
     return cols
 
 
@@ -186,8 +188,7 @@ def run_sorted(
         else:
             rows = evaluate_partition(plan, current or (), plan.chars(ranks), ts, values)
         if not rows and any(counted):
-            names = [name for name, _, _ in plan.plans] if multi else [None]
-            rows = [empty_row(plan, *counted)._replace(query=name) for name in names]
+            rows = plan.empty_rows(*counted) if multi else [empty_row(plan, *counted)]
         for row in rows:
             out_keys.append(current or ())
             out_rows.append(row._replace(dropped=counted[0], corrupt=counted[1]))

@@ -189,10 +189,8 @@ def aggregate_stream(
     frame = events.frame if events.has_value else events.frame.withColumn(VALUE, F.lit(1).cast("long"))
     if not keys:
         frame = frame.withColumn(_ALL, F.lit(0))
-    if multi:
-        ddl = STREAM_DDL
-    else:  # min/max, then count_by_missing last, as in batch
-        ddl = STREAM_DDL + (", " + EXTREMA_DDL if plan.extrema else "") + (", " + APPROX_DDL if plan.max_missing else "")
+    # min/max, then count_by_missing last, as in batch (a set: when any query has them)
+    ddl = STREAM_DDL + (", " + EXTREMA_DDL if plan.extrema else "") + (", " + APPROX_DDL if plan.max_missing else "")
     schema = T.StructType(
         [events.frame.schema[k] for k in keys] + ([T.StructField("query", T.StringType())] if multi else [])
         + list(T._parse_datatype_string(ddl).fields)
@@ -360,7 +358,7 @@ class _MultiProcessor(_Processor):
                 migrated = _reconciled(plan, config, self.on_change, k, value, self.saved_configs[i])
                 row = advance(plan, self.lateness, k, self.keys, iter(mine), _State(value))
                 row["migrated"] = migrated
-                yield _named(row, name, self.keys)
+                yield _named(row, name, self.keys, _extra_columns(self.plan))
         if self.idle_ms:
             for t in list(self.handle.listTimers()):
                 self.handle.deleteTimer(t)
@@ -374,7 +372,7 @@ class _MultiProcessor(_Processor):
                 row["expired"] = True
                 value.clear()
                 saved.clear()
-                yield _named(row, name, self.keys)
+                yield _named(row, name, self.keys, _extra_columns(self.plan))
 
 
 def _reconciled(plan: Plan, config: dict | None, on_change: str, key: Any, value: Any, saved_config: Any) -> bool:
@@ -390,9 +388,14 @@ def _reconciled(plan: Plan, config: dict | None, on_change: str, key: Any, value
     return migrated
 
 
-def _named(row: pd.DataFrame, name: str, keys: Sequence[str]) -> pd.DataFrame:
+def _named(row: pd.DataFrame, name: str, keys: Sequence[str], extra: Sequence[str] = ()) -> pd.DataFrame:
+    """A query's row in the set's columns: ``query`` after the keys, and the set's optional
+    columns (``extra``) NULL where this query has none."""
     row.insert(len(keys), "query", name)
-    return row
+    for column in extra:
+        if column not in row:
+            row[column] = pd.Series([None] * len(row), dtype=object)
+    return row[[*keys, "query", *_OUTPUT, *extra]]
 
 
 def ingest(plan: Plan, lateness: int, key: tuple, batches: Iterator[pd.DataFrame], state: Any,
