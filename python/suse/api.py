@@ -396,6 +396,11 @@ def coerce_events(
             raise InputError("got characters but no timestamps: pass timestamps= as well, "
                              "or events=[(char, timestamp[, value]), ...]")
         if hasattr(events, "chars") and hasattr(events, "timestamps"):
+            retract = getattr(events, "retract", None)
+            if retract is not None and np.any(retract):
+                i = int(np.flatnonzero(retract)[0])
+                raise InputError("a retraction (op '-') where only events are taken: retractions need an engine "
+                                 "with lateness= and its retract()", event=i)
             chars, timestamps, values = events.chars, events.timestamps, getattr(events, "values", None)
         elif hasattr(events, "columns") and hasattr(events, "__getitem__"):
             chars, timestamps, values = _frame_columns(events)

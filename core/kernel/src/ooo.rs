@@ -106,7 +106,9 @@ impl<E: Replay> OutOfOrder<E> {
         let h = self.horizon().unwrap_or(t);
         if self.recent.is_empty() && t <= h {
             // Final at once (always so with L = 0): the plain engine, nothing cached.
-            self.live = None;
+            if self.live.is_some() {
+                self.live = None;
+            }
             return self.done.feed_raw(byte, t, v);
         }
         let at = self.recent.partition_point(|p| p.t <= t);
