@@ -72,7 +72,8 @@ def test_late_count_and_errors(tmp_path, disordered):
     late.write_text("char,timestamp\na,10\nb,4\nb,11\n")
     proc = run("exact", "ab", str(late), "-w", "10", "--lateness", "3")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
-    assert proc.stderr.startswith("error: line 3: timestamp 4 is earlier than the horizon 7")
+    assert proc.stderr == ("error: line 3: timestamp 4 is earlier than the horizon 7 (largest timestamp seen 10 - "
+                           "lateness 3); --late count counts such events instead\n")
     out = run_json("exact", "ab", str(late), "-w", "10", "--lateness", "3", "--late", "count")
     assert (out["count"], out["late"], out["events"]) == (1, 1, 2)
     # retractions without --lateness, or with --evaluate-at; a bad op; an absent event

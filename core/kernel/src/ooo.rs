@@ -5,8 +5,8 @@
 //! to `done`, the unchanged two-stacks engine (`window.rs`). Newer events wait in `recent`,
 //! sorted by (timestamp, arrival); a late one is placed by binary search, a retraction
 //! removes one. A read-out is `done` followed by `recent`: `live` caches it and follows the
-//! arrivals as long as they come in order, so in-order input with frequent read-outs costs two
-//! pushes per event and no copy; a late arrival or a retraction drops the cache and the next
+//! arrivals as long as they come in order and are read, so in-order input with a read-out per
+//! event costs two pushes per event and no copy; a late arrival or a retraction drops the cache and the next
 //! read-out rebuilds it (a copy of `done` plus a replay of `recent`).
 //!
 //! Why not a tree of step-matrix products over `recent`: the engine's result is the running
@@ -56,8 +56,8 @@ pub struct OutOfOrder<E: Replay> {
     done: E,
     recent: VecDeque<Pending>,
     live: Option<E>,
-    /// In-order pushes into `live` since the last read-out; past a bound the cache is dropped
-    /// (rebuilding it is cheaper than following a stream nobody reads).
+    /// In-order pushes into `live` since the last read-out; past the length of `recent` the
+    /// cache is dropped (rebuilding it then costs less than following a stream nobody reads).
     since_readout: usize,
     max_ts: Option<i64>,
 }
@@ -117,7 +117,8 @@ impl<E: Replay> OutOfOrder<E> {
             self.recent.push_back(ev);
             if let Some(live) = &mut self.live {
                 self.since_readout += 1;
-                if self.since_readout > 2 * self.recent.len() + 1024 {
+                // past the cost of a rebuild (a replay of `recent`), following is the worse bet
+                if self.since_readout > self.recent.len() {
                     self.live = None;
                 } else {
                     live.feed_raw(byte, t, v)?;

@@ -2,6 +2,7 @@
 or run a bounded summary over a stream read from a file or standard input."""
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from enum import Enum
@@ -16,7 +17,7 @@ from rich.table import Table
 import suse
 from suse.cli import multi_cmds
 from suse.cli.app import Command, app, friendly_errors, read_text_file, stdout_console
-from suse.errors import InputError
+from suse.errors import InputError, LateEventError
 from suse.io.formats import Events, read_probabilities, read_stream
 from suse.query import compile_regex
 
@@ -233,12 +234,21 @@ def _in_order_options(lateness: int, late: Late) -> None:
         raise InputError("--lateness and --late apply to one query; they are not supported with --queries")
 
 
+@contextlib.contextmanager
+def _cli_words():
+    """The library's advice names its keyword; on the command line it is an option."""
+    try:
+        yield
+    except LateEventError as exc:
+        raise LateEventError(exc.detail.replace('late="count"', "--late count"), event=exc.event) from None
+
+
 def _play(engine: Any, events: Any, evaluate_at: Optional[Times], late: str) -> list:
     """Feed a stream read from a file to an `Exact` or `Summary`; rows with op '-' (a CSV
     'op' column) become `retract` calls at their place in the file. Errors name the line."""
     ret = events.retract
     if ret is None or not ret.any():
-        with events.located():
+        with events.located(), _cli_words():
             return engine.extend(events=events, evaluate_at=evaluate_at, late=late)
     if evaluate_at:
         raise InputError("--evaluate-at is not supported with retractions (rows with op '-'): an evaluation is "
@@ -251,7 +261,7 @@ def _play(engine: Any, events: Any, evaluate_at: Optional[Times], late: str) -> 
         if not ret[lo]:
             part = Events(events.chars[lo:hi], events.timestamps[lo:hi],
                           None if events.values is None else events.values[lo:hi], origin=events.origin[lo:hi])
-            with part.located():
+            with part.located(), _cli_words():
                 engine.extend(events=part, late=late)
             continue
         for i in range(lo, hi):
