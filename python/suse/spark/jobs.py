@@ -140,14 +140,14 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
             df, characters=cfg.characters, timestamp=inp.timestamp, partition_by=inp.partition_by, value=inp.value,
             summary_size=summ.size, strategy=summ.strategy, evaluate=ev.at, exact=ev.exact,
             replicate=cfg.queries[0].replicate, probabilities=probabilities, seed=summ.seed,
-            timestamp_format=inp.timestamp_format, queries=queries,
+            timestamp_format=inp.timestamp_format, queries=queries, op=inp.op,
         )
         results.append(out.select("query", *[c for c in out.columns if c != "query"]))
     for q in cfg.queries if not results else ():
         out = aggregate(
             df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
             summ.size, summ.strategy, ev.at, ev.exact, q.replicate, probabilities, summ.seed,
-            q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing,
+            q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing, op=inp.op,
         )
         results.append(out.select(F.lit(q.label).alias("query"), "*"))
     # Queries with aggregate min/max add min/max columns and approximate queries
@@ -203,7 +203,7 @@ def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
         summ.size, summ.strategy, st.lateness,
         None if summ.probabilities == "online" else summ.probabilities,
         summ.seed, q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing,
-        on_change=st.on_change, evaluate=cfg.evaluate.at,
+        on_change=st.on_change, evaluate=cfg.evaluate.at, op=inp.op,
     )
     writer = (
         _for_format(out, cfg.output.format).writeStream.format(cfg.output.format)
