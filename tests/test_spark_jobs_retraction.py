@@ -88,3 +88,18 @@ def test_streaming_job_reads_an_op_column(spark, tmp_path):
 def test_batch_job_refuses_a_streaming_table(tmp_path):
     with pytest.raises(InputError, match=r"streaming: a batch job sorts each partition by timestamp"):
         _config(tmp_path, "batch", ONE, '[streaming]\ncheckpoint = "x"\nlateness = 5\n')
+
+
+def test_corrections_example(spark, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from suse.spark.config import load_config
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)  # the example's paths are relative to the repository root
+    cfg = load_config(root / "examples" / "corrections.toml")
+    cfg.output.path = str(tmp_path / "out")
+    run_job(cfg)
+    got = {r.sensor: (int(r["count"]), int(r["sum"]), int(r.exact_count)) for r in spark.read.json(cfg.output.path).collect()}
+    # s1 keeps A B C@5: A C, A B C; s2 keeps A B C@7: A C, A B C (C@3 taken back)
+    assert got == {"s1": (2, 3 + 7 + 3 + 5 + 7, 2), "s2": (2, 1 + 2 + 1 + 6 + 2, 2)}
