@@ -6,8 +6,8 @@
 //! sorted by (timestamp, arrival); a late one is placed by binary search, a retraction
 //! removes one. A read-out is `done` followed by `recent`: `live` caches it and follows the
 //! arrivals as long as they come in order and are read, so in-order input with a read-out per
-//! event costs two pushes per event and no copy; a late arrival or a retraction drops the cache and the next
-//! read-out rebuilds it (a copy of `done` plus a replay of `recent`).
+//! event costs two pushes per event and no copy; a late arrival or a retraction drops the
+//! cache and the next read-out rebuilds it (a copy of `done` plus a replay of `recent`).
 //!
 //! Why not a tree of step-matrix products over `recent`: the engine's result is the running
 //! total of the matches formed by every element, and the matches an element forms depend on
