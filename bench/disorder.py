@@ -8,11 +8,15 @@ prints events/s of
     1..L), the rest in order;
   * retract: after each batch, every 50th of its events newer than the horizon is taken back
     (one `retract` call each).
+Events are fed in batches of `--batch` (one native call per batch and per read-out); with
+`--readout` the result is also read after every batch (what a streaming caller does). Each
+figure is the best of `--repeat` runs. The exact engine runs twice: "native" is the kernel's
+out-of-order layer (core/kernel/src/ooo.rs, the default), "buffer" the Python buffer of
+suse/disorder.py (`Exact(..., _disorder="buffer")`, the previous path). The last lines compare
+the kernel layer at lateness 0 with the plain engine (the in-order cost of the layer itself).
 Summaries run twice: with the reorder buffer (`placement="buffer"`) and with late events
 inserted at their place (`placement="insert"`, no buffer and no retraction).
-Events are fed in batches of `--batch` (one native call per batch and per read-out); each
-figure is the best of `--repeat` runs.
-Usage: python bench/disorder.py [--events 50000] [--lateness 100] [--batch 1000]
+Usage: python bench/disorder.py [--events 50000] [--lateness 100] [--batch 1000] [--readout]
 """
 from __future__ import annotations
 
@@ -35,14 +39,17 @@ def arrival(n: int, share: float, lateness: int, rng: np.random.Generator) -> np
 
 
 def engine_horizon(engine) -> int:
-    return engine._reorder.horizon
+    ooo = getattr(engine, "_ooo", None)
+    return ooo.horizon if ooo is not None else engine._reorder.horizon
 
 
-def feed(engine, chars: np.ndarray, ts: np.ndarray, batch: int, retract_every: int = 0) -> float:
+def feed(engine, chars: np.ndarray, ts: np.ndarray, batch: int, retract_every: int = 0, readout: bool = False) -> float:
     t0 = time.perf_counter()
     for i in range(0, len(ts), batch):
         c, t = chars[i:i + batch], ts[i:i + batch]
         engine.extend(chars=c.tobytes(), timestamps=t)
+        if readout:
+            engine.result()
         if retract_every:
             newer = np.flatnonzero(t > engine_horizon(engine))  # only these can still be taken back
             for k in newer[::retract_every]:
@@ -58,6 +65,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs (the machine is shared)")
+    ap.add_argument("--readout", action="store_true", help="read the result after every batch")
+    ap.add_argument("--only", choices=["exact", "summary"], help="run one kind of engine")
     args = ap.parse_args()
     n, L = args.events, args.lateness
     stream = synthetic_stream("abcdefg", n, "zipf", 2.0, seed=args.seed)
@@ -65,10 +74,11 @@ def main() -> None:
     ts = stream.timestamps
     rng = np.random.default_rng(args.seed)
     orders = {f"{p:.0%} late": arrival(n, p, L, rng) for p in (0.01, 0.10)}
-    print(f"{QUERY}, Zipf(2), {n:,} events, lateness {L}, batches of {args.batch}, seed {args.seed}; best of {args.repeat}, events/s")
+    print(f"{QUERY}, Zipf(2), {n:,} events, lateness {L}, batches of {args.batch}, seed {args.seed}, "
+          f"read-out {'after every batch' if args.readout else 'at the end'}; best of {args.repeat}, events/s")
     print(f"{'engine':<24} {'today':>10} {'in order':>10} {'ratio':>6} {'1% late':>10} {'10% late':>10} {'retract':>10}")
-    engines = [(f"exact tau={tau}", lambda lateness, tau=tau: suse.Exact(suse.Query(QUERY, tau), lateness=lateness))
-               for tau in (100, 1000)]
+    engines = [(f"exact tau={tau} {how}", lambda lateness, tau=tau, how=how: suse.Exact(
+        suse.Query(QUERY, tau), lateness=lateness, _disorder=how)) for tau in (100, 1000) for how in ("native", "buffer")]
     engines += [(f"summary |S|={size} tau=100",
                  lambda lateness, size=size: suse.Summary(suse.Query(QUERY, 100), size, seed=1, lateness=lateness))
                 for size in (100, 500)]
@@ -77,10 +87,10 @@ def main() -> None:
                  lambda lateness, size=size: suse.Summary(suse.Query(QUERY, 100), size, seed=1, lateness=lateness,
                                                           placement="insert" if lateness else "buffer"))
                 for size in (100, 500)]
-
+    engines = [(name, make) for name, make in engines if args.only is None or name.startswith(args.only)]
     def best(lateness: int, make, order=None, **kw) -> float:
         c, t = (chars, ts) if order is None else (chars[order], ts[order])
-        return min(feed(make(lateness), c, t, args.batch, **kw) for _ in range(args.repeat))
+        return min(feed(make(lateness), c, t, args.batch, readout=args.readout, **kw) for _ in range(args.repeat))
 
     for name, make in engines:
         today = best(0, make)
@@ -89,6 +99,33 @@ def main() -> None:
         retract = f"{n / best(L, make, retract_every=50):>10,.0f}" if "insert" not in name else f"{'n/a':>10}"
         print(f"{name:<24} {n / today:>10,.0f} {n / ordered:>10,.0f} {ordered / today:>6.2f} "
               f"{n / late[0]:>10,.0f} {n / late[1]:>10,.0f} {retract}")
+    if args.only != "summary":
+        in_order_cost_of_the_layer(chars, ts, args)
+
+
+def in_order_cost_of_the_layer(chars: np.ndarray, ts: np.ndarray, args) -> None:
+    """Lateness 0 through the kernel layer against the plain engine, same batches, no Python
+    in between: what the layer costs an in-order stream."""
+    from suse import _core
+
+    for tau in (100, 1000):
+        q = suse.Query(QUERY, tau)
+        makes = {"plain": lambda: _core.ExactEngine(q._dfa, tau, "any"),
+                 "layer L=0": lambda: _core.OooExactEngine(q._dfa, tau, "any", 0)}
+        secs = {}
+        for name, make in makes.items():
+            runs = []
+            for _ in range(args.repeat):
+                e = make()
+                t0 = time.perf_counter()
+                for i in range(0, len(ts), args.batch):
+                    e.extend(chars[i:i + args.batch].tobytes(), ts[i:i + args.batch])
+                    if args.readout:
+                        e.totals()
+                runs.append(time.perf_counter() - t0)
+            secs[name] = min(runs)
+        print(f"kernel, tau={tau}, in order: plain {len(ts) / secs['plain']:,.0f}, layer at lateness 0 "
+              f"{len(ts) / secs['layer L=0']:,.0f} events/s, ratio {secs['layer L=0'] / secs['plain']:.2f}")
 
 
 if __name__ == "__main__":

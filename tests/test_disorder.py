@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import suse
-from oracle import query_aggregate
+from oracle import approx_aggregate, query_aggregate, query_extrema
 from strategies import queries, streams
 
 STRATEGIES = list(suse.api.STRATEGIES)
@@ -105,6 +105,53 @@ def test_exact_evaluations_follow_the_arrival_rule(query, events, window, L, dat
         seen = sorted((e for e in arrival[:cut] if e[1] <= T), key=lambda e: e[1])  # stable: arrival order
         o = query_aggregate(query, seen, window) if seen else {"count": 0, "sum": 0, "partial_count": 0}
         assert (ev.timestamp, ev.count, ev.sum, ev.partial_count) == (T, o["count"], o["sum"], o["partial_count"])
+
+
+@settings(max_examples=120, deadline=None)
+@given(case=disordered(), window=st.integers(0, 6), policy=st.sampled_from(["any", "next", "contiguous"]),
+       aggregate=st.sampled_from(["min", "max", "sum"]), of=st.sampled_from([None, "b"]),
+       chunks=st.lists(st.integers(1, 4), max_size=12))
+def test_native_out_of_order_layer_carries_extrema_and_of(case, window, policy, aggregate, of, chunks):
+    """The kernel's out-of-order layer (`_core.OooExactEngine`) reads MIN/MAX, of= and the
+    skipped/events counters from the sorted, retraction-free stream, like the oracle."""
+    L, script, reference = case
+    q = suse.Query("a(b|c)*d", window=window, policy=policy, aggregate=aggregate, of=of)
+    e = suse.Exact(q, lateness=L)
+    assert e._ooo is not None and e._reorder is None
+    _play(e, script, chunks)
+    r = e.result()
+    o = query_extrema("a(b|c)*d", reference, window, policy, of=of)
+    assert (r.count, r.sum, r.min, r.max) == (o["count"], o["sum"], o["min"], o["max"])
+    assert (r.events, r.skipped) == (len(reference), sum(c not in "abcd" for c, _, _ in reference))
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=disordered(), window=st.integers(0, 6), policy=st.sampled_from(["any", "next", "contiguous"]))
+def test_native_out_of_order_layer_counts_by_missing_letters(case, window, policy):
+    L, script, reference = case
+    q = suse.Query("abc", window=window, policy=policy, max_missing=1)
+    e = suse.Exact(q, lateness=L)
+    _play(e, script)
+    o = approx_aggregate("abc", reference, window, 1, policy)
+    assert (e.result().count, e.result().count_by_missing) == (o["count"], o["count_by_missing"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(query=queries, case=disordered(), window=st.integers(0, 6), chunks=st.lists(st.integers(1, 4), max_size=12),
+       data=st.data())
+def test_native_layer_equals_python_buffer(query, case, window, chunks, data):
+    """Same results, evaluations and errors as disorder.Reorder (the previous path, kept for
+    the benchmark as `_disorder="buffer"`)."""
+    L, script, _ = case
+    q = suse.Query(query, window=window)
+    native, buffer = suse.Exact(q, lateness=L), suse.Exact(q, lateness=L, _disorder="buffer")
+    assert buffer._ooo is None and buffer._reorder is not None
+    top = max(ev[1] for _, ev in script)
+    times = data.draw(st.lists(st.integers(top - L, top + 2), max_size=3, unique=True).map(sorted))
+    for engine in (native, buffer):
+        _play(engine, script, chunks)
+    got = [native.extend([("a", top)], evaluate_at=times), buffer.extend([("a", top)], evaluate_at=times)]
+    assert got[0] == got[1] and native.result() == buffer.result() and native.pending == buffer.pending
 
 
 def _check_counters(engine, query, estimates: bool = True) -> None:

@@ -62,3 +62,51 @@ def test_streaming_retractions_across_micro_batches(spark, tmp_path):
     (want,) = aggregate(spark.createDataFrame(remaining, SCHEMA), **KW).collect()
     assert _rows([row]) == _rows([want])
     assert (row.rejected_retractions, row.late_events) == (1, 0)
+
+
+SET = {"one": "A(B|C)*C", "two": {"query": "AB", "window": 30}}
+SET_KW = dict(window=20, characters="c", timestamp="t", partition_by=["k"], value="v", summary_size=3)
+
+
+def _set_rows(rows) -> dict:
+    return {(r.k, r.query): (r["count"], r["sum"], r.detected_count, r.events, [tuple(e) for e in r.elements])
+            for r in rows}
+
+
+def test_query_set_takes_retractions_in_batch(spark):
+    events = pd.DataFrame({"k": list("ppppp"), "t": [1, 2, 3, 4, 5], "c": list("ABCBC"), "v": [1, 2, 3, 4, 5], "op": "+"})
+    retractions = pd.DataFrame({"k": ["p", "p"], "t": [2, 5], "c": ["B", "C"], "v": [2, 5], "op": "-"})
+    frame = spark.createDataFrame(pd.concat([events, retractions]), SCHEMA)
+    got = _set_rows(aggregate(frame, op="op", queries=SET, **SET_KW).collect())
+    remaining = spark.createDataFrame(events.drop(index=[1, 4]), SCHEMA)
+    want = _set_rows(aggregate(remaining, queries=SET, **SET_KW).collect())
+    assert got == want and got[("p", "two")][0] == "1"  # A@1 B@4
+
+
+def test_streaming_query_set_takes_retractions_across_micro_batches(spark, tmp_path):
+    src, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
+    src.mkdir()
+    first = pd.DataFrame({"k": "p", "t": [10, 20, 30, 40], "c": list("ABCC"), "v": 1, "op": "+"})
+    # Each query's horizon moves with the events of its own letters, as when it runs alone.
+    # "one" (A, B, C): watermark 25 after the first file, so C@30 is pending (taken back) and
+    # B@20 final (rejected). "two" (A, B) has seen A@10 B@20 only: watermark 5, so B@20 is
+    # still pending and taken back; it never sees the C rows. C@45 comes and goes, B@35 is new.
+    second = pd.DataFrame({"k": "p", "t": [30, 20, 45, 45, 35], "c": list("CBCCB"), "v": 1,
+                           "op": ["-", "-", "+", "-", "+"]})
+    df = spark.readStream.schema(SCHEMA).json(str(src))
+    q = (aggregate_stream(df, lateness=15, op="op", queries=SET, **SET_KW).writeStream.format("parquet")
+         .option("path", str(out)).option("checkpointLocation", str(ckpt)).trigger(processingTime="0 seconds").start())
+    try:
+        for i, step in enumerate([first, second]):
+            step.to_json(src / f"part-{i}.json", orient="records", lines=True)
+            q.processAllAvailable()
+    finally:
+        q.stop()
+    rows = latest(spark.read.parquet(str(out)), ["k", "query"]).collect()
+    assert {r.query: r.rejected_retractions for r in rows} == {"one": 1, "two": 0}
+    want = {}
+    for name, kept in (("one", ([10, 20, 35, 40], "ABBC")), ("two", ([10, 35], "AB"))):
+        remaining = pd.DataFrame({"k": "p", "t": kept[0], "c": list(kept[1]), "v": 1, "op": "+"})
+        out = aggregate(spark.createDataFrame(remaining, SCHEMA), queries=SET, **SET_KW).collect()
+        want |= {k: v for k, v in _set_rows(out).items() if k[1] == name}
+    assert _set_rows(rows) == want and want[("p", "two")][0] == "1"  # A@10 B@35

@@ -396,6 +396,11 @@ def coerce_events(
             raise InputError("got characters but no timestamps: pass timestamps= as well, "
                              "or events=[(char, timestamp[, value]), ...]")
         if hasattr(events, "chars") and hasattr(events, "timestamps"):
+            retract = getattr(events, "retract", None)
+            if retract is not None and np.any(retract):
+                i = int(np.flatnonzero(retract)[0])
+                raise InputError("a retraction (op '-') where only events are taken: retractions need an engine "
+                                 "with lateness= and its retract()", event=i)
             chars, timestamps, values = events.chars, events.timestamps, getattr(events, "values", None)
         elif hasattr(events, "columns") and hasattr(events, "__getitem__"):
             chars, timestamps, values = _frame_columns(events)
@@ -476,15 +481,20 @@ def _in_input_order(rows: list, order: Optional[np.ndarray]) -> list:
 class Exact:
     """Incremental exact aggregation (the ground truth); `exact()` is the one-shot form."""
 
-    def __init__(self, query: Query, memory_limit: Optional[int] = None, lateness: int = 0):
+    def __init__(self, query: Query, memory_limit: Optional[int] = None, lateness: int = 0, *,
+                 _disorder: str = "native"):
         if not isinstance(query, Query):
             raise InputError(f"expected a suse.Query, got {type(query).__name__}")
         self.query = query
         self.lateness = _check_int("lateness", lateness)
-        self._engine = _core.ExactEngine(query._dfa, query.window, query.policy, _check_memory_limit(memory_limit),
-                                         query._extrema, query._of_mask)
-        self._reorder = Reorder(self.lateness) if self.lateness else None
-        self._late = 0  # late events counted with lateness=0
+        limit = _check_memory_limit(memory_limit)
+        self._engine = _core.ExactEngine(query._dfa, query.window, query.policy, limit, query._extrema, query._of_mask)
+        # lateness > 0: the kernel's out-of-order layer (`_disorder="buffer"`: the Python
+        # buffer of disorder.py, kept as the benchmark's baseline)
+        self._ooo = _core.OooExactEngine(query._dfa, query.window, query.policy, self.lateness, limit,
+                                         query._extrema, query._of_mask) if self.lateness and _disorder == "native" else None
+        self._reorder = Reorder(self.lateness) if self.lateness and self._ooo is None else None
+        self._late = 0  # late events counted with lateness=0 or by the native layer
 
     def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
                evaluate_at: Any = None, late: str = "error") -> list[Evaluation]:
@@ -498,7 +508,11 @@ class Exact:
         the horizon is an error."""
         late = check_late_mode(late)
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        if self._reorder is None:
+        if self._ooo is not None:
+            times, order = _eval_times(evaluate_at)
+            rows = _ooo_extend(self._ooo, raw, ts, vals, times, late)
+            self._late += rows.pop()
+        elif self._reorder is None:
             last = self._engine.last_timestamp
             raw, ts, vals, n_late = _drop_late(raw, ts, vals, last, late)
             times, order = _eval_times(evaluate_at, last)
@@ -515,6 +529,8 @@ class Exact:
         if several are: afterwards every result equals processing the stream without it. Only
         events newer than the horizon (largest timestamp seen - lateness) can be retracted; an
         older one, or one never seen, is an error that changes nothing."""
+        if self._ooo is not None:
+            return _ooo_retract(self._ooo, char, timestamp, value)
         _retract(self._reorder, char, timestamp, value)
 
     def _settled(self) -> Any:
@@ -524,11 +540,64 @@ class Exact:
     def late(self) -> int:
         return self._late if self._reorder is None else self._reorder.late
 
+    @property
+    def pending(self) -> int:
+        """Events newer than the horizon, not final yet (0 with lateness=0)."""
+        if self._ooo is not None:
+            return self._ooo.pending
+        return 0 if self._reorder is None else len(self._reorder)
+
     def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
-        engine = self._settled()
-        t = engine.totals()
-        return ExactResult(t.count, t.sum, t.partial_count, engine.skipped, engine.events, evaluations or [],
+        if self._ooo is not None:
+            t = self._ooo.totals()
+            events, skipped = self._ooo.counts()
+        else:
+            engine = self._settled()
+            t, events, skipped = engine.totals(), engine.events, engine.skipped
+        return ExactResult(t.count, t.sum, t.partial_count, skipped, events, evaluations or [],
                            t.min, t.max, t.count_by_missing, late=self.late)
+
+
+def _ooo_extend(ooo: Any, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], times: Optional[np.ndarray],
+                late: str) -> list:
+    """One batch into the kernel's out-of-order layer (`_core.OooExactEngine`): the late events
+    are reported or dropped here, with the messages of disorder.py. Returns the evaluation rows
+    followed by the number of late events dropped."""
+    top_before, horizon = ooo.max_timestamp, ooo.horizon
+    if times is not None and len(times) and horizon is not None and int(times[0]) < horizon:
+        raise InputError(f"evaluation time {int(times[0])} is earlier than the horizon {horizon} (largest "
+                         f"timestamp seen {top_before} - lateness {ooo.lateness}): the events "
+                         "before it are final and the result at that time is no longer kept")
+    lateness = ooo.lateness
+    is_late, top = late_mask(ts, top_before, lateness)
+    n_late = 0
+    if is_late.any():
+        if late != "count":
+            raise late_error(ts, is_late, top, top_before, lateness)
+        keep = ~is_late
+        n_late = int(is_late.sum())
+        raw = np.frombuffer(raw, np.uint8)[keep].tobytes()
+        ts, vals = ts[keep], None if vals is None else vals[keep]
+    rows = ooo.extend(raw, ts, vals, times)
+    rows.append(n_late)
+    return rows
+
+
+def _ooo_retract(ooo: Any, char: Any, timestamp: Any, value: Any) -> None:
+    if not isinstance(char, str) or len(char) != 1:
+        raise InputError(f"character {_show(char)} is not a single character")
+    t = _check_int("timestamp", timestamp, minimum=-(2**63))
+    v = _check_int("value", value)
+    byte = _chars_to_bytes(char)[0]
+    done = ooo.retract(byte, t, v)
+    if done == "final":
+        h = ooo.horizon
+        where = "no event has been seen yet" if h is None else (
+            f"the horizon is {h} (largest timestamp seen {ooo.max_timestamp} - lateness {ooo.lateness}) and events at "
+            "or before it are final")
+        raise LateEventError(f"cannot retract the event at timestamp {t}: {where}")
+    if done == "missing":
+        raise InputError(f"cannot retract ({chr(byte)!r}, {t}, {v}): no such event was seen")
 
 
 def _check_order(ts: np.ndarray, last: Optional[int]) -> None:

@@ -11,7 +11,8 @@
 //!   estimates, selection); [`benefit`]: expected-benefit coefficients;
 //! * [`approx`]: counts by missing pattern letters (approximate matching);
 //! * [`engine`], [`batch`], [`state`], [`limits`], [`error`]: what a caller drives;
-//!   [`multi`]: several exact queries over one stream in one pass.
+//!   [`multi`]: several exact queries over one stream in one pass; [`ooo`]: out-of-order
+//!   events and retraction in front of the exact engine.
 pub mod approx;
 pub mod batch;
 pub mod benefit;
@@ -24,6 +25,7 @@ pub mod limits;
 pub mod merged;
 pub mod multi;
 pub mod num;
+pub mod ooo;
 pub mod semantics;
 pub mod state;
 pub mod step;

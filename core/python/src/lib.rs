@@ -17,6 +17,7 @@ use suse_kernel::error::Error;
 use suse_kernel::extrema::{check_mask, Extrema};
 use suse_kernel::limits::{Limits, DEFAULT_MAX_BYTES};
 use suse_kernel::multi::{Merge, MultiExact as KMulti};
+use suse_kernel::ooo::{OutOfOrder, Replay, Retracted};
 use suse_kernel::semantics::{Ev, Policy};
 use suse_kernel::state::{self, Saved, FORMAT_VERSION};
 use suse_kernel::summary::selection::StrategyKind;
@@ -337,6 +338,131 @@ impl ExactEngine {
     #[getter]
     fn last_timestamp(&self) -> Option<i64> {
         self.last_t
+    }
+}
+
+impl Replay for ExactState {
+    fn feed_raw(&mut self, byte: u8, t: i64, v: u64) -> Result<(), Error> {
+        let raw = Raw::classify(self.engine.dfa(), byte, t, v);
+        self.events += 1;
+        if raw == Raw::Gap(GAP_BREAK) {
+            self.skipped += 1;
+        }
+        if let Some(x) = &mut self.extrema {
+            x.feed(raw);
+        }
+        self.engine.feed(self.out.mask(raw))
+    }
+}
+
+fn exact_evaluation(me: &ExactState, t: i64, labels: Option<&CostLabels>) -> NativeEvaluation {
+    let (count, sum, partial_count) = me.engine.totals();
+    let (min, max) = me.extremes();
+    let count_by_missing = exact_by_missing(&me.engine, labels);
+    NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None, min, max, count_by_missing }
+}
+
+/// The exact engine with `lateness`: events newer than the horizon wait in order in the
+/// kernel (`suse_kernel::ooo`); read-outs see every accepted event in (timestamp, arrival)
+/// order. Late events are refused here; the Python layer counts or reports them first.
+#[pyclass(name = "OooExactEngine", module = "suse._core")]
+struct OooExactEngine {
+    inner: OutOfOrder<ExactState>,
+    dead: Option<String>,
+    labels: Option<Arc<CostLabels>>,
+}
+
+#[pymethods]
+impl OooExactEngine {
+    #[new]
+    #[pyo3(signature = (dfa, window, policy_name, lateness, memory_limit=None, extrema=false, of=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(dfa: &PyDfa, window: i64, policy_name: &str, lateness: i64, memory_limit: Option<u64>, extrema: bool, of: Option<Vec<bool>>) -> PyResult<Self> {
+        guard_ro(|| {
+            let policy = policy(policy_name)?;
+            let engine = KExact::new(dfa.inner.clone(), window, policy, &limits(memory_limit))?;
+            let out = Output::new(&dfa.inner, extrema, of)?;
+            let extrema = if extrema { Some(Extrema::new(dfa.inner.clone(), window, policy, out.mask.clone())?) } else { None };
+            let state = ExactState { engine, out, extrema, events: 0, skipped: 0 };
+            Ok(OooExactEngine { inner: OutOfOrder::new(state, lateness)?, dead: None, labels: dfa.labels.clone() })
+        })
+    }
+
+    /// Process a batch in arrival order (none of it older than the horizon); one evaluation
+    /// per time in `evaluate_at` (increasing), taken before the first event later than T + L.
+    #[pyo3(signature = (chars, timestamps, values=None, evaluate_at=None))]
+    fn extend(
+        &mut self,
+        py: Python<'_>,
+        chars: &[u8],
+        timestamps: PyReadonlyArray1<'_, i64>,
+        values: Option<PyReadonlyArray1<'_, i64>>,
+        evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
+    ) -> PyResult<Vec<NativeEvaluation>> {
+        let a = Arrays::new(timestamps, values, evaluate_at);
+        let labels = self.labels.clone();
+        let (inner, dead) = (&mut self.inner, &mut self.dead);
+        py.allow_threads(|| guard(dead, || inner.extend(chars, &a.ts, a.vals.as_deref(), &a.evals, |me, t| exact_evaluation(me, t, labels.as_deref()))))
+    }
+
+    /// Take back the latest-arriving pending event equal to the triple: "removed", "final"
+    /// (at or before the horizon) or "missing" (no such event pending); only "removed" changes
+    /// anything.
+    fn retract(&mut self, byte: u8, timestamp: i64, value: u64) -> PyResult<&'static str> {
+        let inner = &mut self.inner;
+        guard(&mut self.dead, || {
+            Ok(match inner.retract(byte, timestamp, value) {
+                Retracted::Removed => "removed",
+                Retracted::Final => "final",
+                Retracted::Missing => "missing",
+            })
+        })
+    }
+
+    /// Totals over every accepted event.
+    fn totals(&mut self) -> PyResult<NativeTotals> {
+        let (inner, labels) = (&mut self.inner, self.labels.clone());
+        guard(&mut self.dead, || {
+            let me = inner.readout(None)?;
+            let e = exact_evaluation(&me, 0, labels.as_deref());
+            Ok(NativeTotals { count: e.count, sum: e.sum, partial_count: e.partial_count, min: e.min, max: e.max, count_by_missing: e.count_by_missing })
+        })
+    }
+
+    /// `(events, skipped)` over every accepted event.
+    fn counts(&mut self) -> PyResult<(u64, u64)> {
+        let inner = &mut self.inner;
+        guard(&mut self.dead, || inner.readout(None).map(|me| (me.events, me.skipped)))
+    }
+
+    fn copy(&self) -> Self {
+        OooExactEngine { inner: self.inner.clone(), dead: self.dead.clone(), labels: self.labels.clone() }
+    }
+
+    #[getter]
+    fn max_timestamp(&self) -> Option<i64> {
+        self.inner.max_timestamp()
+    }
+
+    #[getter]
+    fn horizon(&self) -> Option<i64> {
+        self.inner.horizon()
+    }
+
+    #[getter]
+    fn lateness(&self) -> i64 {
+        self.inner.lateness()
+    }
+
+    /// Events newer than the horizon, waiting to become final.
+    #[getter]
+    fn pending(&self) -> usize {
+        self.inner.pending().count()
+    }
+
+    #[getter]
+    fn tier(&self) -> &'static str {
+        self.inner.done().engine.tier()
     }
 }
 
@@ -737,6 +863,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDfa>()?;
     m.add_class::<ExactEngine>()?;
     m.add_class::<MultiExactEngine>()?;
+    m.add_class::<OooExactEngine>()?;
     m.add_class::<SummaryEngine>()?;
     m.add_class::<NativeEvaluation>()?;
     m.add_class::<NativeTotals>()?;

@@ -2,12 +2,14 @@
 or run a bounded summary over a stream read from a file or standard input."""
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -15,8 +17,8 @@ from rich.table import Table
 import suse
 from suse.cli import multi_cmds
 from suse.cli.app import Command, app, friendly_errors, read_text_file, stdout_console
-from suse.errors import InputError
-from suse.io.formats import read_probabilities, read_stream
+from suse.errors import InputError, LateEventError
+from suse.io.formats import Events, read_probabilities, read_stream
 from suse.query import compile_regex
 
 
@@ -45,6 +47,11 @@ class Policy(str, Enum):
 
 # The kernel's list, so a new strategy reaches the command line without an edit here.
 Strategy = Enum("Strategy", {name: name for name in suse.api.STRATEGIES}, type=str)
+
+
+class Late(str, Enum):
+    error = "error"
+    count = "count"
 
 
 class StreamFormat(str, Enum):
@@ -114,6 +121,12 @@ MAX_MISSING = typer.Option(
     help="Approximate matching: also count matches missing up to K pattern letters (reports count_by_missing).",
 )
 FORMAT = typer.Option(StreamFormat.auto, "--format", help="Stream format; auto = CSV if the first line has a comma.")
+LATENESS = typer.Option(
+    0, "--lateness", metavar="L", parser=_at_least(0),
+    help="Accept events up to L time units older than the largest timestamp seen (results as if sorted by "
+    "timestamp, then line); with it a CSV 'op' column of '-' rows takes events back.",
+)
+LATE = typer.Option(Late.error, "--late", help="An event older than that: error (exit 2), or count it and go on.")
 QUERIES = typer.Option(
     None, "--queries", metavar="FILE",
     help="Run a set of queries (a file of 'name = regex' lines) over the stream in one pass, one row per query; "
@@ -211,6 +224,50 @@ def _by_missing_text(counts: Optional[list[int]]) -> str:
     return " / ".join(map(str, counts)) if counts is not None else ""
 
 
+def _in_order_options(lateness: int, late: Late) -> None:
+    if lateness or late != Late.error:
+        raise InputError("--lateness and --late apply to one query; they are not supported with --queries")
+
+
+@contextlib.contextmanager
+def _cli_words():
+    """The library's advice names its keyword; on the command line it is an option."""
+    try:
+        yield
+    except LateEventError as exc:
+        raise LateEventError(exc.detail.replace('late="count"', "--late count"), event=exc.event) from None
+
+
+def _play(engine: Any, events: Any, evaluate_at: Optional[Times], late: str) -> list:
+    """Feed a stream read from a file to an `Exact` or `Summary`; rows with op '-' (a CSV
+    'op' column) become `retract` calls at their place in the file. Errors name the line."""
+    ret = events.retract
+    if ret is None or not ret.any():
+        with events.located(), _cli_words():
+            return engine.extend(events=events, evaluate_at=evaluate_at, late=late)
+    if evaluate_at:
+        raise InputError("--evaluate-at is not supported with retractions (rows with op '-'): an evaluation is "
+                         "taken while events arrive, a retraction changes what came before it")
+    if not engine.lateness:
+        raise InputError(f"{events.origin[int(ret.argmax())]}: a retraction (op '-') needs --lateness: without it "
+                         "every event is final at once")
+    bounds = np.flatnonzero(np.diff(ret.astype(np.int8), prepend=np.int8(-1), append=np.int8(-1)))
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if not ret[lo]:
+            part = Events(events.chars[lo:hi], events.timestamps[lo:hi],
+                          None if events.values is None else events.values[lo:hi], origin=events.origin[lo:hi])
+            with part.located(), _cli_words():
+                engine.extend(events=part, late=late)
+            continue
+        for i in range(lo, hi):
+            value = 1 if events.values is None else int(events.values[i])
+            try:
+                engine.retract(events.chars[i], int(events.timestamps[i]), value)
+            except InputError as exc:
+                raise type(exc)(f"{events.origin[i]}: {exc}") from None
+    return []
+
+
 @app.command("exact", cls=Command)
 @friendly_errors
 def exact_cmd(
@@ -229,23 +286,30 @@ def exact_cmd(
     ),
     of: Optional[str] = OF,
     queries: Optional[Path] = QUERIES,
+    lateness: int = LATENESS,
+    late: Late = LATE,
 ) -> None:
     """Count (and sum) every match of QUERY over the whole stream, exactly."""
     stream = multi_cmds.stream_argument(query, stream, queries)
     if queries is not None:
+        _in_order_options(lateness, late)
         multi_cmds.exact_set(queries, stream, window, policy.value, aggregate.value, evaluate_at, fmt.value, as_json,
                              of, max_missing)
         return
     q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
     extrema = q._extrema
     events = read_stream(stream, fmt.value)
-    with events.located():
-        r = suse.exact(q, events, evaluate_at=evaluate_at)
+    if not len(events):
+        raise InputError("the stream is empty")
+    engine = suse.Exact(q, lateness=lateness)
+    r = engine.result(_play(engine, events, evaluate_at, late.value))
     data = {
         "count": r.count, "sum": r.sum, "avg": r.avg, "partial_count": r.partial_count,
         "skipped": r.skipped, "events": r.events,
         "evaluations": [_evaluation_dict(ev, extrema) for ev in r.evaluations],
     }
+    if lateness or late != Late.error:
+        data["late"] = r.late
     if extrema:
         data |= {"min": r.min, "max": r.max}
     if r.count_by_missing is not None:
@@ -254,7 +318,8 @@ def exact_cmd(
         _print_json(data)
         return
     out = stdout_console()
-    out.print(f"[bold]{escape(query)}[/] window {window}, policy {policy.value}: {r.events} events, {r.skipped} skipped")
+    out.print(f"[bold]{escape(query)}[/] window {window}, policy {policy.value}: {r.events} events, {r.skipped} skipped"
+              + (f", {r.late} late" if "late" in data else ""))
     by = ["count_by_missing"] if max_missing else []
     table = _table("", "count", "sum", "avg", "partial_count", *(["min", "max"] if extrema else []), *by)
     for ev in r.evaluations:
@@ -315,10 +380,13 @@ def eval_cmd(
     of: Optional[str] = OF,
     max_missing: int = MAX_MISSING,
     queries: Optional[Path] = QUERIES,
+    lateness: int = LATENESS,
+    late: Late = LATE,
 ) -> None:
     """Run a bounded summary of SIZE elements over the stream and report what it counts."""
     stream = multi_cmds.stream_argument(query, stream, queries)
     if queries is not None:
+        _in_order_options(lateness, late)
         if probabilities is not None:
             raise InputError("--probabilities covers one query's characters; with --queries each summary estimates its own")
         multi_cmds.eval_set(queries, stream, window, size, strategy.value, aggregate.value, policy.value, seed,
@@ -326,13 +394,16 @@ def eval_cmd(
         return
     q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
     extrema = q._extrema
-    summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities, q.alphabet), seed, time_to_live)
+    summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities, q.alphabet), seed, time_to_live,
+                           lateness=lateness)
     events = read_stream(stream, fmt.value)
-    with events.located():
-        started = time.perf_counter()
-        evaluations = summary.extend(events=events, evaluate_at=evaluate_at)
-        elapsed = time.perf_counter() - started
-        exact = suse.exact(q, events, evaluate_at=evaluate_at) if compare_exact else None
+    started = time.perf_counter()
+    evaluations = _play(summary, events, evaluate_at, late.value)
+    elapsed = time.perf_counter() - started
+    exact = None
+    if compare_exact:
+        engine = suse.Exact(q, lateness=lateness)
+        exact = engine.result(_play(engine, events, evaluate_at, late.value))
     r = summary.result()
 
     rows = []
@@ -353,6 +424,8 @@ def eval_cmd(
     }
     if exact is not None:
         data |= {"exact_count": exact.count, "exact_sum": exact.sum}
+    if lateness or late != Late.error:
+        data["late"] = r.late
     if extrema:
         data |= {"min": r.min, "max": r.max}
     if r.count_by_missing is not None:

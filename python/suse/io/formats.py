@@ -6,6 +6,9 @@ Formats
   e.g. ``A 0 B 1 A 2``. Pairs may wrap across lines. No values: ``Events.values`` is None.
 * **CSV**: a header row naming at least ``char`` and ``timestamp`` (case and surrounding
   blanks ignored), optionally ``value``; other columns are ignored. Blank lines are skipped.
+  An optional ``op`` column marks retractions: ``+`` an event, ``-`` taking back one earlier
+  event with the same char, timestamp and value (``Events.retract``; only callers that take
+  retractions accept a stream with ``-`` rows, see ``suse exact --lateness``).
 * **Probabilities**: pairs ``CHAR PROBABILITY``, e.g. ``A 0.25 B 0.75``.
 
 A leading UTF-8 byte-order mark is ignored in every format.
@@ -53,6 +56,8 @@ class Events:
     values: np.ndarray | None = None
     #: Where each event was read (e.g. "line 3" or "line 1, token 5"), when read from text.
     origin: list[str] | None = field(default=None, repr=False)
+    #: True where a row is a retraction (CSV ``op`` column ``-``); None without that column.
+    retract: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
         # Coerce so callers may pass lists; frozen dataclasses need object.__setattr__.
@@ -62,6 +67,9 @@ class Events:
         lengths = {len(self.chars), len(self.timestamps)}
         if self.values is not None:
             lengths.add(len(self.values))
+        if self.retract is not None:
+            object.__setattr__(self, "retract", np.asarray(self.retract, dtype=bool))
+            lengths.add(len(self.retract))
         if len(lengths) != 1:
             raise InputError(
                 f"column lengths differ: {len(self.chars)} chars, {len(self.timestamps)} "
@@ -218,8 +226,9 @@ def _parse_csv_rows(reader) -> Events:
             )
     i_char, i_ts = names.index("char"), names.index("timestamp")
     i_val = names.index("value") if "value" in names else None
+    i_op = names.index("op") if "op" in names else None
 
-    chars, stamps, values, origin = [], [], [], []
+    chars, stamps, values, origin, ops = [], [], [], [], []
     for row in reader:
         if not row:
             continue
@@ -230,6 +239,11 @@ def _parse_csv_rows(reader) -> Events:
         stamps.append(_parse_int(row[i_ts], where, "timestamp"))
         if i_val is not None:
             values.append(_parse_value(row[i_val], where))
+        if i_op is not None:
+            op = row[i_op].strip()
+            if op not in ("+", "-"):
+                raise InputError(f"{where}: op must be '+' (an event) or '-' (a retraction), got {op!r}")
+            ops.append(op == "-")
         origin.append(where)
     if not chars:
         raise InputError("empty stream: the CSV has a header but no rows")
@@ -238,6 +252,7 @@ def _parse_csv_rows(reader) -> Events:
         np.array(stamps, dtype=np.int64),
         None if i_val is None else np.array(values, dtype=np.int64),
         origin=origin,
+        retract=None if i_op is None else np.array(ops, dtype=bool),
     )
 
 

@@ -73,12 +73,12 @@ def aggregate(
     if queries is not None:
         from suse.spark.multi import prepare_multi, run_multi, set_defaults
 
-        defaults = set_defaults(query, of, max_missing, op, window=window, aggregate=aggregate, policy=policy,
+        defaults = set_defaults(query, of, max_missing, None, window=window, aggregate=aggregate, policy=policy,
                                 summary_size=summary_size, strategy=strategy, probabilities=probabilities, seed=seed,
                                 evaluate=evaluate)
         events, multi_plan = prepare_multi(df, queries, defaults, characters, timestamp, partition_by, value, exact,
-                                           replicate, timestamp_format)
-        return run_multi(events, multi_plan)
+                                           replicate, timestamp_format, op=op)
+        return run_multi(cancel_retractions(events) if events.has_op else events, multi_plan)
     if query is None or window is None:
         raise InputError("aggregate needs query= and window= (or queries=)")
     events, plan = prepare(

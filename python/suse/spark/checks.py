@@ -100,6 +100,10 @@ def static_problems(cfg: JobConfig) -> list[str]:
         if v_type is not None and v_type not in _INTEGRAL:
             problems.append(f"input.value: column '{inp.value}' has type {v_type}; values must be non-negative "
                             f"integers (derive one in [input.columns], e.g. CAST(round(x) AS BIGINT))")
+    if inp.op is not None:
+        o_type = column("input.op", inp.op)
+        if o_type is not None and o_type != "string":
+            problems.append(f"input.op: column '{inp.op}' has type {o_type}; it must hold the strings '+' and '-'")
 
     chars = cfg.characters
     if isinstance(chars, str):

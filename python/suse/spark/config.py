@@ -55,6 +55,7 @@ class InputConfig(_Strict):
     timestamp_format: Optional[str] = None
     partition_by: list[str] = []
     value: Optional[str] = None
+    op: Optional[str] = Field(None, description="column of '+' (an event) or '-' (a retraction of an equal event)")
 
     @field_validator("partition_by", mode="before")
     @classmethod
@@ -142,6 +143,9 @@ class JobConfig(_Strict):
             raise ValueError("query: give at least one query")
         if len(set(labels)) != len(labels):
             raise ValueError("query: two queries have the same name; give each a distinct 'name'")
+        if self.mode == "batch" and self.streaming is not None:
+            raise ValueError("streaming: a batch job sorts each partition by timestamp, so no event is late and "
+                             "there is no checkpoint; the [streaming] table is for mode = 'streaming'")
         if self.mode == "streaming":
             if self.streaming is None:
                 raise ValueError("mode = 'streaming' needs a [streaming] table with at least 'checkpoint'")

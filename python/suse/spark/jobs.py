@@ -20,7 +20,7 @@ import suse
 from suse.errors import InputError, SuseError
 from suse.spark import datasets
 from suse.spark.batch import aggregate
-from suse.spark.characters import analysing, quoted, spark_message
+from suse.spark.characters import analysing, spark_message
 from suse.spark.config import JobConfig, check_job
 from suse.spark.session import get_session
 from suse.spark.streaming import aggregate_stream, check_checkpoint, latest
@@ -136,14 +136,14 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
             df, characters=cfg.characters, timestamp=inp.timestamp, partition_by=inp.partition_by, value=inp.value,
             summary_size=summ.size, strategy=summ.strategy, evaluate=ev.at, exact=ev.exact,
             replicate=cfg.queries[0].replicate, probabilities=probabilities, seed=summ.seed,
-            timestamp_format=inp.timestamp_format, queries=query_set(cfg),
+            timestamp_format=inp.timestamp_format, queries=query_set(cfg), op=inp.op,
         )
         results.append(out.select("query", *[c for c in out.columns if c != "query"]))
     for q in cfg.queries if not results else ():
         out = aggregate(
             df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
             summ.size, summ.strategy, ev.at, ev.exact, q.replicate, probabilities, summ.seed,
-            q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing,
+            q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing, op=inp.op,
         )
         results.append(out.select(F.lit(q.label).alias("query"), "*"))
     # Queries with aggregate min/max add min/max columns and approximate queries
@@ -207,7 +207,7 @@ def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
             src, characters=cfg.characters, timestamp=inp.timestamp, partition_by=inp.partition_by, value=inp.value,
             summary_size=summ.size, strategy=summ.strategy, lateness=st.lateness, probabilities=probabilities,
             seed=summ.seed, timestamp_format=inp.timestamp_format, on_change=st.on_change, evaluate=cfg.evaluate.at,
-            queries=query_set(cfg),
+            queries=query_set(cfg), op=inp.op,
         )
     else:
         (q,) = cfg.queries
@@ -215,7 +215,7 @@ def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
             src, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
             summ.size, summ.strategy, st.lateness, probabilities,
             summ.seed, q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing,
-            on_change=st.on_change, evaluate=cfg.evaluate.at,
+            on_change=st.on_change, evaluate=cfg.evaluate.at, op=inp.op,
         )
     writer = (
         _for_format(out, cfg.output.format).writeStream.format(cfg.output.format)

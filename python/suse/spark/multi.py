@@ -107,9 +107,11 @@ def query_specs(queries: Any, defaults: dict[str, Any]) -> dict[str, dict[str, A
 def prepare_multi(
     df: DataFrame, queries: Any, defaults: dict[str, Any], characters: Mapping[str, str] | str, timestamp: str,
     partition_by: Sequence[str] | str, value: str | None, exact: bool, replicate: Sequence[str] | None,
-    timestamp_format: str | None, streaming: bool = False,
+    timestamp_format: str | None, streaming: bool = False, op: str | None = None,
 ) -> tuple[Events, MultiPlan]:
-    """Validate every query on the driver and classify the rows once, over all their letters."""
+    """Validate every query on the driver and classify the rows once, over all their letters.
+    ``op``: the retraction column, read once for every query (a "-" row reaches the queries
+    whose letters include its character, as its event does)."""
     if isinstance(partition_by, str):
         partition_by = [partition_by]
     specs = query_specs(queries, defaults)
@@ -124,7 +126,7 @@ def prepare_multi(
     contiguous = any(s["policy"] == "contiguous" for s in specs.values())
     alphabet = "".join(dict.fromkeys(c for q in parsed.values() for c in q.alphabet + q.negated))
     events = to_events(df, characters, alphabet, timestamp, partition_by, value, timestamp_format,
-                       list(replicate or ()), streaming, keep_all=contiguous)
+                       list(replicate or ()), streaming, keep_all=contiguous, op=op)
     if not isinstance(characters, str):
         for q in parsed.values():
             check_predicates(q, characters)

@@ -145,7 +145,7 @@ def aggregate_stream(
     if queries is not None:
         from suse.spark.multi import prepare_multi, set_defaults
 
-        defaults = set_defaults(query, of, max_missing, op, window=window, aggregate=aggregate, policy=policy,
+        defaults = set_defaults(query, of, max_missing, None, window=window, aggregate=aggregate, policy=policy,
                                 summary_size=summary_size, strategy=strategy, probabilities=probabilities, seed=seed,
                                 evaluate="end")
         for name, spec in queries.items():
@@ -153,7 +153,7 @@ def aggregate_stream(
                 raise InputError(f"query {name!r}: a streaming query takes no 'evaluate' and probabilities as a "
                                  "mapping or None")
         events, plan = prepare_multi(df, queries, defaults, characters, timestamp, partition_by, value, False, None,
-                                     timestamp_format, streaming=True)
+                                     timestamp_format, streaming=True, op=op)
     elif query is None or window is None:
         raise InputError("aggregate_stream needs query= and window= (or queries=)")
     else:
@@ -214,7 +214,7 @@ def aggregate_stream(
         # the previous batch's watermark, while suse counts late events itself (late_events).
     frame = frame.select(*columns)
     out = frame.groupBy(*[quoted(k) for k in group]).transformWithStateInPandas(
-        _MultiProcessor(plan, late_units, keys, idle_ms, config, on_change) if multi
+        _MultiProcessor(plan, late_units, keys, idle_ms, config, on_change, events.has_op) if multi
         else _Processor(plan, late_units, keys, idle_ms, config, on_change, events.has_op, period, scale),
         schema, "Append", "EventTime" if period else "ProcessingTime" if idle_ms else "None",
     )
@@ -346,9 +346,12 @@ class _MultiProcessor(_Processor):
         n = len(self.plan.plans)
         self.states = [handle.getValueState(f"{STATE_NAME}_{i}", STATE_SCHEMA) for i in range(n)]
         self.saved_configs = [handle.getValueState(f"{CONFIG_NAME}_{i}", CONFIG_SCHEMA) for i in range(n)]
+        # per query: the retractions that found no pending event (only with an op column)
+        self.retractions = [handle.getValueState(f"{RETRACTIONS_NAME}_{i}", RETRACTIONS_SCHEMA)
+                            for i in range(n)] if self.has_op else [None] * n
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
-        names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE]
+        names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE, *([OP] if self.has_op else [])]
         frames = [f.set_axis(names, axis=1) for f in rows]
         k = key if self.keys else ()
         for i, ((name, plan, allowed), value) in enumerate(zip(self.plan.plans, self.states)):
@@ -356,7 +359,9 @@ class _MultiProcessor(_Processor):
             if sum(len(f) for f in mine):  # a query without rows here emits nothing, as alone
                 config = None if self.config is None else self.config[i]
                 migrated = _reconciled(plan, config, self.on_change, k, value, self.saved_configs[i])
-                row = advance(plan, self.lateness, k, self.keys, iter(mine), _State(value))
+                retracted = self.retractions[i]
+                row = advance(plan, self.lateness, k, self.keys, iter(mine), _State(value),
+                              retractions=None if retracted is None else _State(retracted))
                 row["migrated"] = migrated
                 yield _named(row, name, self.keys, _extra_columns(self.plan))
         if self.idle_ms:
