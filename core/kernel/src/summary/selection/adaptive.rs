@@ -1,0 +1,132 @@
+//! `adaptive`: selection that ranks by what an eviction does to the *logarithm* of the
+//! retained count (docs/ENGINE.md, "Adaptive selection").
+//!
+//! `suse` adds realised and expected matches as equals. The quality measure, though, is the
+//! retained count at evaluation times on a log scale, and the expected matches are an
+//! arithmetic mean over an i.i.d. future the summary cannot keep. Here, with `C` the
+//! retained matches:
+//! * evicting `x` costs `log(C / (C − pres_x))` plus `log(1 + E_x / C)` for its expected sets,
+//! * admitting the candidate gains `log(1 + (pres_c + E_c) / C)`,
+//!
+//! (all with `C + 1`, so an empty summary ranks like `suse`). Small terms are linear in the
+//! values, so light elements rank as in `suse`; an element holding half the matches costs a
+//! factor 2, which an expectation must pay in full, and one holding nearly all of them is
+//! given up only for more than the whole result.
+use super::super::estimates::Estimates;
+use super::super::{Aggregate, Summary, SummaryPolicy};
+use crate::benefit::MAX_STEPS;
+use crate::dual::Dual;
+use crate::semantics::Ev;
+use crate::step::final_sum;
+use crate::num::Scalar;
+use crate::xf::{Real, Xf};
+
+pub struct Adaptive;
+
+/// Look-ahead: `|S|` elements while the summary can hold a whole window, else
+/// `HORIZON · |S|² / (τ · rate)`: the share of the window's elements the summary keeps times
+/// what it can keep, doubled (measured: docs/RESULTS.md, "Beyond the paper").
+pub const HORIZON: f64 = 2.0;
+
+impl super::Selector for Adaptive {
+    fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
+        P::refresh_estimates(s);
+        s.coeffs.h::<P>(&s.dfa, s.cfg.size.min(MAX_STEPS)); // grow the cache once
+        s.fit_estimates();
+        let s = &*s;
+        crate::on_est!(&s.est, est => self.choose_in(s, est, ev))
+    }
+}
+
+impl Adaptive {
+    fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &Estimates<F>, ev: &Ev) -> Option<usize> {
+        let dfa = &s.dfa;
+        let t = ev.t;
+        let tau = s.cfg.tau;
+        let agg = s.cfg.aggregate;
+        let pick = |d: &Dual<F>| if agg == Aggregate::Sum { d.s } else { d.c };
+        let rate = s.estimator.rate();
+        let size = s.cfg.size.min(MAX_STEPS) as f64;
+        let window = (tau as f64) * rate;
+        let horizon = (HORIZON * size * size / window.max(1.0)).ceil().min(size);
+        let steps = |t_init: i64| -> usize {
+            let remaining = (tau as f64) - (t.saturating_sub(t_init) as f64);
+            (remaining.max(0.0) * rate).round().min(horizon) as usize
+        };
+        let is_init = |e: &Ev| dfa.starts(e.sym);
+        let z = dfa.n;
+        let active = &s.elems[s.active_start..];
+        let oldest_init = active.iter().find(|e| is_init(e)).map(|e| e.t);
+        let cand: Vec<Dual<F>> = s.formed_estimate(ev);
+        let coeffs = &s.coeffs;
+        let dot = |al: &[Dual<F>], h: &[Dual<F>]| -> F {
+            let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: Dual<F>, (x, h)| acc.plus(&x.times(h)));
+            pick(&acc)
+        };
+        let expected = |al: &[Dual<F>], t_old: i64, t_new: i64| -> Xf {
+            dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or_default().half().to_xf()
+        };
+        // C + 1: the retained matches (exact), so the log terms are defined on an empty result.
+        let g: Vec<Dual<F>> = crate::on_tier!(&s.exact, |p| p.g.iter().map(|d| d.to_real()).collect());
+        let c1 = pick(&final_sum(dfa, &g).unwrap_or_default()).to_xf().add(&Xf::ONE).unwrap_or(Xf::ONE);
+        let cand_new = if is_init(ev) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
+        let mut cand_value = pick(&final_sum(dfa, &cand).unwrap_or_default()).to_xf();
+        if let Some(t_new) = cand_new {
+            cand_value = cand_value.add(&expected(&cand, oldest_init.unwrap_or(t_new), t_new)).unwrap_or(cand_value);
+        }
+        let mut latest_init: Option<i64> = None;
+        let victims = (0..s.elems.len()).map(|i| {
+            let mut e = Xf::ZERO;
+            if i >= s.active_start {
+                if is_init(&s.elems[i]) {
+                    latest_init = Some(s.elems[i].t);
+                }
+                if let (Some(t_old), Some(t_new)) = (oldest_init, latest_init) {
+                    e = expected(&est.al[i * z..(i + 1) * z], t_old, t_new);
+                }
+            }
+            (pick(&est.pres[i]).to_xf(), e)
+        });
+        decide(c1, cand_value, victims)
+    }
+}
+
+/// `log2(1 + x / c1)`, precise for small ratios too (they rank light elements as `suse` does).
+fn log2_1p(x: Xf, c1: Xf) -> f64 {
+    if x.is_zero() {
+        return 0.0;
+    }
+    let d = x.log2() - c1.log2();
+    if d > 60.0 {
+        d // 1 + 2^d rounds to 2^d
+    } else {
+        d.exp2().ln_1p() / std::f64::consts::LN_2
+    }
+}
+
+/// `log2(c1 / (c1 − p))`: the loss of giving up `p` of the `c1 − 1` retained matches.
+fn log2_loss(p: Xf, c1: Xf) -> f64 {
+    if p.is_zero() {
+        return 0.0;
+    }
+    let r = (p.log2() - c1.log2()).exp2();
+    // Estimates carry rounding: at most everything (`c1 − 1`) is lost.
+    (-(-r).ln_1p() / std::f64::consts::LN_2).min(c1.log2())
+}
+
+/// The victim among `(present, expected)` per element, by the loss in `log2` of the retained
+/// count `c1 − 1` (+1), if the candidate's gain (`value` = present + expected) exceeds it.
+pub fn decide(c1: Xf, value: Xf, victims: impl Iterator<Item = (Xf, Xf)>) -> Option<usize> {
+    let gain = log2_1p(value, c1);
+    let mut best: Option<(usize, f64)> = None;
+    for (i, (pres, e)) in victims.enumerate() {
+        let cost = log2_loss(pres, c1) + log2_1p(e, c1);
+        if best.is_none_or(|(_, b)| cost < b) {
+            best = Some((i, cost));
+        }
+    }
+    match best {
+        Some((i, b)) if gain > b => Some(i),
+        _ => None,
+    }
+}
