@@ -130,3 +130,66 @@ pub fn decide(c1: Xf, value: Xf, victims: impl Iterator<Item = (Xf, Xf)>) -> Opt
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn x(v: f64) -> Xf {
+        Xf::from_f64(v)
+    }
+
+    /// `suse`'s rule on the same numbers: the lowest `present + expected`, if the candidate
+    /// beats it.
+    fn linear(value: f64, victims: &[(f64, f64)]) -> Option<usize> {
+        let (i, b) = victims.iter().enumerate().map(|(i, (p, e))| (i, p + e)).fold((0, f64::INFINITY), |a, b| if b.1 < a.1 { b } else { a });
+        (value > b).then_some(i)
+    }
+
+    proptest! {
+        /// Where every value is a small share of the retained matches, `adaptive` decides as
+        /// `suse` does (log(1 + x) is linear there), so it differs only where much is at risk.
+        #[test]
+        fn small_stakes_rank_like_suse(value in 0u32..1000, victims in prop::collection::vec((0u32..1000, 0u32..1000), 1..8)) {
+            let v: Vec<(f64, f64)> = victims.iter().map(|&(p, e)| (p as f64, e as f64)).collect();
+            let sums: Vec<f64> = v.iter().map(|(p, e)| p + e).collect();
+            let mut sorted = sums.clone();
+            sorted.sort_by(f64::total_cmp);
+            // Integer ties and a candidate equal to the minimum are decided by rounding.
+            prop_assume!(sorted.windows(2).all(|w| w[0] != w[1]) && value as f64 != sorted[0]);
+            let c1 = x(1e12);
+            prop_assert_eq!(decide(c1, x(value as f64), v.iter().map(|&(p, e)| (x(p), x(e)))), linear(value as f64, &v));
+        }
+
+        /// Giving up a share `r` of the retained matches needs a candidate worth `r / (1 − r)`
+        /// of them: half needs all of them, nine tenths nine times as many.
+        #[test]
+        fn large_shares_go_only_for_more(c in 1e3f64..1e300, r in 0.0f64..1.0, k in 0.0f64..20.0) {
+            let c1 = x(c + 1.0);
+            let p = r * c;
+            let value = k * c;
+            let evicted = decide(c1, x(value), [(x(p), Xf::ZERO)].into_iter()).is_some();
+            let needed = p / (1.0 - p / (c + 1.0));
+            if value < needed * (1.0 - 1e-9) {
+                prop_assert!(!evicted, "gave up {p} of {c} for {value}");
+            }
+            if value > needed * (1.0 + 1e-9) {
+                prop_assert!(evicted, "kept {p} of {c} against {value}");
+            }
+        }
+    }
+
+    /// Counts past `f64` (retained 2^2000) still rank, and an empty result ranks expectations.
+    #[test]
+    fn ranks_beyond_f64_and_on_an_empty_result() {
+        let big = Xf::from_parts(1.0, 2000);
+        let c1 = big.add(&Xf::ONE).unwrap();
+        let half = Xf::from_parts(1.0, 1999);
+        assert_eq!(decide(c1, half, [(half, Xf::ZERO), (Xf::ONE, Xf::ZERO)].into_iter()), Some(1));
+        assert_eq!(decide(c1, Xf::from_parts(1.0, 1998), [(half, Xf::ZERO)].into_iter()), None);
+        assert_eq!(decide(c1, Xf::from_parts(1.0, 2001), [(half, Xf::ZERO)].into_iter()), Some(0));
+        assert_eq!(decide(Xf::ONE, x(3.0), [(Xf::ZERO, x(5.0)), (Xf::ZERO, x(2.0))].into_iter()), Some(1));
+        assert_eq!(decide(Xf::ONE, x(1.0), [(Xf::ZERO, x(5.0)), (Xf::ZERO, x(2.0))].into_iter()), None);
+    }
+}
