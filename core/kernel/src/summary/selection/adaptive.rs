@@ -91,42 +91,47 @@ impl Adaptive {
     }
 }
 
-/// `log2(1 + x / c1)`, precise for small ratios too (they rank light elements as `suse` does).
-fn log2_1p(x: Xf, c1: Xf) -> f64 {
-    if x.is_zero() {
-        return 0.0;
-    }
-    let d = x.log2() - c1.log2();
-    if d > 60.0 {
-        d // 1 + 2^d rounds to 2^d
+/// `x / c1` as `f64` (saturating): a plain division while both fit, their logarithms past that.
+fn ratio(x: Xf, c1_f: f64, c1_log: f64) -> f64 {
+    let xf = x.to_f64();
+    if c1_f.is_finite() && xf.is_finite() {
+        xf / c1_f
     } else {
-        d.exp2().ln_1p() / std::f64::consts::LN_2
+        (x.log2() - c1_log).min(1e4).exp2()
     }
 }
 
-/// `log2(c1 / (c1 − p))`: the loss of giving up `p` of the `c1 − 1` retained matches.
-fn log2_loss(p: Xf, c1: Xf) -> f64 {
-    if p.is_zero() {
-        return 0.0;
+/// `ln(1 + r)`; below 1e-12 the series' first term (the same to 12 digits, and cheap: most
+/// elements are light).
+fn ln_1p(r: f64) -> f64 {
+    if r < 1e-12 {
+        r
+    } else {
+        r.ln_1p()
     }
-    let r = (p.log2() - c1.log2()).exp2();
-    // Estimates carry rounding: at most everything (`c1 − 1`) is lost.
-    (-(-r).ln_1p() / std::f64::consts::LN_2).min(c1.log2())
 }
 
-/// The victim among `(present, expected)` per element, by the loss in `log2` of the retained
-/// count `c1 − 1` (+1), if the candidate's gain (`value` = present + expected) exceeds it.
+/// The victim among `(present, expected)` per element, by the loss in `ln` of the retained
+/// count `c1 − 1` (+1): `ln(c1 / (c1 − present)) + ln(1 + expected / c1)`, if the candidate's
+/// gain `ln(1 + value / c1)` (value = present + expected) exceeds it.
 pub fn decide(c1: Xf, value: Xf, victims: impl Iterator<Item = (Xf, Xf)>) -> Option<usize> {
-    let gain = log2_1p(value, c1);
-    let mut best: Option<(usize, f64)> = None;
+    let (c1_f, c1_log) = (c1.to_f64(), c1.log2());
+    let gain = ln_1p(ratio(value, c1_f, c1_log));
+    // Estimates carry rounding: at most everything (`c1 − 1`) is lost.
+    let all = c1_log * std::f64::consts::LN_2;
+    let mut best: Option<(usize, f64, Xf)> = None;
     for (i, (pres, e)) in victims.enumerate() {
-        let cost = log2_loss(pres, c1) + log2_1p(e, c1);
-        if best.is_none_or(|(_, b)| cost < b) {
-            best = Some((i, cost));
+        let r = ratio(pres, c1_f, c1_log);
+        let loss = if r < 1e-12 { r } else if r < 1.0 { (-(-r).ln_1p()).min(all) } else { all };
+        let cost = loss + if e.is_zero() { 0.0 } else { ln_1p(ratio(e, c1_f, c1_log)) };
+        // Ties (ratios below f64's range past 10^308) go by the plain sum, as in `suse`.
+        let sum = || pres.add(&e).unwrap_or(pres);
+        if best.is_none_or(|(_, b, bs)| cost < b || (cost == b && sum() < bs)) {
+            best = Some((i, cost, sum()));
         }
     }
     match best {
-        Some((i, b)) if gain > b => Some(i),
+        Some((i, b, _)) if gain > b => Some(i),
         _ => None,
     }
 }
