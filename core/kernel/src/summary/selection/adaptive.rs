@@ -17,15 +17,15 @@ use super::super::{Aggregate, Summary, SummaryPolicy};
 use crate::benefit::MAX_STEPS;
 use crate::dual::Dual;
 use crate::semantics::Ev;
-use crate::step::final_sum;
 use crate::num::Scalar;
+use crate::step::final_sum;
 use crate::xf::{Real, Xf};
 
 pub struct Adaptive;
 
-/// Look-ahead: `|S|` elements while the summary can hold a whole window, else
-/// `HORIZON · |S|² / (τ · rate)`: the share of the window's elements the summary keeps times
-/// what it can keep, doubled (measured: docs/RESULTS.md, "Beyond the paper").
+/// Look-ahead: `HORIZON · |S|² / (τ · rate)` elements, at most `|S|` (as in `suse`): the share
+/// of a window's events the summary can keep times what it keeps, doubled (measured:
+/// docs/RESULTS.md, "Beyond the paper").
 pub const HORIZON: f64 = 2.0;
 
 impl super::Selector for Adaptive {
