@@ -11,6 +11,9 @@ use crate::xf::Real;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+mod adaptive;
+pub use adaptive::Adaptive;
+
 pub trait Selector {
     /// The element to evict for `ev`, or `None` to drop `ev` instead.
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize>;
@@ -51,9 +54,11 @@ impl StrategyKind {
 
     pub fn choose<P: SummaryPolicy>(self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
         match self {
+            StrategyKind::Suse => Benefit { expected: true }.choose(s, ev),
+            StrategyKind::Present => Benefit { expected: false }.choose(s, ev),
             StrategyKind::Fifo => Fifo.choose(s, ev),
             StrategyKind::Random => Random.choose(s, ev),
-            _ => self.benefit().choose(s, ev),
+            StrategyKind::Adaptive => Adaptive.choose(s, ev),
         }
     }
 
@@ -63,13 +68,9 @@ impl StrategyKind {
         match self {
             StrategyKind::Fifo => 0,
             StrategyKind::Random => s.rng.gen_range(0..s.elems.len()),
-            _ => self.benefit().lowest(s),
+            StrategyKind::Adaptive => Adaptive.lowest(s),
+            _ => Benefit { expected: self == StrategyKind::Suse }.lowest(s),
         }
-    }
-
-    fn benefit(self) -> Benefit {
-        let at_risk = (self == StrategyKind::Adaptive).then_some(AT_RISK);
-        Benefit { expected: self != StrategyKind::Present, at_risk }
     }
 }
 
@@ -94,15 +95,7 @@ impl Selector for Random {
 /// remaining lifetimes of the oldest and newest active initiators.
 pub struct Benefit {
     pub expected: bool,
-    /// `adaptive`: the share of the retained matches one eviction may give up for expected
-    /// ones. An element holding more counts [`PROTECTED`] times its benefit, unless the
-    /// candidate completes at least as many matches on arrival.
-    pub at_risk: Option<f64>,
 }
-
-/// `adaptive`'s share and weight, measured (docs/ENGINE.md, "Adaptive selection").
-pub const AT_RISK: f64 = 0.25;
-pub const PROTECTED: f64 = 1e9;
 
 impl Selector for Benefit {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
@@ -159,10 +152,6 @@ impl Benefit {
         let cand_new = if ev.is_some_and(is_init) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
         let cand_pres = pick(&final_sum(dfa, &cand).unwrap_or_default());
         let mut cand_benefit = cand_pres;
-        let limit = self.at_risk.map(|share| {
-            let g: Vec<Dual<F>> = crate::on_tier!(&s.exact, |p| p.g.iter().map(|d| d.to_real()).collect());
-            pick(&final_sum(dfa, &g).unwrap_or_default()).mul_f64(share)
-        });
         if let (true, Some(t_new)) = (self.expected, cand_new) {
             cand_benefit = cand_benefit.add(&expected(&cand, oldest_init.unwrap_or(t_new), t_new)).unwrap_or(cand_benefit);
         }
@@ -178,11 +167,6 @@ impl Benefit {
                 if let (Some(t_old), Some(t_new)) = (oldest_init, latest_init) {
                     b = b.add(&expected(&est.al[i * z..(i + 1) * z], t_old, t_new)).unwrap_or(b);
                 }
-            }
-            // Realised matches are certain, expected ones are not: a large share of the result
-            // goes only for a far larger expectation.
-            if limit.is_some_and(|l| pres > l && pres > cand_pres) {
-                b = b.mul_f64(PROTECTED);
             }
             if best.is_none_or(|(_, bb)| b < bb) {
                 best = Some((i, b));
