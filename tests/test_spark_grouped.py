@@ -101,3 +101,20 @@ def test_native_call_refuses_bad_groups():
     used.extend("A", [1])
     with pytest.raises(InputError, match="seen no event"):
         _core.summary_groups(used._engine, b"AB", ts, None, np.array([0, 2], np.int64), ts[:1], np.array([0, 1], np.int64))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_grouped_query_set_equals_per_partition(seed):
+    from suse.spark.multi import MultiPlan
+
+    rng = np.random.default_rng(100 + seed)
+    order = "abcde"
+    plans = (("q0", Plan("a(b|c)*d", 12, size=3, order=order, trigger=TRIGGERS[seed % 5]), (0, 1, 2, 3)),
+             ("q1", Plan("ab*e", 5, size=2, order=order, trigger=Trigger("every", every=2)), (0, 1, 4)),
+             ("q2", Plan("c+", 30, size=4, order=order, seed=seed, strategy="random"), (2,)))
+    plan = MultiPlan(plans, order, False)
+    assert serves(plan)
+    batches = sorted_batches(rng, int(rng.integers(1, 25)), order, seed % 2 == 0, chunk=int(rng.integers(1, 40)))
+    old, new = both(plan, batches, ["a", "b"], seed % 2 == 0)
+    assert new == old
+    assert {r["query"] for r in new} == {"q0", "q1", "q2"} or not new

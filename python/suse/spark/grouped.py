@@ -17,12 +17,14 @@ import pyarrow as pa
 
 from suse import _core
 from suse.spark.characters import CORRUPT, DROPPED
-from suse.spark.runner import ARROW_TYPES, ELEMENT, Plan, as_float
+from suse.spark.runner import ARROW_TYPES, ELEMENT, RESULT_DDL, Plan, as_float
 
 
 def serves(plan: object) -> bool:
-    """Whether ``plan``'s output is what the grouped call reports."""
-    return (isinstance(plan, Plan) and not plan.exact and not plan.extrema and plan.max_missing == 0)
+    """Whether ``plan``'s output is what the grouped call reports (a query set's too)."""
+    if getattr(plan, "multi", False):
+        return not plan.exact and all(serves(p) for _, p, _ in plan.plans)
+    return isinstance(plan, Plan) and not plan.exact and not plan.extrema and plan.max_missing == 0
 
 
 def run_grouped(
@@ -31,7 +33,9 @@ def run_grouped(
 ) -> Iterator[pa.RecordBatch]:
     """``run_sorted`` for a plan that ``serves``: the body of ``mapInArrow`` over one Spark
     partition sorted by (keys, ts, rank, tie)."""
-    template = plan.new_summary()._engine  # never fed: each partition runs on a copy
+    # never fed: each partition runs on a copy (one per query of a set)
+    templates = [p.new_summary()._engine for _, p, _ in plan.plans] if getattr(plan, "multi", False) else [
+        plan.new_summary()._engine]
     pending: list[pa.RecordBatch] = []  # rows of the last partition seen, which may go on
     for batch in batches:
         if batch.num_rows == 0:
@@ -44,13 +48,13 @@ def run_grouped(
                     continue
                 batch = _concat([*pending, batch])
             else:
-                yield from _evaluate(plan, template, keys, _concat(pending), ts_col, rank_col, value_col)
+                yield from _evaluate(plan, templates, keys, _concat(pending), ts_col, rank_col, value_col)
         starts, stops = _runs(batch, keys)
         pending = [batch.slice(int(starts[-1]))]
-        yield from _evaluate(plan, template, keys, batch.slice(0, int(starts[-1])), ts_col, rank_col, value_col,
+        yield from _evaluate(plan, templates, keys, batch.slice(0, int(starts[-1])), ts_col, rank_col, value_col,
                              starts[:-1], stops[:-1])
     if pending:
-        yield from _evaluate(plan, template, keys, _concat(pending), ts_col, rank_col, value_col)
+        yield from _evaluate(plan, templates, keys, _concat(pending), ts_col, rank_col, value_col)
 
 
 def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
@@ -73,11 +77,11 @@ def _runs(batch: pa.RecordBatch, keys: Sequence[str]) -> tuple[np.ndarray, np.nd
 
 
 def _evaluate(
-    plan: Plan, template: object, keys: Sequence[str], batch: pa.RecordBatch, ts_col: str, rank_col: str,
+    plan: Plan, templates: list, keys: Sequence[str], batch: pa.RecordBatch, ts_col: str, rank_col: str,
     value_col: str | None, starts: np.ndarray | None = None, stops: np.ndarray | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of the complete partitions ``starts[i]:stops[i]`` of ``batch`` (default: the
-    whole batch is one partition)."""
+    whole batch is one partition); per partition, each query's rows in the set's order."""
     if starts is None:
         starts, stops = np.array([0]), np.array([batch.num_rows])
     if not len(starts) or batch.num_rows == 0:
@@ -93,62 +97,96 @@ def _evaluate(
     if value_col:
         values = batch.column(value_col).fill_null(-1).to_numpy()[usable].astype(np.int64, copy=False)
     ranks, gid = ranks[usable], gid[usable]
-    sizes = np.bincount(gid, minlength=groups)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    evals, eval_offsets = _times(plan, batch, keys, starts, ts, offsets)
-    cols = _core.summary_groups(template, plan.chars(ranks), np.ascontiguousarray(ts),
-                                None if values is None else np.ascontiguousarray(values), offsets, evals, eval_offsets)
-    group = cols["group"]
+    parts, rows_of = [], []  # per query: its result columns and (group, query) of each row
+    any_rows = np.zeros(groups, bool)
+    for q, (query_plan, allowed, template) in enumerate(_queries(plan, templates)):
+        mask = slice(None) if allowed is None else np.isin(ranks, allowed)
+        q_ts, q_gid = ts[mask], gid[mask]
+        sizes = np.bincount(q_gid, minlength=groups)
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        evals, eval_offsets = _times(query_plan, batch, keys, starts, q_ts, offsets)
+        cols = _core.summary_groups(template, plan.chars(ranks[mask]), np.ascontiguousarray(q_ts),
+                                    None if values is None else np.ascontiguousarray(values[mask]), offsets, evals,
+                                    eval_offsets)
+        parts.append(_native_columns(cols))
+        rows_of.append((cols["group"], np.full(len(cols["group"]), q)))
+        any_rows[cols["group"]] = True
     # A partition with counted rows but no evaluation still reports them (runner.empty_row).
-    counted = np.flatnonzero((np.diff(eval_offsets) == 0) & ((dropped > 0) | (corrupt > 0)))
-    if not len(group) and not len(counted):
+    counted = np.flatnonzero(~any_rows & ((dropped > 0) | (corrupt > 0)))
+    if len(counted):
+        for q in range(len(parts)):
+            parts.append(_empty_columns(len(counted)))
+            rows_of.append((counted, np.full(len(counted), q)))
+    group = np.concatenate([g for g, _ in rows_of])
+    query = np.concatenate([q for _, q in rows_of])
+    if not len(group):
         return
-    order = np.argsort(np.concatenate([group, counted]), kind="stable")
-    n, m = len(group), len(counted)
-    of_row = np.concatenate([group, counted])[order]
-
-    def column(native: np.ndarray, empty: object, dtype: pa.DataType) -> pa.Array:
-        filled = np.concatenate([native, np.full(m, empty, dtype=native.dtype)])[order] if m else native
-        return pa.array(filled, type=dtype)
-
-    def text(name: str) -> pa.Array:
-        data, offs = cols[name]
-        native = pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offs), pa.py_buffer(data)])
-        return _ordered(native, pa.array(["0"] * m, pa.large_string()), order).cast(pa.string())
-
-    count_double, sum_double, avg = cols["count_double"], cols["sum_double"], cols["avg"]
-    if len(cols["big"]):  # past 2^53: Python's int -> float rules, as result_columns
-        count_text, sum_text = text("count").to_pylist(), text("sum").to_pylist()
-        back = np.argsort(order)  # native row -> output row
-        for row in cols["big"].tolist():
-            c, s = int(count_text[back[row]]), int(sum_text[back[row]])
-            count_double[row], sum_double[row] = as_float(c), as_float(s)
-            avg[row] = s / c if c else np.nan
+    order = np.lexsort((query, group))  # stable: each query's rows keep their time order
+    table = pa.concat_tables(parts).take(pa.array(order))
+    of_row = group[order]
+    data = {name: table.column(name).combine_chunks() for name in table.column_names}
+    data["dropped_events"] = pa.array(dropped[of_row], pa.int64())
+    data["corrupt_records"] = pa.array(corrupt[of_row], pa.int64())
+    data = {name: data[name] for name in RESULT_COLUMNS}
+    if getattr(plan, "multi", False):
+        names = pa.array([name for name, _, _ in plan.plans], pa.string())
+        data = {"query": names.take(pa.array(query[order])), **data}
     arrays = [batch.column(k).take(pa.array(starts[of_row])) for k in keys]
-    is_empty = np.concatenate([np.zeros(n, bool), np.ones(m, bool)])[order]
-    data = {
-        "evaluated_at": pa.array(np.concatenate([cols["evaluated_at"], np.zeros(m, np.int64)])[order], mask=is_empty,
-                                 type=pa.int64()),
-        "count": text("count"),
-        "sum": text("sum"),
-        "avg": pa.array(np.concatenate([avg, np.full(m, np.nan)])[order],
-                        mask=np.concatenate([cols["count_double"] == 0, np.ones(m, bool)])[order] if n or m else None,
-                        type=pa.float64()),
-        "count_double": column(count_double, 0.0, pa.float64()),
-        "sum_double": column(sum_double, 0.0, pa.float64()),
-        "detected_count": text("detected_count"),
-        "events": column(cols["events"], 0, pa.int64()),
-        "dropped_events": pa.array(dropped[of_row], pa.int64()),
-        "corrupt_records": pa.array(corrupt[of_row], pa.int64()),
-        "elements": _ordered(_elements(cols, n), pa.array([[]] * m, ARROW_TYPES["elements"]), order),
-    }
     yield pa.RecordBatch.from_arrays([*arrays, *data.values()], names=[*keys, *data])
 
 
-def _ordered(native: pa.Array, empty: pa.Array, order: np.ndarray) -> pa.Array:
-    if not len(empty):
-        return native
-    return pa.concat_arrays([native, empty]).take(pa.array(order))
+RESULT_COLUMNS = [c.split()[0] for c in RESULT_DDL.split(", ")]
+
+
+def _queries(plan: object, templates: list) -> list[tuple[Plan, object, object]]:
+    """(plan, ranks it is fed or None for all, its fresh summary) per query."""
+    if getattr(plan, "multi", False):
+        return [(p, np.array(allowed, dtype=np.int32), t) for (_, p, allowed), t in zip(plan.plans, templates)]
+    return [(plan, None, templates[0])]
+
+
+def _text(pair: tuple, n: int) -> pa.Array:
+    data, offs = pair
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offs), pa.py_buffer(data)]).cast(pa.string())
+
+
+def _native_columns(cols: dict) -> pa.Table:
+    """One summary_groups answer as result columns (without dropped/corrupt counts)."""
+    n = len(cols["group"])
+    count, total = _text(cols["count"], n), _text(cols["sum"], n)
+    count_double, sum_double, avg = cols["count_double"], cols["sum_double"], cols["avg"]
+    zero = count_double == 0
+    for row in cols["big"].tolist():  # past 2^53: Python's int -> float rules, as result_columns
+        c, s = int(count[row].as_py()), int(total[row].as_py())
+        count_double[row], sum_double[row] = as_float(c), as_float(s)
+        avg[row] = s / c if c else np.nan
+        zero[row] = c == 0
+    return pa.table({
+        "evaluated_at": pa.array(cols["evaluated_at"], pa.int64()),
+        "count": count,
+        "sum": total,
+        "avg": pa.array(avg, mask=zero, type=pa.float64()),
+        "count_double": pa.array(count_double, pa.float64()),
+        "sum_double": pa.array(sum_double, pa.float64()),
+        "detected_count": _text(cols["detected_count"], n),
+        "events": pa.array(cols["events"], pa.int64()),
+        "elements": _elements(cols, n),
+    })
+
+
+def _empty_columns(m: int) -> pa.Table:
+    """The rows of partitions with counted rows only (runner.empty_row)."""
+    return pa.table({
+        "evaluated_at": pa.nulls(m, pa.int64()),
+        "count": pa.array(["0"] * m, pa.string()),
+        "sum": pa.array(["0"] * m, pa.string()),
+        "avg": pa.nulls(m, pa.float64()),
+        "count_double": pa.array(np.zeros(m), pa.float64()),
+        "sum_double": pa.array(np.zeros(m), pa.float64()),
+        "detected_count": pa.array(["0"] * m, pa.string()),
+        "events": pa.array(np.zeros(m, np.int64), pa.int64()),
+        "elements": pa.array([[]] * m, ARROW_TYPES["elements"]),
+    })
 
 
 def _elements(cols: dict, n: int) -> pa.Array:
