@@ -14,6 +14,7 @@ run of each side is not counted. --connect runs everything on a Spark Connect se
 from __future__ import annotations
 
 import argparse
+import socket
 import time
 
 from pyspark.sql import functions as F
@@ -61,7 +62,12 @@ def main() -> None:
                     help="also time aggregate with one native call per partition (the path before grouped runs)")
     ap.add_argument("--skip-aggregate", action="store_true", help="time only the baseline and the options")
     args = ap.parse_args()
-    spark = get_session(args.master, "suse-bench-scale", {"spark.driver.memory": "4g"}, connect=args.connect)
+    options = {"spark.driver.memory": "4g"}
+    if args.connect:  # a free port: other sessions' Connect servers may hold the default 15002
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            options["spark.connect.grpc.binding.port"] = probe.getsockname()[1]
+    spark = get_session(args.master, "suse-bench-scale", options, connect=args.connect)
     df = data(spark, args.events, args.partitions).cache()
     df.count()
     n = int(spark.conf.get("spark.sql.shuffle.partitions"))

@@ -5,8 +5,8 @@ evaluation; with 100 events per partition that overhead outweighed the engine. H
 partitions completed in a batch are cut out with numpy, run by ``_core.summary_groups``
 (one fresh summary copy per partition) and the results come back as columns that become
 Arrow arrays directly. Same rows, same order, same values as ``run_sorted``; it serves the
-plans whose output is the plain RESULT_DDL (one query, no ``exact``, no MIN/MAX, no
-approximate matching) and ``run_sorted`` keeps the others.
+plans whose output is the plain RESULT_DDL (a query or a query set, no ``exact``, no
+MIN/MAX, no approximate matching) and ``run_sorted`` keeps the others.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from suse import _core
 from suse.spark.characters import CORRUPT, DROPPED
-from suse.spark.runner import ARROW_TYPES, ELEMENT, RESULT_DDL, Plan, as_float
+from suse.spark.runner import ARROW_TYPES, ELEMENT, RESULT_DDL, Plan, _runs, as_float
 
 
 def serves(plan: object) -> bool:
@@ -68,12 +68,6 @@ def _same_key(before: pa.RecordBatch, after: pa.RecordBatch, keys: Sequence[str]
     Spark's grouping)."""
     pair = _concat([before.slice(before.num_rows - 1), after.slice(0, 1)])
     return len(_runs(pair, keys)[0]) == 1
-
-
-def _runs(batch: pa.RecordBatch, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    from suse.spark.runner import _runs as runs
-
-    return runs(batch, keys)
 
 
 def _evaluate(
