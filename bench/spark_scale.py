@@ -14,7 +14,6 @@ run of each side is not counted. --connect runs everything on a Spark Connect se
 from __future__ import annotations
 
 import argparse
-import socket
 import time
 
 from pyspark.sql import functions as F
@@ -63,10 +62,6 @@ def main() -> None:
     ap.add_argument("--skip-aggregate", action="store_true", help="time only the baseline and the options")
     args = ap.parse_args()
     options = {"spark.driver.memory": "4g"}
-    if args.connect:  # a free port: other sessions' Connect servers may hold the default 15002
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            options["spark.connect.grpc.binding.port"] = probe.getsockname()[1]
     spark = get_session(args.master, "suse-bench-scale", options, connect=args.connect)
     df = data(spark, args.events, args.partitions).cache()
     df.count()
