@@ -1,5 +1,5 @@
 """The Spark SQL fronts against `aggregate` on the same job: the `suse_aggregate` table
-function (Python UDTF, Arrow transport, one `eval` call per row) and `suse.spark.sql`
+function (an Arrow UDTF: `eval` gets Arrow batches, `terminate` runs each partition) and `suse.spark.sql`
 (MATCH_RECOGNIZE, which runs `aggregate` itself), on the flights data or a synthetic stream.
 
     python bench/spark_sql.py [--data flights|synthetic] [--repeat 3] [--master local[2]]

@@ -39,3 +39,27 @@ def test_spark_suites_pass_on_spark_connect(tmp_path):
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     assert "passed" in summary and "skipped" not in summary and "deselected" not in summary, summary
+
+
+@pytest.mark.slow
+def test_local_connect_session_talks_to_its_own_server(tmp_path):
+    # Port 15002 (pyspark's default) held by someone else: the session must still reach the
+    # server it started (pyspark's own local start would connect to 15002).
+    script = """
+import socket
+from suse.spark import get_session
+squatter = socket.socket()
+try:
+    squatter.bind(("0.0.0.0", 15002))  # bound, not listening: a client that tries 15002 is refused
+except OSError:
+    pass  # already held by another process, as on a shared machine
+spark = get_session("local[1]", "suse-port-test", connect=True)
+port = int(spark.conf.get("spark.connect.grpc.binding.port"))
+print("PORT", port, spark.range(7).count())
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "SPARK_TESTING"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [x for x in proc.stdout.splitlines() if x.startswith("PORT")][0]
+    port, count = map(int, line.split()[1:])
+    assert port != 15002 and count == 7

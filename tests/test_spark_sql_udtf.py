@@ -116,3 +116,28 @@ def test_udtf_evaluated_at_is_utc(spark, table):
     last = events().query("k == 'q' and c == 'D'").t.max()
     # pyspark returns naive local date-times; the test process runs in UTC like the session
     assert row.evaluated_at.astimezone(dt.timezone.utc) == last.to_pydatetime()
+
+
+def test_row_and_arrow_forms_agree_with_partitions_over_many_batches(spark, table):
+    # Arrow batches of 7 rows: every partition reaches eval in many batches.
+    text = """SELECT * FROM {}(TABLE(SELECT k, t, c, v FROM udtf_events) PARTITION BY k ORDER BY t,
+        query => 'D(D|A)*C', window => '2 days', summary_size => 6, value => 'v', evaluate => 'every 25 events')"""
+    register(spark, "suse_rows", arrow=False)
+    old = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "7")
+    try:
+        arrow = rows(spark.sql(text.format("suse_aggregate")))
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", old)
+    assert arrow == rows(spark.sql(text.format("suse_rows")))
+    assert len(arrow) >= 30 and any(r[2] != "0" for r in arrow) and {r[0] for r in arrow} == {"p", "q", "r"}
+
+
+def test_udtf_refuses_a_negative_value(spark, table):
+    bad = spark.createDataFrame([("p", dt.datetime(2024, 1, 1), "D", 3), ("p", dt.datetime(2024, 1, 2), "D", -4)],
+                                "k string, t timestamp, c string, v long")
+    bad.createOrReplaceTempView("udtf_negative")
+    with pytest.raises((PySparkException, grpc_error())) as info:
+        spark.sql("""SELECT * FROM suse_aggregate(TABLE(udtf_negative) PARTITION BY k, query => 'D',
+                     window => '1 day', value => 'v')""").collect()
+    assert "the value column is negative (-4) in partition k='p'" in str(info.value)

@@ -24,6 +24,8 @@ use suse_kernel::summary::selection::StrategyKind;
 use suse_kernel::summary::{Aggregate, Config, Readout};
 use suse_kernel::window::{per_initiator_totals, split_totals};
 
+mod grouped;
+
 pyo3::import_exception!(suse.errors, InputError);
 pyo3::import_exception!(suse.errors, StateError);
 pyo3::import_exception!(suse.errors, LimitError);
@@ -860,6 +862,7 @@ fn summary_memory(dfa: &PyDfa, size: usize, policy_name: &str) -> PyResult<u64> 
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(per_initiator_exact, m)?)?;
     m.add_function(wrap_pyfunction!(summary_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(grouped::summary_groups, m)?)?;
     m.add_class::<PyDfa>()?;
     m.add_class::<ExactEngine>()?;
     m.add_class::<MultiExactEngine>()?;

@@ -187,9 +187,10 @@ def output_schema(events: Events, exact: bool, extrema: bool = False, approx: bo
     return T.StructType(keys + list(results.fields))
 
 
-def run(events: Events, plan: Plan, schema: T.StructType | None = None) -> DataFrame:
+def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, grouped: bool = True) -> DataFrame:
     """One shuffle by partition keys and one sort, then ``plan`` over each partition's events
-    (``schema``: the output's, when ``plan`` is not a single query's, e.g. a query set)."""
+    (``schema``: the output's, when ``plan`` is not a single query's, e.g. a query set;
+    ``grouped=False``: one native call per partition, for benchmarks)."""
     keys = [quoted(k) for k in events.keys]
     # An explicit count: adaptive execution would merge the (small) shuffle output into one
     # partition and leave all the Python work to a single worker.
@@ -201,7 +202,7 @@ def run(events: Events, plan: Plan, schema: T.StructType | None = None) -> DataF
     key_names = list(events.keys)
 
     def body(batches):
-        return run_sorted(plan, key_names, batches, TS, RANK, value_col)
+        return run_sorted(plan, key_names, batches, TS, RANK, value_col, grouped)
 
     out = frame.mapInArrow(body, schema or output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0))
     if events.axis.is_datetime:

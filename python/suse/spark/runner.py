@@ -160,12 +160,19 @@ def result_columns(rows: Sequence[Row], exact: bool, extrema: bool = False, appr
 
 def run_sorted(
     plan: Plan, keys: Sequence[str], batches: Iterator[pa.RecordBatch], ts_col: str, rank_col: str,
-    value_col: str | None,
+    value_col: str | None, grouped: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """The body of ``mapInArrow`` over one Spark partition sorted by (keys, ts, rank, tie).
 
     A partition key's events are contiguous but may span Arrow batches, so pieces are
-    collected until the key changes; then the partition is evaluated as a whole."""
+    collected until the key changes; then the partition is evaluated as a whole. Plans with
+    the plain output take the grouped path (suse.spark.grouped: one native call per batch)
+    unless ``grouped`` is False (tests and benchmarks compare the two)."""
+    from suse.spark import grouped as by_batch
+
+    if grouped and by_batch.serves(plan):
+        yield from by_batch.run_grouped(plan, keys, batches, ts_col, rank_col, value_col)
+        return
     pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
     counted = [0, 0]  # the current partition's dropped and corrupt rows
     current: tuple | None = None

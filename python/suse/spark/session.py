@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Mapping
@@ -48,9 +49,12 @@ def get_session(
     conf.update(options)
     if connect and not (master or DEFAULT_MASTER).startswith("local"):
         conf = dict(options)  # a remote server has its own static configuration
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if connect and (master or DEFAULT_MASTER).startswith("local"):
+        spark = _local_connect(master or DEFAULT_MASTER, {**conf, "spark.app.name": app_name})
+    else:
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
     if not connect:
         spark.sparkContext.setLogLevel("ERROR")
     for key, value in options.items():  # runtime options reach a reused session too
@@ -61,6 +65,30 @@ def get_session(
 
 # Applies when this process starts the JVM; options given by the user replace it.
 _QUIET_JVM = f"-Dlog4j2.configurationFile={Path(__file__).with_name('log4j2.properties').as_uri()}"
+
+
+def _local_connect(master: str, conf: dict[str, str]) -> SparkSession:
+    """A local Connect server on a free port (or ``spark.connect.grpc.binding.port``) and a
+    client of it. pyspark's own ``remote("local[...]")`` starts the server but then connects
+    to port 15002, which may be another process's server."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    running = SparkSession._instantiatedSession  # the server's JVM, started by an earlier call
+    if running is None or running._sc._jsc is None:
+        opts = dict(conf)
+        if "spark.connect.grpc.binding.port" not in opts:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                opts["spark.connect.grpc.binding.port"] = str(probe.getsockname()[1])
+        os.environ["SPARK_LOCAL_REMOTE"] = "1"  # as pyspark's local start sets it
+        RemoteSession._start_connect_server(master, opts)
+        running = SparkSession._instantiatedSession
+    service = getattr(running._jvm, "org.apache.spark.sql.connect.service.SparkConnectService$")
+    port = int(getattr(service, "MODULE$").localPort())
+    runtime = {c._1() for c in running._jvm.PythonSQLUtils.listRuntimeSQLConfigs()}
+    opts = {k: v for k, v in conf.items() if k in runtime}  # the client may set only these, as in pyspark
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # pyspark.sql.functions now build Connect columns
+    return RemoteSession.builder.remote(f"sc://localhost:{port}").config(map=opts).getOrCreate()
 
 
 def _under_spark_submit() -> bool:

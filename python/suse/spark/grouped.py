@@ -1,0 +1,211 @@
+"""The batch runner's fast path: every partition of an Arrow batch in one native call.
+
+``run_sorted`` (runner.py) calls the engine once per partition and builds a Python row per
+evaluation; with 100 events per partition that overhead outweighed the engine. Here the
+partitions completed in a batch are cut out with numpy, run by ``_core.summary_groups``
+(one fresh summary copy per partition) and the results come back as columns that become
+Arrow arrays directly. Same rows, same order, same values as ``run_sorted``; it serves the
+plans whose output is the plain RESULT_DDL (a query or a query set, no ``exact``, no
+MIN/MAX, no approximate matching) and ``run_sorted`` keeps the others.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from suse import _core
+from suse.spark.characters import CORRUPT, DROPPED
+from suse.spark.runner import ARROW_TYPES, ELEMENT, RESULT_DDL, Plan, _runs, as_float
+
+
+def serves(plan: object) -> bool:
+    """Whether ``plan``'s output is what the grouped call reports (a query set's too)."""
+    if getattr(plan, "multi", False):
+        return not plan.exact and all(serves(p) for _, p, _ in plan.plans)
+    return isinstance(plan, Plan) and not plan.exact and not plan.extrema and plan.max_missing == 0
+
+
+def run_grouped(
+    plan: Plan, keys: Sequence[str], batches: Iterator[pa.RecordBatch], ts_col: str, rank_col: str,
+    value_col: str | None,
+) -> Iterator[pa.RecordBatch]:
+    """``run_sorted`` for a plan that ``serves``: the body of ``mapInArrow`` over one Spark
+    partition sorted by (keys, ts, rank, tie)."""
+    # never fed: each partition runs on a copy (one per query of a set)
+    templates = [p.new_summary()._engine for _, p, _ in plan.plans] if getattr(plan, "multi", False) else [
+        plan.new_summary()._engine]
+    pending: list[pa.RecordBatch] = []  # rows of the last partition seen, which may go on
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        if pending:
+            batch = batch.select(pending[0].schema.names)
+            if _same_key(pending[-1], batch, keys):
+                if len(_runs(batch, keys)[0]) == 1:  # the whole batch continues it
+                    pending.append(batch)
+                    continue
+                batch = _concat([*pending, batch])
+            else:
+                yield from _evaluate(plan, templates, keys, _concat(pending), ts_col, rank_col, value_col)
+        starts, stops = _runs(batch, keys)
+        pending = [batch.slice(int(starts[-1]))]
+        yield from _evaluate(plan, templates, keys, batch.slice(0, int(starts[-1])), ts_col, rank_col, value_col,
+                             starts[:-1], stops[:-1])
+    if pending:
+        yield from _evaluate(plan, templates, keys, _concat(pending), ts_col, rank_col, value_col)
+
+
+def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
+def _same_key(before: pa.RecordBatch, after: pa.RecordBatch, keys: Sequence[str]) -> bool:
+    """Whether ``after``'s first row has the key of ``before``'s last (NULLs equal, as in
+    Spark's grouping)."""
+    pair = _concat([before.slice(before.num_rows - 1), after.slice(0, 1)])
+    return len(_runs(pair, keys)[0]) == 1
+
+
+def _evaluate(
+    plan: Plan, templates: list, keys: Sequence[str], batch: pa.RecordBatch, ts_col: str, rank_col: str,
+    value_col: str | None, starts: np.ndarray | None = None, stops: np.ndarray | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """The rows of the complete partitions ``starts[i]:stops[i]`` of ``batch`` (default: the
+    whole batch is one partition); per partition, each query's rows in the set's order."""
+    if starts is None:
+        starts, stops = np.array([0]), np.array([batch.num_rows])
+    if not len(starts) or batch.num_rows == 0:
+        return
+    groups = len(starts)
+    ranks = batch.column(rank_col).to_numpy()
+    gid = np.repeat(np.arange(groups), stops - starts)
+    dropped = np.bincount(gid[ranks == DROPPED], minlength=groups)
+    corrupt = np.bincount(gid[ranks == CORRUPT], minlength=groups)
+    usable = ranks >= 0
+    ts = batch.column(ts_col).fill_null(0).to_numpy()[usable].astype(np.int64, copy=False)
+    values = None
+    if value_col:
+        values = batch.column(value_col).fill_null(-1).to_numpy()[usable].astype(np.int64, copy=False)
+    ranks, gid = ranks[usable], gid[usable]
+    parts, rows_of = [], []  # per query: its result columns and (group, query) of each row
+    any_rows = np.zeros(groups, bool)
+    for q, (query_plan, allowed, template) in enumerate(_queries(plan, templates)):
+        mask = slice(None) if allowed is None else np.isin(ranks, allowed)
+        q_ts, q_gid = ts[mask], gid[mask]
+        sizes = np.bincount(q_gid, minlength=groups)
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        evals, eval_offsets = _times(query_plan, batch, keys, starts, q_ts, offsets)
+        cols = _core.summary_groups(template, plan.chars(ranks[mask]), np.ascontiguousarray(q_ts),
+                                    None if values is None else np.ascontiguousarray(values[mask]), offsets, evals,
+                                    eval_offsets)
+        parts.append(_native_columns(cols))
+        rows_of.append((cols["group"], np.full(len(cols["group"]), q)))
+        any_rows[cols["group"]] = True
+    # A partition with counted rows but no evaluation still reports them (runner.empty_row).
+    counted = np.flatnonzero(~any_rows & ((dropped > 0) | (corrupt > 0)))
+    if len(counted):
+        for q in range(len(parts)):
+            parts.append(_empty_columns(len(counted)))
+            rows_of.append((counted, np.full(len(counted), q)))
+    group = np.concatenate([g for g, _ in rows_of])
+    query = np.concatenate([q for _, q in rows_of])
+    if not len(group):
+        return
+    order = np.lexsort((query, group))  # stable: each query's rows keep their time order
+    table = pa.concat_tables(parts).take(pa.array(order))
+    of_row = group[order]
+    data = {name: table.column(name).combine_chunks() for name in table.column_names}
+    data["dropped_events"] = pa.array(dropped[of_row], pa.int64())
+    data["corrupt_records"] = pa.array(corrupt[of_row], pa.int64())
+    data = {name: data[name] for name in RESULT_COLUMNS}
+    if getattr(plan, "multi", False):
+        names = pa.array([name for name, _, _ in plan.plans], pa.string())
+        data = {"query": names.take(pa.array(query[order])), **data}
+    arrays = [batch.column(k).take(pa.array(starts[of_row])) for k in keys]
+    yield pa.RecordBatch.from_arrays([*arrays, *data.values()], names=[*keys, *data])
+
+
+RESULT_COLUMNS = [c.split()[0] for c in RESULT_DDL.split(", ")]
+
+
+def _queries(plan: object, templates: list) -> list[tuple[Plan, object, object]]:
+    """(plan, ranks it is fed or None for all, its fresh summary) per query."""
+    if getattr(plan, "multi", False):
+        return [(p, np.array(allowed, dtype=np.int32), t) for (_, p, allowed), t in zip(plan.plans, templates)]
+    return [(plan, None, templates[0])]
+
+
+def _text(pair: tuple, n: int) -> pa.Array:
+    data, offs = pair
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offs), pa.py_buffer(data)]).cast(pa.string())
+
+
+def _native_columns(cols: dict) -> pa.Table:
+    """One summary_groups answer as result columns (without dropped/corrupt counts)."""
+    n = len(cols["group"])
+    count, total = _text(cols["count"], n), _text(cols["sum"], n)
+    count_double, sum_double, avg = cols["count_double"], cols["sum_double"], cols["avg"]
+    zero = count_double == 0
+    for row in cols["big"].tolist():  # past 2^53: Python's int -> float rules, as result_columns
+        c, s = int(count[row].as_py()), int(total[row].as_py())
+        count_double[row], sum_double[row] = as_float(c), as_float(s)
+        avg[row] = s / c if c else np.nan
+        zero[row] = c == 0
+    return pa.table({
+        "evaluated_at": pa.array(cols["evaluated_at"], pa.int64()),
+        "count": count,
+        "sum": total,
+        "avg": pa.array(avg, mask=zero, type=pa.float64()),
+        "count_double": pa.array(count_double, pa.float64()),
+        "sum_double": pa.array(sum_double, pa.float64()),
+        "detected_count": _text(cols["detected_count"], n),
+        "events": pa.array(cols["events"], pa.int64()),
+        "elements": _elements(cols, n),
+    })
+
+
+def _empty_columns(m: int) -> pa.Table:
+    """The rows of partitions with counted rows only (runner.empty_row)."""
+    return pa.table({
+        "evaluated_at": pa.nulls(m, pa.int64()),
+        "count": pa.array(["0"] * m, pa.string()),
+        "sum": pa.array(["0"] * m, pa.string()),
+        "avg": pa.nulls(m, pa.float64()),
+        "count_double": pa.array(np.zeros(m), pa.float64()),
+        "sum_double": pa.array(np.zeros(m), pa.float64()),
+        "detected_count": pa.array(["0"] * m, pa.string()),
+        "events": pa.array(np.zeros(m, np.int64), pa.int64()),
+        "elements": pa.array([[]] * m, ARROW_TYPES["elements"]),
+    })
+
+
+def _elements(cols: dict, n: int) -> pa.Array:
+    chars, char_offs = cols["element_chars"]
+    k = len(cols["element_ts"])
+    char = pa.Array.from_buffers(pa.large_string(), k, [None, pa.py_buffer(char_offs), pa.py_buffer(chars)])
+    structs = pa.StructArray.from_arrays(
+        [char.cast(pa.string()), pa.array(cols["element_ts"], pa.int64()), pa.array(cols["element_values"], pa.int64())],
+        fields=list(ELEMENT))
+    return pa.ListArray.from_arrays(pa.array(cols["element_offsets"].astype(np.int32)), structs)
+
+
+def _times(plan: Plan, batch: pa.RecordBatch, keys: Sequence[str], starts: np.ndarray, ts: np.ndarray,
+           offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Evaluation times of every partition, flat, and where each partition's begin."""
+    sizes = np.diff(offsets)
+    if plan.trigger.kind == "end":  # the last event of each partition that has one
+        has = sizes > 0
+        return ts[offsets[1:][has] - 1], np.concatenate([[0], np.cumsum(has)]).astype(np.int64)
+    key_rows = (zip(*[batch.column(k).take(pa.array(starts)).to_pylist() for k in keys]) if keys
+                else [()] * len(starts))
+    times = []
+    for g, key in enumerate(key_rows):
+        part = ts[offsets[g]:offsets[g + 1]]
+        times.append(plan.trigger.times(part, key) if len(part) else np.empty(0, np.int64))
+    eval_offsets = np.concatenate([[0], np.cumsum([len(t) for t in times])]).astype(np.int64)
+    flat = np.concatenate(times).astype(np.int64) if times else np.empty(0, np.int64)
+    return flat, eval_offsets
