@@ -197,17 +197,7 @@ impl<E: Replay> OutOfOrder<E> {
         evals: &[i64],
         snap: impl Fn(&E, i64) -> Row,
     ) -> Result<Vec<Row>, Error> {
-        if ts.len() != chars.len() {
-            return Err(Error::input(format!("{} characters but {} timestamps", chars.len(), ts.len())));
-        }
-        if let Some(v) = vals {
-            if v.len() != chars.len() {
-                return Err(Error::input(format!("{} characters but {} values", chars.len(), v.len())));
-            }
-            if let Some(i) = v.iter().position(|&x| x < 0) {
-                return Err(Error::input(format!("event {i}: value {} is negative; values must be non-negative integers", v[i])));
-            }
-        }
+        crate::batch::Batch::unordered(chars, ts, vals)?; // lengths and values
         if let Some(i) = evals.windows(2).position(|w| w[1] < w[0]) {
             return Err(Error::input(format!("evaluation times must be in increasing order: {} comes after {}", evals[i + 1], evals[i])));
         }

@@ -123,59 +123,77 @@ impl Benefit {
     /// With a candidate `ev`: the element it should replace, if any. Without: the element
     /// with the lowest benefit at time `t`.
     fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
-        let dfa = &s.dfa;
-        let tau = s.cfg.tau;
-        let agg = s.cfg.aggregate;
-        let pick = |d: &Dual<F>| if agg == Aggregate::Sum { d.s } else { d.c };
-        let rate = s.estimator.rate();
         // Look ahead at most |S| elements: a set can only grow by elements the summary also
         // keeps, and beyond that the expectation (which ignores the capacity) overrates
         // partial matches against realised ones (see docs/ENGINE.md).
         let horizon = s.cfg.size.min(MAX_STEPS) as f64;
-        let steps = |t_init: i64| -> usize {
-            let remaining = (tau as f64) - (t.saturating_sub(t_init) as f64); // never wraps near ±2^63
-            (remaining.max(0.0) * rate).round().min(horizon) as usize
-        };
-        let is_init = |e: &Ev| dfa.starts(e.sym);
-        let z = dfa.n;
-        let active = &s.elems[s.active_start..];
-        let oldest_init = active.iter().find(|e| is_init(e)).map(|e| e.t);
-        let cand: Vec<Dual<F>> = ev.map_or_else(|| vec![Dual::zero(); dfa.n], |ev| s.formed_estimate(ev));
-        let coeffs = &s.coeffs;
-        let dot = |al: &[Dual<F>], h: &[Dual<F>]| -> F {
-            let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: Dual<F>, (x, h)| acc.plus(&x.times(h)));
-            pick(&acc)
-        };
-        let expected = |al: &[Dual<F>], t_old: i64, t_new: i64| -> F {
-            dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or_default().half()
-        };
-        let cand_new = if ev.is_some_and(is_init) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
-        let cand_pres = pick(&final_sum(dfa, &cand).unwrap_or_default());
-        let mut cand_benefit = cand_pres;
-        if let (true, Some(t_new)) = (self.expected, cand_new) {
-            cand_benefit = cand_benefit.add(&expected(&cand, oldest_init.unwrap_or(t_new), t_new)).unwrap_or(cand_benefit);
-        }
+        let with = |pres: F, e: Option<F>| e.map_or(pres, |e| pres.add(&e).unwrap_or(pres));
         let mut best: Option<(usize, F)> = None;
-        let mut latest_init: Option<i64> = None;
-        for i in 0..s.elems.len() {
-            let pres = pick(&est.pres[i]);
-            let mut b = pres;
-            if i >= s.active_start && self.expected {
-                if is_init(&s.elems[i]) {
-                    latest_init = Some(s.elems[i].t);
-                }
-                if let (Some(t_old), Some(t_new)) = (oldest_init, latest_init) {
-                    b = b.add(&expected(&est.al[i * z..(i + 1) * z], t_old, t_new)).unwrap_or(b);
-                }
-            }
+        let (cand_pres, cand_e) = values(s, est, ev, t, horizon, self.expected, |i, pres, e| {
+            let b = with(pres, e);
             if best.is_none_or(|(_, bb)| b < bb) {
                 best = Some((i, b));
             }
-        }
+        });
+        let cand_benefit = with(cand_pres, cand_e);
         match best {
             Some((i, _)) if ev.is_none() => Some(i),
             Some((i, b)) if cand_benefit > b => Some(i),
             _ => None,
         }
     }
+}
+
+/// What selection reads, in the aggregate's unit, with expected sets looked ahead at most
+/// `horizon` elements from time `t` (and only if `expected`): `visit(i, present, expected)`
+/// for every retained element (expected only for active ones after an initiator), and the
+/// candidate's `(present, expected)` returned (zero without a candidate): Eq. 5's terms.
+pub(crate) fn values<P: SummaryPolicy, F: Real>(
+    s: &Summary<P>,
+    est: &Estimates<F>,
+    ev: Option<&Ev>,
+    t: i64,
+    horizon: f64,
+    expected: bool,
+    mut visit: impl FnMut(usize, F, Option<F>),
+) -> (F, Option<F>) {
+    let dfa = &s.dfa;
+    let tau = s.cfg.tau;
+    let agg = s.cfg.aggregate;
+    let pick = |d: &Dual<F>| if agg == Aggregate::Sum { d.s } else { d.c };
+    let rate = s.estimator.rate();
+    let steps = |t_init: i64| -> usize {
+        let remaining = (tau as f64) - (t.saturating_sub(t_init) as f64); // never wraps near ±2^63
+        (remaining.max(0.0) * rate).round().min(horizon) as usize
+    };
+    let is_init = |e: &Ev| dfa.starts(e.sym);
+    let z = dfa.n;
+    let active = &s.elems[s.active_start..];
+    let oldest_init = active.iter().find(|e| is_init(e)).map(|e| e.t);
+    let cand: Vec<Dual<F>> = ev.map_or_else(|| vec![Dual::zero(); dfa.n], |ev| s.formed_estimate(ev));
+    let coeffs = &s.coeffs;
+    let dot = |al: &[Dual<F>], h: &[Dual<F>]| -> F {
+        let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: Dual<F>, (x, h)| acc.plus(&x.times(h)));
+        pick(&acc)
+    };
+    let expect = |al: &[Dual<F>], t_old: i64, t_new: i64| -> F {
+        dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or_default().half()
+    };
+    let cand_new = if ev.is_some_and(is_init) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
+    let cand_pres = pick(&final_sum(dfa, &cand).unwrap_or_default());
+    let cand_e = cand_new.filter(|_| expected).map(|t_new| expect(&cand, oldest_init.unwrap_or(t_new), t_new));
+    let mut latest_init: Option<i64> = None;
+    for i in 0..s.elems.len() {
+        let mut e = None;
+        if i >= s.active_start && expected {
+            if is_init(&s.elems[i]) {
+                latest_init = Some(s.elems[i].t);
+            }
+            if let (Some(t_old), Some(t_new)) = (oldest_init, latest_init) {
+                e = Some(expect(&est.al[i * z..(i + 1) * z], t_old, t_new));
+            }
+        }
+        visit(i, pick(&est.pres[i]), e);
+    }
+    (cand_pres, cand_e)
 }

@@ -14,6 +14,7 @@
 //! given up only for more than the whole result.
 use super::super::estimates::Estimates;
 use super::super::{Aggregate, Summary, SummaryPolicy};
+use super::values;
 use crate::benefit::MAX_STEPS;
 use crate::dual::Dual;
 use crate::semantics::Ev;
@@ -55,55 +56,19 @@ impl Adaptive {
     /// With a candidate `ev`: the element it should replace, if any. Without: the cheapest
     /// element at time `t`.
     fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
-        let dfa = &s.dfa;
-        let tau = s.cfg.tau;
-        let agg = s.cfg.aggregate;
-        let pick = |d: &Dual<F>| if agg == Aggregate::Sum { d.s } else { d.c };
-        let rate = s.estimator.rate();
         let size = s.cfg.size.min(MAX_STEPS) as f64;
-        let window = (tau as f64) * rate;
+        let window = (s.cfg.tau as f64) * s.estimator.rate();
         let horizon = (HORIZON * size * size / window.max(1.0)).ceil().min(size);
-        let steps = |t_init: i64| -> usize {
-            let remaining = (tau as f64) - (t.saturating_sub(t_init) as f64);
-            (remaining.max(0.0) * rate).round().min(horizon) as usize
-        };
-        let is_init = |e: &Ev| dfa.starts(e.sym);
-        let z = dfa.n;
-        let active = &s.elems[s.active_start..];
-        let oldest_init = active.iter().find(|e| is_init(e)).map(|e| e.t);
-        let cand: Vec<Dual<F>> = ev.map_or_else(|| vec![Dual::zero(); dfa.n], |ev| s.formed_estimate(ev));
-        let coeffs = &s.coeffs;
-        let dot = |al: &[Dual<F>], h: &[Dual<F>]| -> F {
-            let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: Dual<F>, (x, h)| acc.plus(&x.times(h)));
-            pick(&acc)
-        };
-        let expected = |al: &[Dual<F>], t_old: i64, t_new: i64| -> Xf {
-            dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or_default().half().to_xf()
-        };
+        let mut victims = Vec::with_capacity(s.elems.len());
+        let (pres, e) = values(s, est, ev, t, horizon, true, |_, pres, e| victims.push((pres.to_xf(), e.map_or(Xf::ZERO, |e| e.to_xf()))));
+        let cand_value = e.map_or(pres.to_xf(), |e| pres.to_xf().add(&e.to_xf()).unwrap_or(pres.to_xf()));
         // C + 1: the retained matches (exact), so the log terms are defined on an empty result.
+        let pick = |d: &Dual<F>| if s.cfg.aggregate == Aggregate::Sum { d.s } else { d.c };
         let g: Vec<Dual<F>> = crate::on_tier!(&s.exact, |p| p.g.iter().map(|d| d.to_real()).collect());
-        let c1 = pick(&final_sum(dfa, &g).unwrap_or_default()).to_xf().add(&Xf::ONE).unwrap_or(Xf::ONE);
-        let cand_new = if ev.is_some_and(is_init) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
-        let mut cand_value = pick(&final_sum(dfa, &cand).unwrap_or_default()).to_xf();
-        if let Some(t_new) = cand_new {
-            cand_value = cand_value.add(&expected(&cand, oldest_init.unwrap_or(t_new), t_new)).unwrap_or(cand_value);
-        }
-        let mut latest_init: Option<i64> = None;
-        let victims = (0..s.elems.len()).map(|i| {
-            let mut e = Xf::ZERO;
-            if i >= s.active_start {
-                if is_init(&s.elems[i]) {
-                    latest_init = Some(s.elems[i].t);
-                }
-                if let (Some(t_old), Some(t_new)) = (oldest_init, latest_init) {
-                    e = expected(&est.al[i * z..(i + 1) * z], t_old, t_new);
-                }
-            }
-            (pick(&est.pres[i]).to_xf(), e)
-        });
+        let c1 = pick(&final_sum(&s.dfa, &g).unwrap_or_default()).to_xf().add(&Xf::ONE).unwrap_or(Xf::ONE);
         match ev {
-            Some(_) => decide(c1, cand_value, victims),
-            None => cheapest(c1, victims).map(|(i, _)| i),
+            Some(_) => decide(c1, cand_value, victims.into_iter()),
+            None => cheapest(c1, victims.into_iter()).map(|(i, _)| i),
         }
     }
 }
