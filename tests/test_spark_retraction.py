@@ -40,24 +40,33 @@ def test_batch_rejects_a_retraction_of_nothing_and_a_bad_op(spark):
         aggregate(frame, op="op", **KW).collect()
 
 
-def test_streaming_retractions_across_micro_batches(spark, tmp_path):
+# Two micro-batches with retractions. After the first, the watermark is 40 - 15 = 25 (for a
+# query over A, B, C): C@30 is pending and is taken back, B@20 is final and the retraction is
+# rejected. C@45 comes and goes within the second micro-batch; B@35 is new.
+FIRST = pd.DataFrame({"k": "p", "t": [10, 20, 30, 40], "c": list("ABCC"), "v": 1, "op": "+"})
+SECOND = pd.DataFrame({"k": "p", "t": [30, 20, 45, 45, 35], "c": list("CBCCB"), "v": 1,
+                       "op": ["-", "-", "+", "-", "+"]})
+
+
+def _stream_two_batches(spark, tmp_path, keys: list[str], **kw) -> list:
+    """Run `aggregate_stream(op="op", lateness=15, **kw)` over FIRST then SECOND; the latest
+    row per `keys`."""
     src, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
     src.mkdir()
-    first = pd.DataFrame({"k": "p", "t": [10, 20, 30, 40], "c": list("ABCC"), "v": 1, "op": "+"})
-    # watermark after the first file: 40 - 15 = 25. C@30 is pending: taken back. B@20 is final:
-    # rejected. C@45 comes and goes within the micro-batch; B@35 is new.
-    second = pd.DataFrame({"k": "p", "t": [30, 20, 45, 45, 35], "c": list("CBCCB"), "v": 1,
-                           "op": ["-", "-", "+", "-", "+"]})
     df = spark.readStream.schema(SCHEMA).json(str(src))
-    q = (aggregate_stream(df, lateness=15, op="op", **KW).writeStream.format("parquet").option("path", str(out))
+    q = (aggregate_stream(df, lateness=15, op="op", **kw).writeStream.format("parquet").option("path", str(out))
          .option("checkpointLocation", str(ckpt)).trigger(processingTime="0 seconds").start())
     try:
-        for i, step in enumerate([first, second]):
+        for i, step in enumerate([FIRST, SECOND]):
             step.to_json(src / f"part-{i}.json", orient="records", lines=True)
             q.processAllAvailable()
     finally:
         q.stop()
-    (row,) = latest(spark.read.parquet(str(out)), ["k"]).collect()
+    return latest(spark.read.parquet(str(out)), keys).collect()
+
+
+def test_streaming_retractions_across_micro_batches(spark, tmp_path):
+    (row,) = _stream_two_batches(spark, tmp_path, ["k"], **KW)
     remaining = pd.DataFrame({"k": "p", "t": [10, 20, 35, 40], "c": list("ABBC"), "v": 1, "op": "+"})
     (want,) = aggregate(spark.createDataFrame(remaining, SCHEMA), **KW).collect()
     assert _rows([row]) == _rows([want])
@@ -84,25 +93,10 @@ def test_query_set_takes_retractions_in_batch(spark):
 
 
 def test_streaming_query_set_takes_retractions_across_micro_batches(spark, tmp_path):
-    src, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
-    src.mkdir()
-    first = pd.DataFrame({"k": "p", "t": [10, 20, 30, 40], "c": list("ABCC"), "v": 1, "op": "+"})
     # Each query's horizon moves with the events of its own letters, as when it runs alone.
-    # "one" (A, B, C): watermark 25 after the first file, so C@30 is pending (taken back) and
-    # B@20 final (rejected). "two" (A, B) has seen A@10 B@20 only: watermark 5, so B@20 is
-    # still pending and taken back; it never sees the C rows. C@45 comes and goes, B@35 is new.
-    second = pd.DataFrame({"k": "p", "t": [30, 20, 45, 45, 35], "c": list("CBCCB"), "v": 1,
-                           "op": ["-", "-", "+", "-", "+"]})
-    df = spark.readStream.schema(SCHEMA).json(str(src))
-    q = (aggregate_stream(df, lateness=15, op="op", queries=SET, **SET_KW).writeStream.format("parquet")
-         .option("path", str(out)).option("checkpointLocation", str(ckpt)).trigger(processingTime="0 seconds").start())
-    try:
-        for i, step in enumerate([first, second]):
-            step.to_json(src / f"part-{i}.json", orient="records", lines=True)
-            q.processAllAvailable()
-    finally:
-        q.stop()
-    rows = latest(spark.read.parquet(str(out)), ["k", "query"]).collect()
+    # "one" (A, B, C) fares as above. "two" (A, B) has seen A@10 B@20 only: watermark 5, so B@20
+    # is still pending and taken back; it never sees the C rows. C@45 comes and goes, B@35 is new.
+    rows = _stream_two_batches(spark, tmp_path, ["k", "query"], queries=SET, **SET_KW)
     assert {r.query: r.rejected_retractions for r in rows} == {"one": 1, "two": 0}
     want = {}
     for name, kept in (("one", ([10, 20, 35, 40], "ABBC")), ("two", ([10, 35], "AB"))):
