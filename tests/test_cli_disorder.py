@@ -103,3 +103,27 @@ def test_in_order_files_with_an_op_column_of_plus_rows_still_work(tmp_path):
     path = tmp_path / "plus.csv"
     path.write_text("char,timestamp,op\na,1,+\nb,2,+\n")
     assert run_json("exact", "ab", str(path), "-w", "10")["count"] == 1
+
+
+def test_eval_inserts_late_events_at_their_place(tmp_path):
+    """--placement insert: no buffer; a summary larger than the stream still ends exact, a
+    small one stays within its size; '-' rows and other policies are refused in one line."""
+    path = tmp_path / "late.csv"
+    path.write_text("char,timestamp,value\na,1,2\nb,5,1\na,3,1\nb,7,1\na,6,3\nb,9,1\n")
+    kept = [("a", 1, 2), ("a", 3, 1), ("b", 5, 1), ("a", 6, 3), ("b", 7, 1), ("b", 9, 1)]
+    common = ("eval", "a(b|c)*", str(path), "-w", "10", "--lateness", "3", "--strategy", "suse", "--seed", "1",
+              "--placement", "insert")
+    out = run_json(*common, "-n", "10")
+    want = query_aggregate("a(b|c)*", kept, 10)
+    assert (out["count"], out["sum"]) == (want["count"], want["sum"])
+    assert [(e["char"], e["timestamp"], e["value"]) for e in out["elements"]] == kept
+    small = run_json(*common, "-n", "3")
+    assert len(small["elements"]) == 3 and small["events"] == 6
+    for bad, words in ((("-n", "3", "--policy", "next"), "placement"), (("-n", "3", "--placement", "sorted"), "sorted")):
+        proc = run(*common, *bad)
+        assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    with_op = tmp_path / "op.csv"
+    with_op.write_text("char,timestamp,op\na,1,+\nb,5,+\nb,5,-\n")
+    proc = run("eval", "a(b|c)*", str(with_op), "-w", "10", "--lateness", "3", "-n", "3", "--strategy", "suse",
+               "--placement", "insert")
+    assert proc.returncode == 2 and "retract needs placement" in proc.stderr, proc.stderr

@@ -54,6 +54,11 @@ class Late(str, Enum):
     count = "count"
 
 
+class Placement(str, Enum):
+    buffer = "buffer"
+    insert = "insert"
+
+
 class StreamFormat(str, Enum):
     auto = "auto"
     text = "text"
@@ -382,6 +387,11 @@ def eval_cmd(
     queries: Optional[Path] = QUERIES,
     lateness: int = LATENESS,
     late: Late = LATE,
+    placement: Placement = typer.Option(
+        Placement.buffer, "--placement",
+        help="With --lateness: buffer late-capable events until final (results as if sorted), or insert each "
+        "at its place at once (memory stays at --size; policy any without negation, no '-' rows).",
+    ),
 ) -> None:
     """Run a bounded summary of SIZE elements over the stream and report what it counts."""
     stream = multi_cmds.stream_argument(query, stream, queries)
@@ -395,7 +405,7 @@ def eval_cmd(
     q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
     extrema = q._extrema
     summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities, q.alphabet), seed, time_to_live,
-                           lateness=lateness)
+                           lateness=lateness, placement=placement.value)
     events = read_stream(stream, fmt.value)
     started = time.perf_counter()
     evaluations = _play(summary, events, evaluate_at, late.value)
