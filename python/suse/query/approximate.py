@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from suse.errors import QueryError
-from suse.query.construction import MAX_DFA_STATES
+from suse.query.construction import MAX_DFA_STATES, explore
 from suse.query.nfa import NFA
 
 MAX_MISSING = 8  # beyond this the cost maps explode for every realistic pattern
@@ -44,29 +43,17 @@ def determinise_missing(nfa: NFA, k: int, query: str = "") -> tuple[NFA, dict[in
     for (source, _), targets in nfa.transitions.items():
         skips.setdefault(source, set()).update(targets)
     start = _skip_closure({nfa.start: 0}, skips, k)
-    index = {start: 0}
-    queue = deque([start])
-    moves: dict[tuple[int, str], frozenset[int]] = {}
-    while queue:
-        current = queue.popleft()
-        for ch in nfa.alphabet:
-            reached: dict[int, int] = {}
-            for state, cost in current:
-                for target in nfa.transitions.get((state, ch), ()):
-                    if cost < reached.get(target, k + 1):
-                        reached[target] = cost
-            target_map = _skip_closure(reached, skips, k)
-            if target_map not in index:
-                if len(index) >= MAX_DFA_STATES:
-                    raise QueryError(
-                        f"query too complex with max_missing={k}: its deterministic automaton "
-                        f"exceeds {MAX_DFA_STATES} states",
-                        0,
-                        query,
-                    )
-                index[target_map] = len(index)
-                queue.append(target_map)
-            moves[(index[current], ch)] = frozenset([index[target_map]])
+
+    def step(current: CostMap, ch: str) -> CostMap:
+        reached: dict[int, int] = {}
+        for state, cost in current:
+            for target in nfa.transitions.get((state, ch), ()):
+                if cost < reached.get(target, k + 1):
+                    reached[target] = cost
+        return _skip_closure(reached, skips, k)
+
+    index, moves = explore(start, nfa.alphabet, step, f"query too complex with max_missing={k}: its deterministic "
+                           f"automaton exceeds {MAX_DFA_STATES} states", query)
     labels = {}
     for cost_map, i in index.items():
         costs = [cost for state, cost in cost_map if state in nfa.finals]

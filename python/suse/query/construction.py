@@ -5,7 +5,7 @@ can hold thousands of states, and OR-ing Python ints keeps that fast."""
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable, Mapping, Optional
+from typing import Callable, Hashable, Iterable, Mapping, Optional
 
 from suse.errors import QueryError
 from suse.query.nfa import NFA, bfs_numbering, freeze, negation_label, renumber
@@ -458,33 +458,42 @@ def _reachable(starts: Iterable[int], moves: Mapping[tuple[int, str], Iterable[i
 # --- determinisation and minimisation ----------------------------------------------------
 
 
+def explore(start: Hashable, symbols: Iterable[str], step: Callable[[Hashable, str], Hashable],
+            too_big: str, query: str = "") -> tuple[dict, dict[tuple[int, str], frozenset[int]]]:
+    """The work list of every determinisation: the states reachable from ``start`` by ``step``
+    (any hashable description of a state: a subset, a cost map), numbered in breadth-first order
+    from 0, and the complete transition table over ``symbols``. More than MAX_DFA_STATES states
+    is a ``QueryError`` with the message ``too_big``."""
+    index = {start: 0}
+    queue = deque([start])
+    moves: dict[tuple[int, str], frozenset[int]] = {}
+    symbols = list(symbols)
+    while queue:
+        current = queue.popleft()
+        for ch in symbols:
+            target = step(current, ch)
+            if target not in index:
+                if len(index) >= MAX_DFA_STATES:
+                    raise QueryError(too_big, 0, query)
+                index[target] = len(index)
+                queue.append(target)
+            moves[(index[current], ch)] = frozenset([index[target]])
+    return index, moves
+
+
 def determinise(nfa: NFA, query: str = "") -> NFA:
     """Subset construction; the result is complete (the empty subset is the sink).
     Subsets are bitmasks, like in ``remove_epsilon``."""
     targets = {key: _mask(states) for key, states in nfa.transitions.items()}
-    start = 1 << nfa.start
-    index = {start: 0}
-    queue = deque([start])
-    moves: dict[tuple[int, str], frozenset[int]] = {}
-    symbols = nfa.symbols
-    while queue:
-        subset = queue.popleft()
-        members = _members(subset)
-        for ch in symbols:
-            target = 0
-            for state in members:
-                target |= targets.get((state, ch), 0)
-            if target not in index:
-                if len(index) >= MAX_DFA_STATES:
-                    raise QueryError(
-                        f"query too complex: its deterministic automaton exceeds "
-                        f"{MAX_DFA_STATES} states",
-                        0,
-                        query,
-                    )
-                index[target] = len(index)
-                queue.append(target)
-            moves[(index[subset], ch)] = frozenset([index[target]])
+
+    def step(subset: int, ch: str) -> int:
+        target = 0
+        for state in _members(subset):
+            target |= targets.get((state, ch), 0)
+        return target
+
+    index, moves = explore(1 << nfa.start, nfa.symbols, step,
+                           f"query too complex: its deterministic automaton exceeds {MAX_DFA_STATES} states", query)
     finals = _mask(nfa.finals)
     dfa_finals = frozenset(i for subset, i in index.items() if subset & finals)
     return NFA(nfa.alphabet, len(index), 0, dfa_finals, moves, negated=nfa.negated)
