@@ -229,6 +229,16 @@ def _by_missing_text(counts: Optional[list[int]]) -> str:
     return " / ".join(map(str, counts)) if counts is not None else ""
 
 
+def _optional_fields(data: dict, r: Any, extrema: bool, late_asked: bool) -> None:
+    """Add the fields a run has only when asked for (late, MIN/MAX, counts by missing letters)."""
+    if late_asked:
+        data["late"] = r.late
+    if extrema:
+        data |= {"min": r.min, "max": r.max}
+    if r.count_by_missing is not None:
+        data["count_by_missing"] = r.count_by_missing
+
+
 def _in_order_options(lateness: int, late: Late) -> None:
     if lateness or late != Late.error:
         raise InputError("--lateness and --late apply to one query; they are not supported with --queries")
@@ -313,12 +323,7 @@ def exact_cmd(
         "skipped": r.skipped, "events": r.events,
         "evaluations": [_evaluation_dict(ev, extrema) for ev in r.evaluations],
     }
-    if lateness or late != Late.error:
-        data["late"] = r.late
-    if extrema:
-        data |= {"min": r.min, "max": r.max}
-    if r.count_by_missing is not None:
-        data["count_by_missing"] = r.count_by_missing
+    _optional_fields(data, r, extrema, lateness or late != Late.error)
     if as_json:
         _print_json(data)
         return
@@ -434,12 +439,7 @@ def eval_cmd(
     }
     if exact is not None:
         data |= {"exact_count": exact.count, "exact_sum": exact.sum}
-    if lateness or late != Late.error:
-        data["late"] = r.late
-    if extrema:
-        data |= {"min": r.min, "max": r.max}
-    if r.count_by_missing is not None:
-        data["count_by_missing"] = r.count_by_missing
+    _optional_fields(data, r, extrema, lateness or late != Late.error)
     if as_json:
         _print_json(data)
         return
