@@ -74,11 +74,15 @@ class Reorder:
     def __len__(self) -> int:
         return len(self.ts)
 
+    def _see(self, ts: np.ndarray) -> None:
+        """Move the largest timestamp seen (and so the horizon) to cover `ts` (not empty)."""
+        top = int(ts.max())
+        self.max_ts = top if self.max_ts is None else max(self.max_ts, top)
+
     def _add(self, chars: np.ndarray, ts: np.ndarray, vals: np.ndarray) -> None:
         if not len(ts):
             return
-        top = int(ts.max())
-        self.max_ts = top if self.max_ts is None else max(self.max_ts, top)
+        self._see(ts)
         if len(self.ts) and ts.min() < self.ts[-1] or len(ts) > 1 and np.any(ts[1:] < ts[:-1]):
             self.chars, self.ts, self.vals = (np.concatenate([a, b]) for a, b in ((self.chars, chars), (self.ts, ts), (self.vals, vals)))
             order = np.argsort(self.ts, kind="stable")  # stable: arrival order among equal times
@@ -200,8 +204,7 @@ class Inserter(Reorder):
 
     def _add(self, chars: np.ndarray, ts: np.ndarray, vals: np.ndarray) -> None:
         if len(ts):
-            top = int(ts.max())
-            self.max_ts = top if self.max_ts is None else max(self.max_ts, top)
+            self._see(ts)
             self._batch = (chars, ts, vals)
 
     def _flush(self, engine: Any) -> None:

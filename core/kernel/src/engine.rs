@@ -143,7 +143,7 @@ impl SummaryEngine {
 
     /// The sets over the retained elements up to time `t` (inclusive), recomputed; `detected`
     /// as it is now.
-    pub fn readout_upto(&self, t: i64) -> Result<Readout, Error> {
+    pub fn readout_upto(&self, t: i64) -> Result<(Readout, &[Ev]), Error> {
         with_policy!(self, SummaryEngine, |s| s.readout_upto(t))
     }
 

@@ -701,8 +701,8 @@ impl SummaryEngine {
             times
                 .iter()
                 .map(|&t| {
-                    let k = s.elements().partition_point(|e| e.t <= t);
-                    evaluation_over(s, s.readout_upto(t)?, &s.elements()[..k], &self.out, t, with_elements, self.labels.as_deref())
+                    let (r, upto) = s.readout_upto(t)?;
+                    evaluation_over(s, r, upto, &self.out, t, with_elements, self.labels.as_deref())
                 })
                 .collect()
         })

@@ -151,7 +151,6 @@ fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
 /// and every neighbour's present benefit gains the matches it shares with the new element.
 fn insert_at<P: SummaryPolicy>(s: &mut Summary<P>, p: usize, ev: Ev) -> Result<(), Error> {
     let z = s.dfa.n;
-    P::refresh_estimates(s);
     let mut with = s.elems.clone();
     with.insert(p, ev);
     // An element the window has already passed is not active (and sits before the active ones).

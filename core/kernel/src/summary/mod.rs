@@ -184,10 +184,12 @@ impl<P: SummaryPolicy> Summary<P> {
     /// [`Summary::readout`] as of time `t`: over the retained elements with timestamps up to
     /// `t` (recomputed, O(|S|·|Z|²)), for evaluations of a summary that has already taken
     /// later (and then late) elements. `detected` is today's.
-    pub fn readout_upto(&self, t: i64) -> Result<Readout, Error> {
-        let k = self.elems.partition_point(|e| e.t <= t);
-        let w = crate::window::Window::<BigUint, P>::run(self.dfa.clone(), self.cfg.tau, &self.elems[..k]).map_err(|_| Error::internal("a recount over big integers failed"))?;
-        Ok(Readout { g: w.totals, detected: self.readout().detected })
+    /// Also returns the elements it covers.
+    pub fn readout_upto(&self, t: i64) -> Result<(Readout, &[Ev]), Error> {
+        let upto = &self.elems[..self.elems.partition_point(|e| e.t <= t)];
+        let w = crate::window::Window::<BigUint, P>::run(self.dfa.clone(), self.cfg.tau, upto).map_err(|_| Error::internal("a recount over big integers failed"))?;
+        let detected = crate::on_tier!(&self.exact, |p| p.detected.to_big());
+        Ok((Readout { g: w.totals, detected }, upto))
     }
 
     /// Which number type the exact counters are on now (`u128`, `u256`, `big`).
@@ -211,9 +213,7 @@ impl<P: SummaryPolicy> Summary<P> {
             }
         }
         self.expire(ev.t)?;
-        if self.estimator.observe(ev.sym, ev.t, ev.v) {
-            self.coeffs = Coefficients::new(self.estimator.probabilities(), self.estimator.mean_values());
-        }
+        self.learn(&ev);
         // What lies between the last retained element and this one.
         let ev = Ev { gap: ev.gap | self.pending_gap, ..ev };
         if self.cfg.size > self.elems.len() {
@@ -248,9 +248,7 @@ impl<P: SummaryPolicy> Summary<P> {
         }
         self.events += 1;
         self.fit_estimates();
-        if self.estimator.observe(ev.sym, ev.t, ev.v) {
-            self.coeffs = Coefficients::new(self.estimator.probabilities(), self.estimator.mean_values());
-        }
+        self.learn(&ev);
         if self.cfg.size == 0 || self.cfg.time_to_live.is_some_and(|ttl| expired(ev.t, now, ttl)) {
             return Ok(()); // kept by no summary that processed it in order either
         }
@@ -262,6 +260,14 @@ impl<P: SummaryPolicy> Summary<P> {
             self.remove(victim)?;
         }
         Ok(())
+    }
+
+    /// The letter frequencies, mean values and rate learn from an element; the coefficients
+    /// follow when the estimator says they moved.
+    fn learn(&mut self, ev: &Ev) {
+        if self.estimator.observe(ev.sym, ev.t, ev.v) {
+            self.coeffs = Coefficients::new(self.estimator.probabilities(), self.estimator.mean_values());
+        }
     }
 
     fn retain(&mut self, ev: Ev) -> Result<(), Error> {

@@ -99,22 +99,16 @@ pub struct Benefit {
 
 impl Selector for Benefit {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
-        self.prepare(s);
+        prepare(s);
         let s = &*s;
         crate::on_est!(&s.est, est => self.choose_in(s, est, Some(ev), ev.t))
     }
 }
 
 impl Benefit {
-    fn prepare<P: SummaryPolicy>(&self, s: &mut Summary<P>) {
-        P::refresh_estimates(s);
-        s.coeffs.h::<P>(&s.dfa, s.cfg.size.min(MAX_STEPS)); // grow the cache once
-        s.fit_estimates(); // large coefficients need the wide floats
-    }
-
     /// The retained element with the lowest benefit at the latest time seen.
     fn lowest<P: SummaryPolicy>(&self, s: &mut Summary<P>) -> usize {
-        self.prepare(s);
+        prepare(s);
         let s = &*s;
         let t = s.now.unwrap_or(i64::MIN);
         crate::on_est!(&s.est, est => self.choose_in(s, est, None, t)).unwrap_or(0)
@@ -142,6 +136,14 @@ impl Benefit {
             _ => None,
         }
     }
+}
+
+/// Bring what [`values`] reads up to date: the active local rows, the expected-future
+/// coefficients for the look-ahead, and the float width they need.
+pub(crate) fn prepare<P: SummaryPolicy>(s: &mut Summary<P>) {
+    P::refresh_estimates(s);
+    s.coeffs.h::<P>(&s.dfa, s.cfg.size.min(MAX_STEPS)); // grow the cache once
+    s.fit_estimates(); // large coefficients need the wide floats
 }
 
 /// What selection reads, in the aggregate's unit, with expected sets looked ahead at most

@@ -14,7 +14,7 @@
 //! given up only for more than the whole result.
 use super::super::estimates::Estimates;
 use super::super::{Aggregate, Summary, SummaryPolicy};
-use super::values;
+use super::{prepare, values};
 use crate::benefit::MAX_STEPS;
 use crate::dual::Dual;
 use crate::semantics::Ev;
@@ -31,23 +31,17 @@ pub const HORIZON: f64 = 2.0;
 
 impl super::Selector for Adaptive {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
-        Self::prepare(s);
+        prepare(s);
         let s = &*s;
         crate::on_est!(&s.est, est => self.choose_in(s, est, Some(ev), ev.t))
     }
 }
 
 impl Adaptive {
-    fn prepare<P: SummaryPolicy>(s: &mut Summary<P>) {
-        P::refresh_estimates(s);
-        s.coeffs.h::<P>(&s.dfa, s.cfg.size.min(MAX_STEPS)); // grow the cache once
-        s.fit_estimates();
-    }
-
     /// The retained element whose eviction costs the least now (a late element made one too
     /// many).
     pub fn lowest<P: SummaryPolicy>(&self, s: &mut Summary<P>) -> usize {
-        Self::prepare(s);
+        prepare(s);
         let s = &*s;
         let t = s.now.unwrap_or(i64::MIN);
         crate::on_est!(&s.est, est => self.choose_in(s, est, None, t)).unwrap_or(0)
