@@ -97,7 +97,7 @@ def test_exact_evaluations_follow_the_arrival_rule(query, events, window, L, dat
     """An evaluation at T is taken just before the first event later than T + L arrives."""
     delays = data.draw(st.lists(st.integers(0, L), min_size=len(events), max_size=len(events)))
     arrival = [events[i] for i in sorted(range(len(events)), key=lambda i: (events[i][1] + delays[i], i))]
-    times = data.draw(st.lists(st.integers(arrival[0][1], arrival[-1][1] + 2), min_size=1, max_size=4))
+    times = data.draw(st.lists(st.integers(arrival[0][1], max(e[1] for e in arrival) + 2), min_size=1, max_size=4))
     q = suse.Query(query, window=window)
     got = suse.Exact(q, lateness=L).extend(arrival, evaluate_at=times)
     for T, ev in zip(times, got):
@@ -413,7 +413,7 @@ def test_inserted_evaluations_count_the_elements_up_to_their_time(query, events,
         return
     delays = data.draw(st.lists(st.integers(0, L), min_size=len(events), max_size=len(events)))
     arrival = [events[i] for i in sorted(range(len(events)), key=lambda i: (events[i][1] + delays[i], i))]
-    times = data.draw(st.lists(st.integers(arrival[0][1], arrival[-1][1] + 2), min_size=1, max_size=4))
+    times = data.draw(st.lists(st.integers(arrival[0][1], max(e[1] for e in arrival) + 2), min_size=1, max_size=4))
     s = suse.Summary(q, size=len(events) + 1, lateness=L, placement="insert", seed=1)
     got = s.extend(events=arrival, evaluate_at=times, elements=True)
     for T, ev in zip(times, got):

@@ -176,6 +176,16 @@ impl SummaryEngine {
         with_policy!(self, SummaryEngine, |s| s.active_start())
     }
 
+    /// Whether the summary still defers its selection state (it has evicted nothing).
+    pub fn is_deferred(&self) -> bool {
+        with_policy!(self, SummaryEngine, |s| s.is_deferred())
+    }
+
+    /// Build the selection state a deferred summary has not kept ([`Summary::settle`]).
+    pub fn settle(&mut self) -> Result<(), Error> {
+        with_policy!(self, SummaryEngine, |s| s.settle())
+    }
+
     /// Selection estimates as `f64` (infinite past 10^308; tests and inspection only).
     pub fn estimates(&mut self) -> FloatEstimates {
         let (pres, al) = with_policy!(self, SummaryEngine, |s| s.estimates());

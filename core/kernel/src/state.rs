@@ -31,6 +31,12 @@ fn codec(limit: u64) -> impl Options {
 }
 
 pub fn save(saved: &Saved) -> Result<Vec<u8>, Error> {
+    if saved.summary.is_deferred() {
+        // The format holds the full state: a deferred summary is saved as it would be settled.
+        let mut settled = saved.clone();
+        settled.summary.settle()?;
+        return save(&settled);
+    }
     let payload = codec(u64::MAX).serialize(saved).map_err(|e| Error::internal(format!("cannot save the summary: {e}")))?;
     let mut out = Vec::with_capacity(HEADER + payload.len());
     out.extend_from_slice(MAGIC);

@@ -8,6 +8,12 @@
 //!   matches it is part of (the present benefit) and its active local counters. They only
 //!   rank elements, so they may carry rounding, and never feed a reported number.
 //!
+//! Until a summary first has to choose a victim it holds every element it was given, so its
+//! counters are the exact window's: it runs the exact engine (O(|Z|·transitions) per
+//! element) and keeps no selection state. The first eviction (or anything else that needs
+//! that state) replays the retained elements through the full path, which leaves every
+//! counter and estimate bit for bit as if they had been kept all along ([`Summary::settle`]).
+//!
 //! This module is the lifecycle (observe, insert, evict, expire, time-to-live); what differs
 //! by selection semantics sits behind [`SummaryPolicy`] (skip-till-any-match in [`any`],
 //! skip-till-next-match in [`next`]); the algebra of what an element shares with the others
@@ -25,6 +31,7 @@ use crate::dual::{Dual, DualX};
 use crate::error::Error;
 use crate::semantics::{expired, Ev, Semantics};
 use crate::tier::Ladder;
+use crate::window::ExactWindow;
 use crate::xf::Real;
 use counters::{Counters, CountersFamily, Retained};
 use estimates::Est;
@@ -114,6 +121,10 @@ pub struct Summary<P: SummaryPolicy> {
     /// Tests: hold the estimates in [`crate::xf::Xf`] throughout.
     #[serde(skip)]
     pub(crate) force_wide: bool,
+    /// While no element has had to go: the exact window over the retained elements, standing
+    /// in for the counters and estimates (which are then empty). Never saved: saving settles.
+    #[serde(skip)]
+    deferred: Option<ExactWindow<P>>,
     #[serde(skip)]
     _policy: PhantomData<P>,
 }
@@ -136,6 +147,7 @@ impl<P: SummaryPolicy> Clone for Summary<P> {
             evictions: self.evictions,
             pending_gap: self.pending_gap,
             force_wide: self.force_wide,
+            deferred: self.deferred.clone(),
             _policy: PhantomData,
         }
     }
@@ -156,6 +168,7 @@ impl<P: SummaryPolicy> Summary<P> {
         let coeffs = Coefficients::new(estimator.probabilities(), estimator.mean_values());
         let z = dfa.n;
         let rng = Pcg64::seed_from_u64(cfg.seed);
+        let deferred = Some(ExactWindow::new(dfa.clone(), cfg.tau));
         Summary {
             cfg,
             dfa,
@@ -172,11 +185,67 @@ impl<P: SummaryPolicy> Summary<P> {
             evictions: 0,
             pending_gap: 0,
             force_wide: false,
+            deferred,
             _policy: PhantomData,
         }
     }
 
+    /// Whether the summary still defers its selection state (no element has had to go).
+    pub fn is_deferred(&self) -> bool {
+        self.deferred.is_some()
+    }
+
+    /// Build the selection state a deferred summary has not kept, by replaying its elements
+    /// through the full path in their order (each after the window moved to it, as when it
+    /// arrived): the same operations on the same values, so the same bits. Only the time at
+    /// which the estimates widen may differ, and both widths agree on every value.
+    pub fn settle(&mut self) -> Result<(), Error> {
+        if self.deferred.take().is_none() {
+            return Ok(());
+        }
+        let elems = std::mem::take(&mut self.elems);
+        let now = self.now;
+        self.exact = Ladder::U128(Counters::empty(self.dfa.n));
+        self.est = Est::default();
+        self.active_start = 0;
+        for ev in elems {
+            self.now = Some(ev.t);
+            self.fit_estimates();
+            self.expire(ev.t)?;
+            P::insert(self, ev)?;
+        }
+        self.now = now;
+        Ok(())
+    }
+
+    /// A deferred summary's element: count it in the window, keep it.
+    fn observe_deferred(&mut self, ev: Ev) -> Result<(), Error> {
+        self.events += 1;
+        self.now = Some(ev.t);
+        self.learn(&ev);
+        let ev = Ev { gap: ev.gap | std::mem::take(&mut self.pending_gap), ..ev };
+        if let Some(w) = &mut self.deferred {
+            w.push(ev)?;
+        }
+        while self.elems.get(self.active_start).is_some_and(|e| expired(e.t, ev.t, self.cfg.tau)) {
+            self.active_start += 1;
+        }
+        self.elems.push(ev);
+        Ok(())
+    }
+
+    /// `detected`: while deferred, every set ever formed is still held, so the matches in `g`.
+    fn detected(&self) -> Dual<BigUint> {
+        match &self.deferred {
+            Some(w) => crate::step::final_sum(&self.dfa, &w.totals_big()).unwrap_or_default(),
+            None => crate::on_tier!(&self.exact, |p| p.detected.to_big()),
+        }
+    }
+
     pub fn readout(&self) -> Readout {
+        if let Some(w) = &self.deferred {
+            return Readout { g: w.totals_big(), detected: self.detected() };
+        }
         let (g, detected) = crate::on_tier!(&self.exact, |p| p.readout());
         Readout { g, detected }
     }
@@ -188,13 +257,15 @@ impl<P: SummaryPolicy> Summary<P> {
     pub fn readout_upto(&self, t: i64) -> Result<(Readout, &[Ev]), Error> {
         let upto = &self.elems[..self.elems.partition_point(|e| e.t <= t)];
         let w = crate::window::Window::<BigUint, P>::run(self.dfa.clone(), self.cfg.tau, upto).map_err(|_| Error::internal("a recount over big integers failed"))?;
-        let detected = crate::on_tier!(&self.exact, |p| p.detected.to_big());
-        Ok((Readout { g: w.totals, detected }, upto))
+        Ok((Readout { g: w.totals, detected: self.detected() }, upto))
     }
 
     /// Which number type the exact counters are on now (`u128`, `u256`, `big`).
     pub fn tier(&self) -> &'static str {
-        self.exact.tier()
+        match &self.deferred {
+            Some(w) => w.ladder.tier(),
+            None => self.exact.tier(),
+        }
     }
 
     pub fn active_start(&self) -> usize {
@@ -204,6 +275,13 @@ impl<P: SummaryPolicy> Summary<P> {
     /// Process one element of the query's alphabet (its `gap`: what lay between it and the
     /// previous element of the stream).
     pub fn observe(&mut self, ev: Ev) -> Result<(), Error> {
+        if self.deferred.is_some() {
+            let ttl_due = self.cfg.time_to_live.is_some_and(|ttl| self.elems.first().is_some_and(|e| expired(e.t, ev.t, ttl)));
+            if self.cfg.size > self.elems.len() && !ttl_due {
+                return self.observe_deferred(ev);
+            }
+            self.settle()?;
+        }
         self.events += 1;
         self.fit_estimates();
         self.now = Some(ev.t);
@@ -243,6 +321,7 @@ impl<P: SummaryPolicy> Summary<P> {
             Some(now) if ev.t < now => now,
             _ => return self.observe(ev),
         };
+        self.settle()?;
         if P::POLICY != crate::semantics::Policy::Any || !self.dfa.negated.is_empty() {
             return Err(Error::input(LATE_INSERT_ONLY));
         }
@@ -301,6 +380,7 @@ impl<P: SummaryPolicy> Summary<P> {
 
     /// Evict the element at position `p`.
     pub fn remove(&mut self, p: usize) -> Result<(), Error> {
+        self.settle()?;
         P::remove(self, p)
     }
 
@@ -345,7 +425,12 @@ impl<P: SummaryPolicy> Summary<P> {
     }
 
     /// Selection estimates, refreshed: (present benefit per element, active local rows).
+    /// (A deferred summary settles first; that cannot fail on a summary that took its
+    /// elements, and if it did the estimates come back empty.)
     pub fn estimates(&mut self) -> (Vec<DualX>, Vec<Vec<DualX>>) {
+        if self.settle().is_err() {
+            return (Vec::new(), Vec::new());
+        }
         P::refresh_estimates(self);
         let w = self.est.wide();
         (w.pres, w.al.chunks(self.dfa.n).map(|c| c.to_vec()).collect())
@@ -353,6 +438,11 @@ impl<P: SummaryPolicy> Summary<P> {
 
     /// Exact active counters as maintained, and recomputed from the elements (for tests).
     pub fn active_check(&self) -> Result<KeptAndFresh, Error> {
+        if self.deferred.is_some() {
+            let mut settled = self.clone();
+            settled.settle()?;
+            return settled.active_check();
+        }
         let kept = crate::on_tier!(&self.exact, |p| p.a.iter().map(|d| d.to_big()).collect());
         let fresh = Counters::<BigUint>::rebuild::<P>(&self.retained(), &Dual::zero()).map_err(|_| Error::internal("rebuild failed"))?;
         Ok((kept, fresh.a))
@@ -387,6 +477,9 @@ impl<P: SummaryPolicy> Summary<P> {
         }
         if self.cfg.probabilities.as_ref().is_some_and(|p| p.len() != self.dfa.k()) {
             return bad("probabilities do not match the alphabet".into());
+        }
+        if self.deferred.is_some() {
+            return Ok(()); // no counters or estimates held yet
         }
         let lens = crate::on_tier!(&self.exact, |p| (p.g.len(), p.a.len(), p.v.len()));
         let v_ok = lens.2 == n * z || (P::POLICY == crate::semantics::Policy::Next && lens.2 == 0);
