@@ -116,7 +116,9 @@ def _evaluate(
     if not len(group):
         return
     order = np.lexsort((query, group))  # stable: each query's rows keep their time order
-    table = pa.concat_tables(parts).take(pa.array(order))
+    table = pa.concat_tables(parts)
+    if (np.diff(order) != 1).any():  # one query's rows are in order already: no copy
+        table = table.take(pa.array(order))
     of_row = group[order]
     data = {name: table.column(name).combine_chunks() for name in table.column_names}
     data["dropped_events"] = pa.array(dropped[of_row], pa.int64())
