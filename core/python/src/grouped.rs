@@ -6,7 +6,7 @@ use num_bigint::BigUint;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::types::{PyBytes, PyDict};
 
-/// Decimal strings back to back, with Arrow's (64-bit) offsets.
+/// Decimal strings back to back, with offsets (Arrow's 32-bit `string` layout once returned).
 struct Text {
     data: Vec<u8>,
     offsets: Vec<i64>,
@@ -145,18 +145,22 @@ pub(crate) fn summary_groups<'py>(
         })
     })?;
     let d = PyDict::new(py);
+    // Arrow `string` and `list` arrays take 32-bit offsets: no cast on the Python side.
+    let narrow = |o: Vec<i64>| -> PyResult<Vec<i32>> {
+        o.into_iter().map(i32::try_from).collect::<Result<_, _>>().map_err(|_| InputError::new_err("one batch of results holds more than 2 GiB of text; use smaller Arrow batches"))
+    };
     d.set_item("group", PyArray1::from_vec(py, cols.group))?;
     d.set_item("evaluated_at", PyArray1::from_vec(py, cols.evaluated_at))?;
     d.set_item("events", PyArray1::from_vec(py, cols.events))?;
     for (name, text) in [("count", count), ("sum", sum), ("detected_count", detected)] {
-        d.set_item(name, (PyBytes::new(py, &text.data), PyArray1::from_vec(py, text.offsets)))?;
+        d.set_item(name, (PyBytes::new(py, &text.data), PyArray1::from_vec(py, narrow(text.offsets)?)))?;
     }
     d.set_item("count_double", PyArray1::from_vec(py, cols.count_double))?;
     d.set_item("sum_double", PyArray1::from_vec(py, cols.sum_double))?;
     d.set_item("avg", PyArray1::from_vec(py, cols.avg))?;
     d.set_item("big", PyArray1::from_vec(py, cols.big))?;
-    d.set_item("element_offsets", PyArray1::from_vec(py, cols.element_offsets))?;
-    d.set_item("element_chars", (PyBytes::new(py, &cols.element_chars), PyArray1::from_vec(py, cols.element_char_offsets)))?;
+    d.set_item("element_offsets", PyArray1::from_vec(py, narrow(cols.element_offsets)?))?;
+    d.set_item("element_chars", (PyBytes::new(py, &cols.element_chars), PyArray1::from_vec(py, narrow(cols.element_char_offsets)?)))?;
     d.set_item("element_ts", PyArray1::from_vec(py, cols.element_ts))?;
     d.set_item("element_values", PyArray1::from_vec(py, cols.element_values))?;
     Ok(d)

@@ -100,13 +100,15 @@ ASEQ_PREFIX = "a(b*c)*d"
 _SUFFIX_ITEMS = ("(e|f)", "g*", "e", "f", "g", "(e|g)", "(f|g)", "e*", "f*", "b", "c")
 
 
-def aseq_queries(n: int, seed: int | None = 0, prefix: str = ASEQ_PREFIX) -> dict[str, str]:
+def aseq_queries(n: int, seed: int | None = 0, prefix: str = ASEQ_PREFIX,
+                 items: tuple[str, ...] = _SUFFIX_ITEMS) -> dict[str, str]:
     """``n`` distinct regexes ``prefix + suffix`` named q0..q{n-1}, as A-Seq's experiments draw
-    query sets: one common prefix, then one or two items over the workload's letters. q0 is the
-    paper's query ``a(b*c)*d(e|f)g*``; the others are a seeded shuffle of the remaining suffixes."""
-    pairs = [a + b for a in _SUFFIX_ITEMS for b in _SUFFIX_ITEMS if not (a == b and a.endswith("*"))]
-    singles = list(_SUFFIX_ITEMS)
-    first = "(e|f)g*"
+    query sets: one common prefix, then one or two ``items`` (default: over the workload's
+    letters). With the defaults q0 is the paper's query ``a(b*c)*d(e|f)g*`` (otherwise the first
+    item alone); the others are a seeded shuffle of the remaining suffixes."""
+    pairs = [a + b for a in items for b in items if not (a == b and a.endswith("*"))]
+    singles = list(items)
+    first = "(e|f)g*" if items == _SUFFIX_ITEMS else items[0]
     rest = [s for s in singles + pairs if s != first]
     if not 0 <= n <= len(rest) + 1:
         raise InputError(f"n must be between 0 and {len(rest) + 1}, got {n}")

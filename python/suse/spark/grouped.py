@@ -143,7 +143,7 @@ def _queries(plan: object, templates: list) -> list[tuple[Plan, object, object]]
 
 def _text(pair: tuple, n: int) -> pa.Array:
     data, offs = pair
-    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offs), pa.py_buffer(data)]).cast(pa.string())
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offs), pa.py_buffer(data)])
 
 
 def _native_columns(cols: dict) -> pa.Table:
@@ -188,11 +188,11 @@ def _empty_columns(m: int) -> pa.Table:
 def _elements(cols: dict, n: int) -> pa.Array:
     chars, char_offs = cols["element_chars"]
     k = len(cols["element_ts"])
-    char = pa.Array.from_buffers(pa.large_string(), k, [None, pa.py_buffer(char_offs), pa.py_buffer(chars)])
+    char = pa.Array.from_buffers(pa.string(), k, [None, pa.py_buffer(char_offs), pa.py_buffer(chars)])
     structs = pa.StructArray.from_arrays(
-        [char.cast(pa.string()), pa.array(cols["element_ts"], pa.int64()), pa.array(cols["element_values"], pa.int64())],
+        [char, pa.array(cols["element_ts"], pa.int64()), pa.array(cols["element_values"], pa.int64())],
         fields=list(ELEMENT))
-    return pa.ListArray.from_arrays(pa.array(cols["element_offsets"].astype(np.int32)), structs)
+    return pa.ListArray.from_arrays(pa.array(cols["element_offsets"]), structs)
 
 
 def _times(plan: Plan, batch: pa.RecordBatch, keys: Sequence[str], starts: np.ndarray, ts: np.ndarray,
