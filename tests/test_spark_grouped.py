@@ -118,3 +118,31 @@ def test_grouped_query_set_equals_per_partition(seed):
     old, new = both(plan, batches, ["a", "b"], seed % 2 == 0)
     assert new == old
     assert {r["query"] for r in new} == {"q0", "q1", "q2"} or not new
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_shared_counting_of_a_query_set_equals_each_query_alone(seed):
+    """In a query set, the plain queries whose events fit their summary in a partition are
+    counted by one shared exact engine (`_core.summary_set_groups`); the others run their
+    summaries. Sizes straddle the partitions' event counts (up to 40 events), so both happen
+    within one batch, next to queries that never share (contiguity, negation, `of`)."""
+    from suse.spark.multi import MultiPlan
+
+    rng = np.random.default_rng(300 + seed)
+    order = "abcde"
+    regexes = ["a(b|c)*d", "a(b|c)*e", "ab*e", "a(b|c)*d(e|b)", "c+", "(a|b)c*d"]
+    plans = []
+    for i, regex in enumerate(regexes):
+        letters = sorted(set(regex) & set(order))
+        plans.append((f"q{i}", Plan(regex, int(rng.integers(0, 30)), size=int(rng.integers(1, 30)), order=order,
+                                    strategy=["suse", "fifo", "adaptive"][i % 3], trigger=TRIGGERS[(seed + i) % 5]),
+                      tuple(order.index(c) for c in letters)))
+    plans.append(("contiguous", Plan("ab*d", 20, policy="contiguous", size=15, order=order), tuple(range(5))))
+    plans.append(("negated", Plan("a!cd", 20, size=15, order=order), (0, 2, 3)))
+    plans.append(("of", Plan("a(b|c)*d", 20, size=15, order=order, of="b", aggregate="sum"), (0, 1, 2, 3)))
+    plan = MultiPlan(tuple(plans), order, False)
+    assert serves(plan)
+    with_value = seed % 2 == 0
+    batches = sorted_batches(rng, int(rng.integers(1, 20)), order, with_value, chunk=int(rng.integers(5, 200)))
+    old, new = both(plan, batches, ["a", "b"], with_value)
+    assert new == old

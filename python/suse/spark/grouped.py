@@ -91,17 +91,22 @@ def _evaluate(
     if value_col:
         values = batch.column(value_col).fill_null(-1).to_numpy()[usable].astype(np.int64, copy=False)
     ranks, gid = ranks[usable], gid[usable]
-    parts, rows_of = [], []  # per query: its result columns and (group, query) of each row
-    any_rows = np.zeros(groups, bool)
-    for q, (query_plan, allowed, template) in enumerate(_queries(plan, templates)):
+    queries = _queries(plan, templates)
+    times = []  # per query: its evaluation times, flat, and where each partition's begin
+    for query_plan, allowed, _ in queries:
         mask = slice(None) if allowed is None else np.isin(ranks, allowed)
         q_ts, q_gid = ts[mask], gid[mask]
-        sizes = np.bincount(q_gid, minlength=groups)
-        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        evals, eval_offsets = _times(query_plan, batch, keys, starts, q_ts, offsets)
-        cols = _core.summary_groups(template, plan.chars(ranks[mask]), np.ascontiguousarray(q_ts),
-                                    None if values is None else np.ascontiguousarray(values[mask]), offsets, evals,
-                                    eval_offsets)
+        times.append(_times(query_plan, batch, keys, starts, q_ts, _offsets(q_gid, groups)))
+    vals = None if values is None else np.ascontiguousarray(values)
+    if len(queries) > 1:  # each query takes its own events from the set's
+        answers = _core.summary_set_groups([t for _, _, t in queries], plan.chars(ranks), np.ascontiguousarray(ts),
+                                           vals, _offsets(gid, groups), *map(list, zip(*times)))
+    else:
+        answers = [_core.summary_groups(queries[0][2], plan.chars(ranks), np.ascontiguousarray(ts), vals,
+                                        _offsets(gid, groups), *times[0])]
+    parts, rows_of = [], []  # per query: its result columns and (group, query) of each row
+    any_rows = np.zeros(groups, bool)
+    for q, cols in enumerate(answers):
         parts.append(_native_columns(cols))
         rows_of.append((cols["group"], np.full(len(cols["group"]), q)))
         any_rows[cols["group"]] = True
@@ -132,6 +137,11 @@ def _evaluate(
 
 
 RESULT_COLUMNS = [c.split()[0] for c in RESULT_DDL.split(", ")]
+
+
+def _offsets(gid: np.ndarray, groups: int) -> np.ndarray:
+    """Where each partition's events begin in arrays ordered by partition (``gid``)."""
+    return np.concatenate([[0], np.cumsum(np.bincount(gid, minlength=groups))]).astype(np.int64)
 
 
 def _queries(plan: object, templates: list) -> list[tuple[Plan, object, object]]:
