@@ -7,20 +7,11 @@ Usage: python bench/exact_abcd.py [--max-i 4096] [--peer-max-i 32] [--repeat 5]
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 import suse
-
-
-def best_time(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+from timing import best_time
 
 
 def main() -> None:
@@ -42,13 +33,13 @@ def main() -> None:
         ts = np.arange(4 * i, dtype=np.int64)
         result = suse.exact(query, chars=chars, timestamps=ts)
         assert result.count == i**4
-        t = best_time(lambda: suse.exact(query, chars=chars, timestamps=ts), args.repeat)
+        t, _ = best_time(lambda: suse.exact(query, chars=chars, timestamps=ts), args.repeat)
         peer, ratio = "", ""
         if pyrematch is not None and i <= args.peer_max_i:
             reql = pyrematch.reql("!x{A}.*!y{B}.*!z{C}.*!w{D}")
             n = sum(1 for _ in reql.finditer(chars))
             assert n == result.count, (n, result.count)
-            tp = best_time(lambda: sum(1 for _ in reql.finditer(chars)), max(1, args.repeat // 2))
+            tp, _ = best_time(lambda: sum(1 for _ in reql.finditer(chars)), max(1, args.repeat // 2))
             peer, ratio = f"{tp:.5f}", f"{tp / t:.0f}x"
         print(f"{i:>6} {4 * i:>8} {result.count:>22} {t:>10.5f} {4 * i / t:>14,.0f} {peer:>12} {ratio:>10}")
         i *= 2

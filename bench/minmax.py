@@ -11,24 +11,15 @@ Usage: python bench/minmax.py [--events 100000] [--windows 100,1000] [--summarie
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 import suse
 from suse.io.synthetic import synthetic_stream
+from timing import best_time
 
 QUERY = "a(b*c)*d(e|f)g*"
 VARIANTS = [("count", None), ("max", None), ("max", "a"), ("max", "g")]
-
-
-def best_of(repeat: int, run) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = run()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def main() -> None:
@@ -51,7 +42,7 @@ def main() -> None:
         base = None
         for agg, of in VARIANTS:
             q = suse.Query(QUERY, window=tau, aggregate=agg, of=of)
-            secs, r = best_of(args.repeat, lambda: suse.exact(q, stream))
+            secs, r = best_time(lambda: suse.exact(q, stream), args.repeat)
             base = base or secs
             label = agg + (f" of {of}" if of else "")
             print(f"{tau:>6} {label:>12} {args.events / secs:>12,.0f} {secs / base:>8.2f}x {str(r.max):>8}")
@@ -71,7 +62,7 @@ def main() -> None:
                 s = suse.Summary(q, size, "suse", seed=args.seed)
                 return s.extend(events=small, evaluate_at=times)[-1]
 
-            secs, ev = best_of(args.repeat, run)
+            secs, ev = best_time(run, args.repeat)
             base = base or secs
             label = agg + (f" of {of}" if of else "")
             print(f"{size:>5} {tau:>5} {label:>12} {n / secs:>12,.0f} {secs / base:>8.2f}x {str(ev.max):>8}")

@@ -13,24 +13,15 @@ Usage: python bench/negation_contiguity.py [--events 100000] [--summary-events 1
 from __future__ import annotations
 
 import argparse
-import time
 
 import suse
 from suse.io.synthetic import synthetic_stream
+from timing import best_time
 
 PAIRS = [
     ("negation", ("a(b*c)*d!e f g*", "any"), ("a(b*c)*d f g*", "any")),
     ("contiguity", ("a(b*c)*d(e|f)g*", "contiguous"), ("a(b*c)*d(e|f)g*", "any")),
 ]
-
-
-def best(run, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:
@@ -49,27 +40,24 @@ def main() -> None:
             rates, counts = [], []
             for regex, policy in ((q_with, p_with), (q_without, p_without)):
                 q = suse.Query(regex, window=tau, policy=policy)
-                result = {}
-                seconds = best(lambda: result.update(r=suse.exact(q, chars=big.chars, timestamps=big.timestamps)),
-                               args.repeat)
+                seconds, r = best_time(lambda: suse.exact(q, chars=big.chars, timestamps=big.timestamps), args.repeat)
                 rates.append(args.events / seconds)
-                counts.append(result["r"].count)
+                counts.append(r.count)
             print(f"{name:<11} {f'exact tau={tau}':<16} {rates[0]:>12,.0f} {rates[1]:>12,.0f} "
                   f"{rates[1] / rates[0]:>6.2f}  {counts[0]:.3e} / {counts[1]:.3e}")
         for size, tau in ((100, 100), (500, 100)):
             rates, counts = [], []
             for regex, policy in ((q_with, p_with), (q_without, p_without)):
                 q = suse.Query(regex, window=tau, policy=policy)
-                holder = {}
 
-                def run() -> None:
+                def run() -> suse.Summary:
                     s = suse.Summary(q, size=size, strategy="suse", seed=args.seed)
                     s.extend(small.chars, small.timestamps)
-                    holder["s"] = s
+                    return s
 
-                seconds = best(run, args.repeat)
+                seconds, s = best_time(run, args.repeat)
                 rates.append(args.summary_events / seconds)
-                counts.append(holder["s"].result().count)
+                counts.append(s.result().count)
             print(f"{name:<11} {f'summary {size},{tau}':<16} {rates[0]:>12,.0f} {rates[1]:>12,.0f} "
                   f"{rates[1] / rates[0]:>6.2f}  {counts[0]:.3e} / {counts[1]:.3e}")
     print("ratio = time with the feature / time without (events/s without / with); targets: negation <= 1.5, "

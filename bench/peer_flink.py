@@ -41,6 +41,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from timing import best_time
+
 HERE = Path(__file__).resolve().parent
 JAVA_SOURCE = HERE / "flink" / "FlinkPeer.java"
 LOG_CONFIG = HERE / "flink" / "log4j2.properties"
@@ -245,15 +247,6 @@ def suse_query(peer: Peer, window: int):
         return suse.Query(peer.suse, window=window, policy=peer.policy)
     except suse.SuseError as e:
         return f"not in suse yet ({e})"
-
-
-def best_time(fn, repeat: int) -> tuple[float, object]:
-    best, value = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        value = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, value
 
 
 # --------------------------------------------------------------------------- benchmark

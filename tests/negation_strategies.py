@@ -4,30 +4,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from strategies import compiles, render
+
 LETTERS = "abc"  # characters queries match
 STREAM_CHARS = "abcdez"  # 'z' is named by no query
-
-
-def render(tree) -> str:
-    kind = tree[0]
-    if kind == "char":
-        return tree[1]
-    if kind == "any":
-        return "."
-    if kind == "neg":
-        chars = tree[1]
-        return "!" + chars if len(chars) == 1 else "!(" + "|".join(chars) + ")"
-    if kind == "cat":
-        return "".join(_group(t, "cat") for t in tree[1])
-    if kind == "alt":
-        return "|".join(render(t) for t in tree[1])
-    return _group(tree[1], "post") + tree[2]
-
-
-def _group(tree, context: str) -> str:
-    text = render(tree)
-    needs = tree[0] == "alt" or (context == "post" and tree[0] in ("cat", "post"))
-    return f"({text})" if needs else text
 
 
 # Mostly characters no query letter can clash with; sometimes a query letter too.
@@ -55,17 +35,6 @@ _trees = st.recursive(
     ),
     max_leaves=6,
 )
-
-
-def compiles(query: str) -> bool:
-    from suse.errors import QueryError
-    from suse.query import compile_regex
-
-    try:
-        compile_regex(query)
-    except QueryError:
-        return False
-    return True
 
 
 # X !G Y, sometimes inside a repetition followed by Z (the negation then acts at each pass).

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -12,7 +11,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable
 
-ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+from helpers import ENV
 
 
 class Server:

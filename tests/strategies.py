@@ -6,22 +6,25 @@ from hypothesis import strategies as st
 ALPHABET = "abc"
 
 
-def _render(tree) -> str:
+def render(tree) -> str:
+    """A query's text from its tree (negations, "neg", come from negation_strategies)."""
     kind = tree[0]
     if kind == "char":
         return tree[1]
     if kind == "any":
         return "."
+    if kind == "neg":
+        chars = tree[1]
+        return "!" + chars if len(chars) == 1 else "!(" + "|".join(chars) + ")"
     if kind == "cat":
         return "".join(_group(t, "cat") for t in tree[1])
     if kind == "alt":
-        return "|".join(_render(t) for t in tree[1])
-    inner = _group(tree[1], "post")
-    return inner + tree[2]
+        return "|".join(render(t) for t in tree[1])
+    return _group(tree[1], "post") + tree[2]
 
 
 def _group(tree, context: str) -> str:
-    text = _render(tree)
+    text = render(tree)
     needs = tree[0] == "alt" or (context == "post" and tree[0] in ("cat", "post"))
     return f"({text})" if needs else text
 
@@ -38,7 +41,7 @@ _trees = st.recursive(
 )
 
 
-def _valid(query: str) -> bool:
+def compiles(query: str) -> bool:
     from suse.errors import QueryError
     from suse.query import compile_regex
 
@@ -50,7 +53,7 @@ def _valid(query: str) -> bool:
 
 
 #: Random suse queries over "abc" that compile (some explicit character, not only the empty word).
-queries = _trees.map(_render).filter(lambda q: any(c in q for c in ALPHABET)).filter(_valid)
+queries = _trees.map(render).filter(lambda q: any(c in q for c in ALPHABET)).filter(compiles)
 
 
 @st.composite
@@ -79,9 +82,9 @@ def query_sets(draw, max_queries: int = 5):
         if out and draw(st.booleans()) and draw(st.booleans()):
             out[f"q{i}"] = draw(st.sampled_from(sorted(out.values())))
             continue
-        regex = _render(("cat", [prefix, draw(_trees)])) if draw(st.integers(0, 4)) else _render(prefix)
-        if not _valid(regex) or not any(c in regex for c in ALPHABET):
-            regex = "a" + regex if _valid("a" + regex) else "ab"
+        regex = render(("cat", [prefix, draw(_trees)])) if draw(st.integers(0, 4)) else render(prefix)
+        if not compiles(regex) or not any(c in regex for c in ALPHABET):
+            regex = "a" + regex if compiles("a" + regex) else "ab"
         out[f"q{i}"] = (regex, draw(st.sampled_from(windows)),
                      draw(st.sampled_from(["any", "any", "next", "contiguous"])))
     return out

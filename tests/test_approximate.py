@@ -5,14 +5,13 @@ the stream, and the summary invariants after every step."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import suse
+from helpers import run as _suse
 from oracle import ApproxLanguage, approx_aggregate, insertions, query_letters, query_to_python_regex
 from strategies import queries, streams
 from suse.errors import QueryError
@@ -183,10 +182,6 @@ def test_acep_example():
 
 
 # ------------------------------------------------------------------------------------- CLI
-def _suse(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "suse", *args], capture_output=True, text=True, input=stdin)
-
-
 def test_cli_compile_shows_labels():
     run = _suse("compile", "AB", "--max-missing", "1")
     assert run.returncode == 0, run.stderr

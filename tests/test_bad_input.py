@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 import suse
 from suse.cli.app import main
 from suse.io.formats import read_csv_stream, read_probabilities, read_stream, read_text_stream
-from test_cli import ENV
+from helpers import ENV, run
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -255,6 +255,6 @@ def test_cli_subprocess(stream, query):
 
 @pytest.mark.parametrize("args", [["exact", "AB", "-w", "5", os.devnull], ["run", os.devnull]])
 def test_cli_subprocess_empty_files(args):
-    proc = subprocess.run([sys.executable, "-m", "suse", *args], capture_output=True, text=True, env=ENV, timeout=60)
+    proc = run(*args)
     assert_clean(proc.returncode, proc.stdout, proc.stderr)
     assert proc.returncode == 2

@@ -2,27 +2,17 @@
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 
 import suse
+from helpers import run
 
 EXAMPLE4 = "A 1 B 2 A 3 D 4 B 5 C 6 D 7"  # paper example 4, query A(B*C)*D
 EXAMPLE4_CSV = "char,timestamp,value\nA,1,5\nB,2,3\nA,3,2\nD,4,1\nB,5,7\nC,6,3\nD,7,8\n"
 FIGURE2 = "A 1 A 2 B 3 D 4 B 5 C 6 A 7 B 8 C 9 A 10"  # paper figure 2, query AB*C
-# Wide, colourless terminals so messages are neither wrapped nor full of escape codes.
-ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
-
-
-def run(*args: str, stdin: str | None = None, exe: list[str] | None = None) -> subprocess.CompletedProcess:
-    cmd = (exe or [sys.executable, "-m", "suse"]) + list(args)
-    return subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=ENV, timeout=60)
-
-
 def run_json(*args: str, stdin: str | None = None) -> dict:
     proc = run(*args, "--json", stdin=stdin)
     assert proc.returncode == 0, proc.stderr

@@ -7,7 +7,8 @@ import random
 import pytest
 
 from oracle import query_aggregate
-from test_cli import run, run_json
+from helpers import run
+from test_cli import run_json
 
 # arrival order (file order): a@3 arrives after b@5; b@6 (value 4) is taken back
 DISORDERED = "char,timestamp,value,op\na,1,2,+\nb,5,1,+\na,3,1,+\nb,6,4,+\nb,6,4,-\nb,7,1,+\n"

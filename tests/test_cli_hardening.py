@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from test_cli import ENV, run
+from helpers import ENV, run
 
 BOM = "\ufeff"
 

@@ -6,7 +6,8 @@ import pathlib
 
 import pytest
 
-from test_cli import EXAMPLE4, FIGURE2, run, run_json
+from helpers import run
+from test_cli import EXAMPLE4, FIGURE2, run_json
 
 RULES = "# paper queries\nfour = A(B*C)*D\nfig2 = AB*C\n\nboth = A(B|C)*\n"
 

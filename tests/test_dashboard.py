@@ -2,12 +2,8 @@
 replay against the batch job, checkpoints, and the command's errors (in a subprocess)."""
 from __future__ import annotations
 
-import os
 import random
 import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,24 +15,11 @@ from suse.dashboard.matches import iter_matches, nth_match
 from suse.dashboard.numbers import compact, number, recall
 from suse.errors import InputError
 
+from helpers import ROOT, run, synthetic_input
 from oracle import query_to_python_regex, stam_matches, stnm_matches
 from strategies import queries, streams
 
-ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
-
-JOB = """
-name = "small synthetic"
-characters = "symbol"
-[input]
-dataset = "synthetic"
-timestamp = "ts"
-partition_by = ["stream"]
-[input.synthetic]
-n = 300
-streams = 3
-values = "uniform"
-[query]
+JOB = synthetic_input(300, 3) + """[query]
 regex = "a(b*c)*d(e|f)g*"
 window = 40
 [summary]
@@ -208,15 +191,10 @@ def test_empty_input_is_a_clear_error(small):
 # --- the command: errors before the server starts ----------------------------------------------
 
 
-def suse_cli(*args, cwd=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "suse", *args], capture_output=True, text=True, env=ENV,
-                          cwd=cwd, timeout=timeout)
-
-
 def test_a_bad_job_file_gives_the_same_messages_as_suse_run(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(JOB.format(out=tmp_path / "out").replace("size = 12", "size = 'big'").replace("regex", "regx"))
-    served, ran = suse_cli("serve", str(bad), "--port", "0"), suse_cli("run", str(bad))
+    served, ran = run("serve", str(bad), "--port", "0", timeout=120), run("run", str(bad), timeout=120)
     assert served.returncode == ran.returncode == 2
     assert served.stderr == ran.stderr
     assert "summary.size: Input should be a valid integer" in served.stderr and "query.regx: unknown key" in served.stderr
@@ -230,7 +208,7 @@ def test_a_port_in_use_is_one_clear_line(tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        proc = suse_cli("serve", str(job), "--port", str(port), cwd=tmp_path)
+        proc = run("serve", str(job), "--port", str(port), cwd=tmp_path, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: port {port} on 127.0.0.1 is in use; pick another with --port"
     assert not (tmp_path / "out.live").exists()  # failed before any work
@@ -245,7 +223,7 @@ def test_a_port_in_use_is_one_clear_line(tmp_path):
     ],
 )
 def test_bad_arguments(args, message):
-    proc = suse_cli("serve", *args, "--port", "0")
+    proc = run("serve", *args, "--port", "0", timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert message in proc.stderr
 

@@ -3,16 +3,14 @@ against the brute-force oracle for the exact engine and summaries, under every p
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import suse
+from helpers import run
 from negation_strategies import negation_queries
 from negation_strategies import streams as negation_streams
 from oracle import query_extrema
@@ -174,14 +172,8 @@ def test_min_max_survive_saving_and_loading():
 ASEQ_CSV = "char,timestamp,value\nA,1,5\nB,2,7\nC,3,9\nC,4,2\nD,5,1\nC,6,100\n"
 
 
-def _cli(*args: str, stdin: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
-    return subprocess.run([sys.executable, "-m", "suse", *args], input=stdin, capture_output=True, text=True,
-                          env=env, timeout=60)
-
-
 def test_cli_exact_and_eval_report_min_and_max_of_a_letter():
-    proc = _cli("exact", "ABCD", "-w", "10", "--aggregate", "max", "--of", "C", "--evaluate-at", "4,6", "--json",
+    proc = run("exact", "ABCD", "-w", "10", "--aggregate", "max", "--of", "C", "--evaluate-at", "4,6", "--json",
                 stdin=ASEQ_CSV)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
@@ -189,9 +181,9 @@ def test_cli_exact_and_eval_report_min_and_max_of_a_letter():
                          10, "any", "C")
     assert (data["count"], data["sum"], data["min"], data["max"]) == (want["count"], want["sum"], want["min"], want["max"])
     assert [(e["min"], e["max"]) for e in data["evaluations"]] == [(None, None), (2, 9)]
-    table = _cli("exact", "ABCD", "-w", "10", "--aggregate", "min", "--of", "C", stdin=ASEQ_CSV)
+    table = run("exact", "ABCD", "-w", "10", "--aggregate", "min", "--of", "C", stdin=ASEQ_CSV)
     assert table.returncode == 0 and "max" in table.stdout.splitlines()[1]
-    proc = _cli("eval", "ABCD", "-w", "10", "-n", "10", "--strategy", "fifo", "--aggregate", "max", "--of", "C",
+    proc = run("eval", "ABCD", "-w", "10", "-n", "10", "--strategy", "fifo", "--aggregate", "max", "--of", "C",
                 "--json", stdin=ASEQ_CSV)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
@@ -199,7 +191,7 @@ def test_cli_exact_and_eval_report_min_and_max_of_a_letter():
 
 
 def test_cli_of_outside_the_query_exits_2():
-    proc = _cli("exact", "ABCD", "-w", "10", "--aggregate", "max", "--of", "X", stdin=ASEQ_CSV)
+    proc = run("exact", "ABCD", "-w", "10", "--aggregate", "max", "--of", "X", stdin=ASEQ_CSV)
     assert proc.returncode == 2
     assert "'X', which is not a letter of the query" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout

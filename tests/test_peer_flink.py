@@ -22,6 +22,7 @@ import suse
 from oracle import query_to_python_regex, stam_matches
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "peer_flink.py"
+sys.path.insert(0, str(BENCH.parent))  # as when run as a script: its sibling modules import
 _spec = importlib.util.spec_from_file_location("peer_flink", BENCH)
 pf = importlib.util.module_from_spec(_spec)
 sys.modules["peer_flink"] = pf  # dataclasses look their module up by name

@@ -4,15 +4,13 @@ compiled DFA checked against the independent oracles in ``oracle.py``."""
 from __future__ import annotations
 
 import itertools
-import os
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import oracle
+from helpers import error_of, run
 from negation_strategies import STREAM_CHARS, negation_queries, streams
 from suse.errors import QueryError
 from suse.query import (
@@ -27,13 +25,6 @@ from suse.query import (
     negated_of,
     parse,
 )
-
-
-def error_of(query: str) -> QueryError:
-    with pytest.raises(QueryError) as info:
-        compile_regex(query)
-    assert info.value.query == query
-    return info.value
 
 
 # --- syntax ------------------------------------------------------------------------------
@@ -212,27 +203,20 @@ def test_stages_and_dot():
     assert '0 -> 1 [label="A"];' in dot
 
 
-ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
-
-
-def suse_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "suse", *args], capture_output=True, text=True, env=ENV, timeout=60)
-
-
 def test_cli_compile_shows_negation_at_every_stage():
     for stage in ("thompson", "epsilon_free", "pruned", "dfa", "minimal", "trimmed"):
-        proc = suse_cli("compile", "A(B!D)*C", "--stage", stage)
+        proc = run("compile", "A(B!D)*C", "--stage", stage)
         assert proc.returncode == 0, proc.stderr
         assert "negated D" in proc.stdout and "!D" in proc.stdout, stage
     for stage in ("thompson", "trimmed"):
-        dot = suse_cli("compile", "A(B!D)*C", "--stage", stage, "--dot")
+        dot = run("compile", "A(B!D)*C", "--stage", stage, "--dot")
         assert "style=dashed" in dot.stdout, stage
-    table = suse_cli("compile", "A!BC").stdout
+    table = run("compile", "A!BC").stdout
     assert "alphabet AC, negated B" in table and "!B" in table
 
 
 def test_cli_compile_negation_error_is_one_line():
-    proc = suse_cli("compile", "A!BB")
+    proc = run("compile", "A!BB")
     assert proc.returncode == 2 and proc.stdout == ""
     assert "can be the very next element" in proc.stderr and "position 1" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -15,12 +15,7 @@ from suse.query import (
     parse,
 )
 
-
-def error_of(query: str) -> QueryError:
-    with pytest.raises(QueryError) as info:
-        compile_regex(query)
-    assert info.value.query == query
-    return info.value
+from helpers import error_of
 
 
 # --- valid queries -----------------------------------------------------------------------

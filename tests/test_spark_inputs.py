@@ -11,6 +11,8 @@ pytest.importorskip("pyspark")
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
 
+from helpers import synthetic_input  # noqa: E402
+
 CHARS = {"A": "x < 3", "B": "x >= 3 AND x < 6", "C": "x >= 6"}
 
 
@@ -53,17 +55,7 @@ def test_exact_and_zero_durations(frames):
         aggregate(frames, "AB", "-3 days", CHARS, "when")
 
 
-JOB = """
-name = "a job whose table is wider than 80 columns"
-characters = "symbol"
-[input]
-dataset = "synthetic"
-timestamp = "ts"
-partition_by = ["stream"]
-[input.synthetic]
-n = 200
-streams = 2
-[[query]]
+JOB = synthetic_input(200, 2, name="a job whose table is wider than 80 columns", values=False) + """[[query]]
 name = "the first query, with a long name"
 regex = "a(b*c)*d"
 window = 40

@@ -2,9 +2,6 @@
 and reports warnings and dropped rows of a job that does run (items 2 and 4)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -13,13 +10,13 @@ pytest.importorskip("pyspark")
 
 from suse.spark.config import ConfigError, parse_config  # noqa: E402
 
+from helpers import run  # noqa: E402
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-SUSE = [sys.executable, "-m", "suse"]
-ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 
 JOB = """
 name = "checked"
@@ -152,8 +149,7 @@ def test_suse_run_rejects_a_bad_job_before_starting_spark(tmp_path):
     job = tmp_path / "job.toml"
     job.write_text(JOB.format(data=tmp_path, out=tmp_path / "out").replace('regex = "A*B"', 'regex = "A(B"'))
     started = time.perf_counter()
-    proc = subprocess.run([*SUSE, "run", str(job)], capture_output=True, text=True, timeout=120,
-                          env={**ENV, "JAVA_HOME": str(tmp_path / "no-java")})
+    proc = run("run", str(job), timeout=120, env={"JAVA_HOME": str(tmp_path / "no-java")})
     elapsed = time.perf_counter() - started
     assert proc.returncode == 2, proc.stderr
     assert "query[1].regex: unclosed '('" in proc.stderr and "Traceback" not in proc.stderr
@@ -176,7 +172,7 @@ def test_suse_run_prints_warnings_and_dropped_rows(tmp_path):
         f'timestamp = "t"\npartition_by = "k"\n[query]\nregex = "a(b|c)*c"\nwindow = "1 hour"\n'
         f'[output]\npath = "{tmp_path / "out"}"\nformat = "json"\n[spark.options]\n"spark.sql.shuffle.partitions" = "2"\n'
     )
-    proc = subprocess.run([*SUSE, "run", str(job)], capture_output=True, text=True, timeout=300, env=ENV)
+    proc = run("run", str(job), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     err = " ".join(proc.stderr.split())
     assert "warning: query a(b|c)*c: character column 'c'" in err and "never holds letter b," in err

@@ -1,11 +1,6 @@
 """Jobs from job files: `suse run`, the bundled examples, streaming jobs, a local cluster."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
@@ -19,21 +14,11 @@ from suse.errors import InputError  # noqa: E402
 from suse.spark.config import load_config, parse_config  # noqa: E402
 from suse.spark.jobs import run_job  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+from helpers import ROOT, run, synthetic_input  # noqa: E402
 
-SYNTHETIC = """
-name = "small synthetic"
-characters = "symbol"
-[input]
-dataset = "synthetic"
-timestamp = "ts"
-partition_by = ["stream"]
-[input.synthetic]
-n = 400
-streams = 3
-values = "uniform"
-[query]
+EXAMPLES = ROOT / "examples"
+
+SYNTHETIC = synthetic_input(400, 3) + """[query]
 regex = "a(b*c)*d(e|f)g*"
 window = 40
 aggregate = "sum"
@@ -187,10 +172,7 @@ def test_streaming_job_rejects_batch_only_options(spark, tmp_path):
 def test_local_cluster_equals_local(spark, tmp_path):
     """Executors in separate processes (local-cluster): the job must give the local result."""
     path = job(tmp_path, name="cluster")
-    proc = subprocess.run(
-        [sys.executable, "-m", "suse", "run", str(path), "--master", "local-cluster[2,1,1024]"],
-        capture_output=True, text=True, env=ENV, timeout=300,
-    )
+    proc = run("run", str(path), "--master", "local-cluster[2,1,1024]", timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "largest partitions" in proc.stdout
     run_job(load_config(job(tmp_path, name="local")))

@@ -168,8 +168,17 @@ def _check_of(of: Any, regex: str, alphabet: str) -> Optional[str]:
     return "".join(c for c in alphabet if c in letters)
 
 
+class _Average:
+    """`avg`: SUM / COUNT, None without a match (every result type's)."""
+
+    @property
+    def avg(self) -> Optional[float]:
+        count: int = self.count  # type: ignore[attr-defined]
+        return None if count == 0 else self.sum / count  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
-class Evaluation:
+class Evaluation(_Average):
     """The aggregate at an evaluation time: over all events with timestamp <= `timestamp`."""
 
     timestamp: int
@@ -188,13 +197,9 @@ class Evaluation:
     #: k + 1 entries summing to `count`; None for exact queries.
     count_by_missing: Optional[list[int]] = None
 
-    @property
-    def avg(self) -> Optional[float]:
-        return _avg(self.sum, self.count)
-
 
 @dataclass(frozen=True)
-class ExactResult:
+class ExactResult(_Average):
     count: int
     sum: int
     partial_count: int
@@ -207,13 +212,9 @@ class ExactResult:
     #: Events older than the horizon, counted and never fed (`late="count"`).
     late: int = 0
 
-    @property
-    def avg(self) -> Optional[float]:
-        return _avg(self.sum, self.count)
-
 
 @dataclass(frozen=True)
-class SummaryResult:
+class SummaryResult(_Average):
     count: int
     sum: int
     partial_count: int
@@ -227,14 +228,6 @@ class SummaryResult:
     count_by_missing: Optional[list[int]] = None
     #: Events older than the horizon, counted and never fed (`late="count"`).
     late: int = 0
-
-    @property
-    def avg(self) -> Optional[float]:
-        return _avg(self.sum, self.count)
-
-
-def _avg(total: int, count: int) -> Optional[float]:
-    return None if count == 0 else total / count
 
 
 def _evaluation(row: Any) -> Evaluation:
@@ -513,10 +506,7 @@ class Exact:
             rows = _ooo_extend(self._ooo, raw, ts, vals, times, late)
             self._late += rows.pop()
         elif self._reorder is None:
-            last = self._engine.last_timestamp
-            raw, ts, vals, n_late = _drop_late(raw, ts, vals, last, late)
-            times, order = _eval_times(evaluate_at, last)
-            rows = self._engine.extend(raw, ts, vals, times)
+            rows, order, n_late = _extend_in_order(self._engine, raw, ts, vals, evaluate_at, late)
             self._late += n_late
         else:
             times, order = _eval_times(evaluate_at)
@@ -556,6 +546,17 @@ class Exact:
             t, events, skipped = engine.totals(), engine.events, engine.skipped
         return ExactResult(t.count, t.sum, t.partial_count, skipped, events, evaluations or [],
                            t.min, t.max, t.count_by_missing, late=self.late)
+
+
+def _extend_in_order(engine: Any, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], evaluate_at: Any,
+                     late: str, *extra: Any) -> tuple[list, Optional[np.ndarray], int]:
+    """One batch straight into a native engine (lateness 0): events older than its last one
+    reported or dropped, evaluation times checked against it. Returns the evaluation rows, their
+    input order (as `_eval_times`) and the number of late events dropped."""
+    last = engine.last_timestamp
+    raw, ts, vals, n_late = _drop_late(raw, ts, vals, last, late)
+    times, order = _eval_times(evaluate_at, last)
+    return engine.extend(raw, ts, vals, times, *extra), order, n_late
 
 
 def _ooo_extend(ooo: Any, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], times: Optional[np.ndarray],
@@ -744,10 +745,7 @@ class Summary:
         late = check_late_mode(late)
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
         if self._reorder is None:
-            last = self._engine.last_timestamp
-            raw, ts, vals, n_late = _drop_late(raw, ts, vals, last, late)
-            times, order = _eval_times(evaluate_at, last)
-            rows = self._engine.extend(raw, ts, vals, times, bool(elements))
+            rows, order, n_late = _extend_in_order(self._engine, raw, ts, vals, evaluate_at, late, bool(elements))
             self._late += n_late
         else:
             times, order = _eval_times(evaluate_at)

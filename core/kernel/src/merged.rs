@@ -178,44 +178,40 @@ impl<S: Scalar> SparseWindow<S> {
     /// `m ← m · M_e`: column `δ(q,c)` gains `w ·` column `q`, over the rows that reach `q`.
     fn append(prod: &Product, m: &mut [Dual<S>], ev: &Ev, scratch: &mut Vec<Dual<S>>) -> R<()> {
         let (dfa, z, c) = (&prod.dfa, prod.dfa.n, ev.sym as usize);
-        let copy = dfa.col_order[c].is_none();
-        if copy {
-            scratch.clear();
-            scratch.extend_from_slice(m);
-        }
-        let trans = dfa.col_order[c].as_ref().unwrap_or(&dfa.by_sym[c]);
-        for &(q, q2) in trans {
-            for &k in &prod.coreach[q as usize] {
-                let k = k as usize;
-                let from = if copy { &scratch[k * z + q as usize] } else { &m[k * z + q as usize] };
-                if from.is_zero() {
-                    continue;
-                }
-                let add = from.take(ev.v)?;
-                m[k * z + q2 as usize].add_assign(&add)?;
-            }
-        }
-        Ok(())
+        let cells = |q: u32, q2: u32| prod.coreach[q as usize].iter().map(move |&k| (k as usize * z + q as usize, k as usize * z + q2 as usize));
+        Self::spread(m, scratch, dfa.col_order[c].as_deref(), &dfa.by_sym[c], ev.v, cells)
     }
 
     /// `m ← M_e · m`: row `q` gains `w ·` row `δ(q,c)`, over the states reachable from it.
     fn prepend(prod: &Product, ev: &Ev, m: &mut [Dual<S>], scratch: &mut Vec<Dual<S>>) -> R<()> {
         let (dfa, z, c) = (&prod.dfa, prod.dfa.n, ev.sym as usize);
-        let copy = dfa.row_order[c].is_none();
+        let cells = |q: u32, q2: u32| prod.reach[q2 as usize].iter().map(move |&j| (q2 as usize * z + j as usize, q as usize * z + j as usize));
+        Self::spread(m, scratch, dfa.row_order[c].as_deref(), &dfa.by_sym[c], ev.v, cells)
+    }
+
+    /// `m[to] += w · m[from]` for the `(from, to)` cells of each transition `(q, δ(q,c))`:
+    /// in place when `order` is a dependency-safe order of them, else reading a copy.
+    fn spread<I: Iterator<Item = (usize, usize)>>(
+        m: &mut [Dual<S>],
+        scratch: &mut Vec<Dual<S>>,
+        order: Option<&[(u32, u32)]>,
+        trans: &[(u32, u32)],
+        w: u64,
+        cells: impl Fn(u32, u32) -> I,
+    ) -> R<()> {
+        let copy = order.is_none();
         if copy {
             scratch.clear();
             scratch.extend_from_slice(m);
         }
-        let trans = dfa.row_order[c].as_ref().unwrap_or(&dfa.by_sym[c]);
-        for &(q, q2) in trans {
-            for &j in &prod.reach[q2 as usize] {
-                let j = j as usize;
-                let from = if copy { &scratch[q2 as usize * z + j] } else { &m[q2 as usize * z + j] };
+        for &(q, q2) in order.unwrap_or(trans) {
+            for (from, to) in cells(q, q2) {
+                let from = if copy { &scratch[from] } else { &m[from] };
                 if from.is_zero() {
                     continue;
                 }
-                let add = from.take(ev.v)?;
-                m[q as usize * z + j].add_assign(&add)?;
+                let add = from.take(w)?;
+                m[to].add_assign(&add)?;
             }
         }
         Ok(())

@@ -67,6 +67,11 @@ fn policy(name: &str) -> Result<Policy, Error> {
     Policy::parse(name).ok_or_else(|| Error::input(format!("policy must be one of {}; got {name:?}", Policy::NAMES.join(", "))))
 }
 
+/// Whether counters of this tier have outgrown 128 bits.
+fn is_big(tier: &str) -> bool {
+    tier != "u128"
+}
+
 fn limits(memory_limit: Option<u64>) -> Limits {
     Limits { max_bytes: memory_limit.unwrap_or(DEFAULT_MAX_BYTES) }
 }
@@ -156,6 +161,13 @@ struct NativeTotals {
     count_by_missing: Option<Vec<BigUint>>,
 }
 
+/// An evaluation's totals (its counts and range, without the time or the summary's extras).
+impl From<NativeEvaluation> for NativeTotals {
+    fn from(e: NativeEvaluation) -> Self {
+        NativeTotals { count: e.count, sum: e.sum, partial_count: e.partial_count, min: e.min, max: e.max, count_by_missing: e.count_by_missing }
+    }
+}
+
 /// What an engine reports beside counts: MIN/MAX (`extrema`) and which letters' values are
 /// aggregated (`mask`, from `of=`; `None`: all).
 #[derive(Clone, Default)]
@@ -236,6 +248,25 @@ struct ExactState {
 }
 
 impl ExactState {
+    fn new(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>, extrema: bool, of: Option<Vec<bool>>) -> Result<Self, Error> {
+        let policy = policy(policy_name)?;
+        let engine = KExact::new(dfa.inner.clone(), window, policy, &limits(memory_limit))?;
+        let out = Output::new(&dfa.inner, extrema, of)?;
+        let extrema = if extrema { Some(Extrema::new(dfa.inner.clone(), window, policy, out.mask.clone())?) } else { None };
+        Ok(ExactState { engine, out, extrema, events: 0, skipped: 0 })
+    }
+
+    fn feed(&mut self, raw: Raw) -> Result<(), Error> {
+        self.events += 1;
+        if raw == Raw::Gap(GAP_BREAK) {
+            self.skipped += 1;
+        }
+        if let Some(x) = &mut self.extrema {
+            x.feed(raw);
+        }
+        self.engine.feed(self.out.mask(raw))
+    }
+
     fn extremes(&self) -> (Option<u64>, Option<u64>) {
         self.extrema.as_ref().and_then(|x| x.result()).map_or((None, None), |(lo, hi)| (Some(lo), Some(hi)))
     }
@@ -259,11 +290,8 @@ impl ExactEngine {
     #[pyo3(signature = (dfa, window, policy_name, memory_limit=None, extrema=false, of=None))]
     fn new(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>, extrema: bool, of: Option<Vec<bool>>) -> PyResult<Self> {
         guard_ro(|| {
-            let policy = policy(policy_name)?;
-            let engine = KExact::new(dfa.inner.clone(), window, policy, &limits(memory_limit))?;
-            let out = Output::new(&dfa.inner, extrema, of)?;
-            let extrema = if extrema { Some(Extrema::new(dfa.inner.clone(), window, policy, out.mask.clone())?) } else { None };
-            Ok(ExactEngine { state: ExactState { engine, out, extrema, events: 0, skipped: 0 }, last_t: None, dead: None, labels: dfa.labels.clone() })
+            let state = ExactState::new(dfa, window, policy_name, memory_limit, extrema, of)?;
+            Ok(ExactEngine { state, last_t: None, dead: None, labels: dfa.labels.clone() })
         })
     }
 
@@ -286,22 +314,8 @@ impl ExactEngine {
             &mut self.last_t,
             &dfa,
             &mut self.state,
-            |me, raw| {
-                me.events += 1;
-                if raw == Raw::Gap(GAP_BREAK) {
-                    me.skipped += 1;
-                }
-                if let Some(x) = &mut me.extrema {
-                    x.feed(raw);
-                }
-                me.engine.feed(me.out.mask(raw))
-            },
-            |me, t| {
-                let (count, sum, partial_count) = me.engine.totals();
-                let (min, max) = me.extremes();
-                let count_by_missing = exact_by_missing(&me.engine, labels.as_deref());
-                NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None, min, max, count_by_missing }
-            },
+            |me, raw| me.feed(raw),
+            |me, t| exact_evaluation(me, t, labels.as_deref()),
         )
     }
 
@@ -311,10 +325,7 @@ impl ExactEngine {
     }
 
     fn totals(&self) -> NativeTotals {
-        let (count, sum, partial_count) = self.state.engine.totals();
-        let (min, max) = self.state.extremes();
-        let count_by_missing = exact_by_missing(&self.state.engine, self.labels.as_deref());
-        NativeTotals { count, sum, partial_count, min, max, count_by_missing }
+        exact_evaluation(&self.state, 0, self.labels.as_deref()).into()
     }
 
     #[getter]
@@ -334,7 +345,7 @@ impl ExactEngine {
 
     #[getter]
     fn is_big(&self) -> bool {
-        self.state.engine.tier() != "u128"
+        is_big(self.state.engine.tier())
     }
 
     #[getter]
@@ -345,15 +356,7 @@ impl ExactEngine {
 
 impl Replay for ExactState {
     fn feed_raw(&mut self, byte: u8, t: i64, v: u64) -> Result<(), Error> {
-        let raw = Raw::classify(self.engine.dfa(), byte, t, v);
-        self.events += 1;
-        if raw == Raw::Gap(GAP_BREAK) {
-            self.skipped += 1;
-        }
-        if let Some(x) = &mut self.extrema {
-            x.feed(raw);
-        }
-        self.engine.feed(self.out.mask(raw))
+        self.feed(Raw::classify(self.engine.dfa(), byte, t, v))
     }
 }
 
@@ -381,11 +384,7 @@ impl OooExactEngine {
     #[allow(clippy::too_many_arguments)]
     fn new(dfa: &PyDfa, window: i64, policy_name: &str, lateness: i64, memory_limit: Option<u64>, extrema: bool, of: Option<Vec<bool>>) -> PyResult<Self> {
         guard_ro(|| {
-            let policy = policy(policy_name)?;
-            let engine = KExact::new(dfa.inner.clone(), window, policy, &limits(memory_limit))?;
-            let out = Output::new(&dfa.inner, extrema, of)?;
-            let extrema = if extrema { Some(Extrema::new(dfa.inner.clone(), window, policy, out.mask.clone())?) } else { None };
-            let state = ExactState { engine, out, extrema, events: 0, skipped: 0 };
+            let state = ExactState::new(dfa, window, policy_name, memory_limit, extrema, of)?;
             Ok(OooExactEngine { inner: OutOfOrder::new(state, lateness)?, dead: None, labels: dfa.labels.clone() })
         })
     }
@@ -426,8 +425,7 @@ impl OooExactEngine {
         let (inner, labels) = (&mut self.inner, self.labels.clone());
         guard(&mut self.dead, || {
             let me = inner.readout(None)?;
-            let e = exact_evaluation(&me, 0, labels.as_deref());
-            Ok(NativeTotals { count: e.count, sum: e.sum, partial_count: e.partial_count, min: e.min, max: e.max, count_by_missing: e.count_by_missing })
+            Ok(exact_evaluation(&me, 0, labels.as_deref()).into())
         })
     }
 
@@ -781,7 +779,7 @@ impl SummaryEngine {
 
     #[getter]
     fn is_big(&self) -> bool {
-        self.inner.tier() != "u128"
+        is_big(self.inner.tier())
     }
 
     #[getter]

@@ -50,10 +50,6 @@ def _extra_columns(qs: suse.QuerySet) -> list[str]:
     return (["min", "max"] if q._extrema else []) + (["count_by_missing"] if q.max_missing else [])
 
 
-def _avg_text(avg: Optional[float]) -> str:
-    return "-" if avg is None else f"{avg:.6g}"
-
-
 def _print(data: dict, columns: list[str], title: str) -> None:
     from suse.cli.query_cmds import _table
 
@@ -68,6 +64,8 @@ def _print(data: dict, columns: list[str], title: str) -> None:
 
 
 def _cell(row: dict, column: str) -> str:
+    from suse.cli.query_cmds import _avg_text
+
     value = row.get(column)
     if column == "count_by_missing" and value is not None:
         return " / ".join(map(str, value))

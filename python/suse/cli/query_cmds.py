@@ -17,6 +17,7 @@ from rich.table import Table
 import suse
 from suse.cli import multi_cmds
 from suse.cli.app import Command, app, friendly_errors, read_text_file, stdout_console
+from suse.disorder import LATE_MODES, PLACEMENTS
 from suse.errors import InputError, LateEventError
 from suse.io.formats import Events, read_probabilities, read_stream
 from suse.query import compile_regex
@@ -31,32 +32,17 @@ class Stage(str, Enum):
     trimmed = "trimmed"  # the automaton the counters run over
 
 
-class Aggregate(str, Enum):
-    count = "count"
-    sum = "sum"
-    avg = "avg"
-    min = "min"
-    max = "max"
+def _choices(name: str, names: tuple[str, ...]) -> Any:
+    """An option's choices from the library's list, so a new one (a strategy the kernel gained)
+    reaches the command line without an edit here."""
+    return Enum(name, {n: n for n in names}, type=str)
 
 
-class Policy(str, Enum):
-    any = "any"
-    next = "next"
-    contiguous = "contiguous"
-
-
-# The kernel's list, so a new strategy reaches the command line without an edit here.
-Strategy = Enum("Strategy", {name: name for name in suse.api.STRATEGIES}, type=str)
-
-
-class Late(str, Enum):
-    error = "error"
-    count = "count"
-
-
-class Placement(str, Enum):
-    buffer = "buffer"
-    insert = "insert"
+Aggregate = _choices("Aggregate", suse.api.AGGREGATES)
+Policy = _choices("Policy", suse.api.POLICIES)
+Strategy = _choices("Strategy", suse.api.STRATEGIES)
+Late = _choices("Late", LATE_MODES)
+Placement = _choices("Placement", PLACEMENTS)
 
 
 class StreamFormat(str, Enum):

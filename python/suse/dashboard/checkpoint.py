@@ -39,6 +39,42 @@ def _replace(path: Path, write) -> None:
     os.replace(tmp, path)
 
 
+def _unreadable(directory: Path, exc: Exception) -> InputError:
+    return InputError(f"checkpoint {directory} cannot be read ({exc}); remove it or pass --fresh")
+
+
+def check_job(directory: Path, meta: dict, job: dict) -> None:
+    """A checkpoint of another job is an error: resuming it would mix two jobs' numbers."""
+    if meta.get("version") != VERSION or meta.get("fingerprint") != fingerprint(job):
+        raise InputError(
+            f"checkpoint {directory} was written for a different job (or version of it); "
+            f"pass --fresh to start over, or --checkpoint to use another directory"
+        )
+
+
+def write_state(directory: Path, zip_name: str, blobs: dict[str, bytes], json_name: str, text: str) -> None:
+    """The summaries' blobs, then the JSON state: it names positions the summaries must already
+    reflect, so it goes last."""
+    def write_zip(tmp: Path) -> None:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+            for name, blob in blobs.items():
+                z.writestr(name, blob)
+
+    _replace(directory / zip_name, write_zip)
+    _replace(directory / json_name, lambda tmp: tmp.write_text(text))
+
+
+def read_state(directory: Path, json_name: str, zip_name: str) -> Optional[tuple[dict, zipfile.ZipFile]]:
+    """The JSON state and the open zip of summaries that `write_state` wrote; None if there is none."""
+    path = directory / json_name
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text()), zipfile.ZipFile(directory / zip_name)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise _unreadable(directory, exc) from None
+
+
 def save_events(directory: Path, queries: list[QueryEvents], datetime_axis: bool, job: dict) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     arrays = {}
@@ -79,12 +115,8 @@ def load_events(directory: Path, job: dict) -> Optional[tuple[list[QueryEvents],
         meta = json.loads(meta_path.read_text())
         data = np.load(directory / "events.npz")
     except (OSError, ValueError) as exc:
-        raise InputError(f"checkpoint {directory} cannot be read ({exc}); remove it or pass --fresh") from None
-    if meta.get("version") != VERSION or meta.get("fingerprint") != fingerprint(job):
-        raise InputError(
-            f"checkpoint {directory} was written for a different job (or version of it); "
-            f"pass --fresh to start over, or --checkpoint to use another directory"
-        )
+        raise _unreadable(directory, exc) from None
+    check_job(directory, meta, job)
     queries = []
     for i, q in enumerate(meta["queries"]):
         queries.append(QueryEvents(
@@ -108,27 +140,15 @@ def save_state(directory: Path, live: Live) -> None:
                     blobs[f"{qi}/{name}/{pid}"] = summary.to_bytes()
             state["queries"].append({"pos": lq.pos, "parts": parts})
         text = json.dumps(state)
-
-    def write_zip(tmp: Path) -> None:
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-            for name, blob in blobs.items():
-                z.writestr(name, blob)
-
-    # The zip first: state.json names positions that the summaries must already reflect.
-    _replace(directory / "summaries.zip", write_zip)
-    _replace(directory / "state.json", lambda tmp: tmp.write_text(text))
+    write_state(directory, "summaries.zip", blobs, "state.json", text)
 
 
 def load_state(directory: Path, live: Live) -> bool:
     """Restore a saved state into a fresh ``live``; False when there is none."""
-    path = directory / "state.json"
-    if not path.exists():
+    saved_state = read_state(directory, "state.json", "summaries.zip")
+    if saved_state is None:
         return False
-    try:
-        state = json.loads(path.read_text())
-        z = zipfile.ZipFile(directory / "summaries.zip")
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise InputError(f"checkpoint {directory} cannot be read ({exc}); remove it or pass --fresh") from None
+    state, z = saved_state
     with z, live.lock:
         live.clock = float(state["clock"])
         live.evaluations = state["evaluations"]

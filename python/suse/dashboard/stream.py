@@ -13,7 +13,6 @@ recognised by its id and skipped, so each event is counted once.
 from __future__ import annotations
 
 import json
-import zipfile
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +20,7 @@ from typing import Any, Optional
 
 import pandas as pd
 
-from suse.dashboard.checkpoint import VERSION, _replace, fingerprint
+from suse.dashboard.checkpoint import VERSION, check_job, fingerprint, read_state, write_state
 from suse.dashboard.live import Live, LiveQuery, Partition, Settings, _jsonable
 from suse.errors import InputError
 from suse.spark.config import JobConfig
@@ -196,31 +195,16 @@ def save(directory: Path, live: StreamLive, job: dict) -> None:
             "pos": sq.pos, "late": sq.late, "keys": [list(k) for k in sq.events.keys], "parts": parts,
         }
         text = json.dumps(state)
-
-    def write_zip(tmp: Path) -> None:
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-            for name, blob in blobs.items():
-                z.writestr(name, blob)
-
     directory.mkdir(parents=True, exist_ok=True)
-    _replace(directory / "stream-summaries.zip", write_zip)
-    _replace(directory / "stream.json", lambda tmp: tmp.write_text(text))
+    write_state(directory, "stream-summaries.zip", blobs, "stream.json", text)
 
 
 def load(directory: Path, live: StreamLive, job: dict) -> bool:
-    path = directory / "stream.json"
-    if not path.exists():
+    saved_state = read_state(directory, "stream.json", "stream-summaries.zip")
+    if saved_state is None:
         return False
-    try:
-        state = json.loads(path.read_text())
-        z = zipfile.ZipFile(directory / "stream-summaries.zip")
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise InputError(f"checkpoint {directory} cannot be read ({exc}); remove it or pass --fresh") from None
-    if state.get("version") != VERSION or state.get("fingerprint") != fingerprint(job):
-        raise InputError(
-            f"checkpoint {directory} was written for a different job (or version of it); "
-            f"pass --fresh to start over, or --checkpoint to use another directory"
-        )
+    state, z = saved_state
+    check_job(directory, state, job)
     with z, live.lock:
         sq = live.queries[0]
         live.clock, live.first, live.evaluations = state["clock"], state["first"], state["evaluations"]

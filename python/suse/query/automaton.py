@@ -21,12 +21,12 @@ from typing import Iterable, Optional, Sequence
 from suse.errors import QueryError
 from suse.query.approximate import MAX_MISSING, determinise_missing, transfer_labels
 from suse.query.construction import determinise, minimise, prune, remove_epsilon, thompson
-from suse.query.nfa import NFA, render_dot
+from suse.query.nfa import NFA, Symbols, render_dot
 from suse.query.parser import alphabet_of, has_negation, negated_of, parse
 
 
 @dataclass(frozen=True, eq=False)
-class Automaton:
+class Automaton(Symbols):
     """A deterministic automaton; a missing transition means "dead" (no match possible).
 
     ``alphabet`` holds the letters a match element can have; ``negated`` the characters
@@ -46,15 +46,6 @@ class Automaton:
     #: Per final state, the least number of missing letters of the words ending there
     #: (all 0 when ``max_missing`` is 0).
     missing: dict[int, int] = field(default_factory=dict)
-
-    @property
-    def states(self) -> range:
-        return range(self.n_states)
-
-    @property
-    def symbols(self) -> list[str]:
-        """Table columns in order: the letters, then ``"!x"`` per negated character."""
-        return list(self.alphabet) + ["!" + ch for ch in self.negated]
 
     def table(self) -> list[int]:
         """Row-major transition table, -1 for dead: ``len(alphabet) + len(negated)``

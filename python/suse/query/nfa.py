@@ -15,8 +15,25 @@ from typing import Iterable, Mapping, Optional
 NfaMoves = dict[tuple[int, str], frozenset[int]]  # (state, char) -> target states
 
 
+class Symbols:
+    """`states` and `symbols` of an automaton, NFA or DFA alike."""
+
+    n_states: int
+    alphabet: str
+    negated: str
+
+    @property
+    def states(self) -> range:
+        return range(self.n_states)
+
+    @property
+    def symbols(self) -> list[str]:
+        """Table columns in order: the letters, then ``"!x"`` for each negated character x."""
+        return list(self.alphabet) + ["!" + ch for ch in self.negated]
+
+
 @dataclass(frozen=True, eq=False)
-class NFA:
+class NFA(Symbols):
     """A nondeterministic automaton over states ``0..n_states-1`` (one pipeline stage)."""
 
     alphabet: str
@@ -27,15 +44,6 @@ class NFA:
     epsilon: Mapping[int, frozenset[int]] = field(default_factory=dict)
     negated: str = ""  # sorted negated characters; each has a symbol "!x"
     negations: Mapping[tuple[int, int], str] = field(default_factory=dict)  # (from, to) -> chars
-
-    @property
-    def states(self) -> range:
-        return range(self.n_states)
-
-    @property
-    def symbols(self) -> list[str]:
-        """The letters, then ``"!x"`` for each negated character x."""
-        return list(self.alphabet) + ["!" + ch for ch in self.negated]
 
     def closure(self, states: Iterable[int]) -> frozenset[int]:
         """All states reachable from ``states`` by epsilon moves alone (negation moves
