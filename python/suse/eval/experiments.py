@@ -270,6 +270,8 @@ def _plot_beyond(df: pd.DataFrame, path: Path, title: str) -> None:
     main = cells["strategy"].iloc[0]
     for ax, b in zip(axes[:2], ("suse", "present")):
         _lines(ax, cells[cells["baseline"] == b], "window", "size", "mean_log10_ratio")
+        if b == "suse" and "ceiling_log10_ratio" in cells:  # what an unbounded summary would gain
+            _lines(ax, cells[cells["baseline"] == b], "window", "size", "ceiling_log10_ratio", "--x", " ceiling")
         _improvement_axes(ax, f"({'ab'[b == 'present']}) {main} / {b}, {PAPER_QUERY}, all distributions")
         ax.set_ylabel("mean log10 ((A+1)/(B+1)) per timestamp")
     fam = df[(df["kind"] == "cell") & (df["family"] != "paper")]
