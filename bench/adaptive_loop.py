@@ -52,10 +52,13 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--strategy", default="adaptive")
     ap.add_argument("--grid", action="store_true", help="all 36 cells of the beyond grid")
+    ap.add_argument("--cells", nargs="+", metavar="SIZE,WINDOW,DIST", help="these cells, e.g. 100,250,normal")
     ap.add_argument("--cache", default="/tmp/adaptive_loop_cache.pkl")
     a = ap.parse_args()
     cache_path = Path(a.cache)
     cells = GRID if a.grid else CELLS
+    if a.cells:
+        cells = [(int(sz), int(w), d) for sz, w, d in (c.split(",") for c in a.cells)]
     cache = pickle.loads(cache_path.read_bytes()) if cache_path.exists() else {}
     tasks = [(sz, w, d, seed, a.events, st) for (sz, w, d) in cells for seed in range(a.seeds)
              for st in (a.strategy, "suse", "present", "exact") if st == a.strategy or (sz, w, d, seed, a.events, st) not in cache]
