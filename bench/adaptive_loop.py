@@ -7,6 +7,7 @@ the mean over cells, and the ceiling: the exact count's ratio over `suse` (no su
 
     .venv/bin/python bench/adaptive_loop.py            # 8 cells x 2 seeds, 3,000 events
     .venv/bin/python bench/adaptive_loop.py --events 5000 --seeds 5
+    .venv/bin/python bench/adaptive_loop.py --events 5000 --seeds 20 --cells 100,250,normal 100,500,zipf
 """
 from __future__ import annotations
 
