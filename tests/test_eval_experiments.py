@@ -29,11 +29,12 @@ def test_summary_holding_the_whole_stream_is_exact():
     # |S| >= stream length: nothing is ever evicted, so every strategy keeps every match
     # and the recall against the exact engine is 1 at every timestamp.
     task = ex._synthetic(events=300, size=300, window=20, run=0, strategies=["suse", "fifo"],
-                         exact=True, evaluations=[10], processes=["uniform", "poisson"])
+                         exact=True, ceiling=True, evaluations=[10], processes=["uniform", "poisson"])
     rows = ex.effectiveness(task)
     assert len(rows) == 2
     for row in rows:
         assert row["log10_improvement"] == 0
+        assert row["ceiling_log10_ratio"] == 0  # nothing left for any strategy to gain
         assert row["strategy_recall"] == row["baseline_recall"] == 1
         assert row["strategy_detected_recall"] == 1
         assert row["log10_max_exact"] > 0
@@ -79,6 +80,21 @@ def test_case_study_task_on_hand_made_partitions():
         assert r["partitions"] == 2 and r["overflowing_partitions"] == 1 and r["events"] == 303
         assert r["timestamps"] == 10 and math.isfinite(r["log10_improvement"])
         assert r["throughput"] > 0 and 0 < r["latency_min"] <= r["latency_max"]
+        assert "ceiling_log10_ratio" not in r  # only when asked for
+
+
+def test_case_study_ceiling_bounds_every_strategy():
+    from suse.eval import case_studies
+    from suse.io.synthetic import synthetic_stream
+
+    ev = synthetic_stream("ABG", 300, "uniform", seed=1)
+    task = {"label": "Q0", "regex": "A(B|G)*A", "streams": {"big": (ev.chars, ev.timestamps)}, "size": 30,
+            "window": 40, "run": 0, "unit_name": "days", "evaluations": 10,
+            "strategies": ["adaptive", "suse", "fifo"], "latency_sample": 20, "ceiling": True}
+    rows = case_studies.case_study(task)
+    for r in rows:  # a summary retains a subset of the exact matches
+        assert r["ceiling_log10_ratio"] >= r["mean_log10_ratio"] - 1e-12
+    assert any(r["ceiling_log10_ratio"] > 0 for r in rows)
 
 
 def test_cli_names_the_experiments_on_a_bad_name(tmp_path):
@@ -101,8 +117,12 @@ def test_beyond_quick_reduced_writes_cells_families_and_trace(tmp_path):
     assert set(cells["strategy"]) == {"adaptive"} and set(cells["baseline"]) == {"suse", "present", "fifo"}
     assert len(cells[cells["family"] == "paper"]) == 2 * 3 and len(cells[cells["family"] == "fig9b"]) == 2 * 3
     assert cells["share_at_least"].between(0, 1).all() and cells["mean_log10_ratio"].map(math.isfinite).all()
+    # The ceiling (exact count over the baseline) bounds what any size-|S| summary can gain:
+    # a summary retains a subset of the window's matches.
+    assert (cells["ceiling_log10_ratio"] >= cells["mean_log10_ratio"] - 1e-12).all()
+    assert (cells["ceiling_log10_ratio"] > 0).any()
     table = ex.beyond_cells(df)
-    assert table.shape == (2, 6) and ("mean_log10_ratio", "suse") in table.columns
+    assert table.shape == (2, 9) and ("ceiling_log10_ratio", "suse") in table.columns
     trace = df[df["kind"] == "trace"]
     assert set(trace["strategy"]) == set(ex.BEYOND) and len(trace) == 12 * len(ex.BEYOND)
     # the trace is the retained count itself: recomputed here for one strategy and time

@@ -24,10 +24,21 @@ use crate::xf::{Real, Xf};
 
 pub struct Adaptive;
 
-/// Look-ahead: `HORIZON · |S|² / (τ · rate)` elements, at most `|S|` (as in `suse`): the share
-/// of a window's events the summary can keep times what it keeps, doubled (measured:
-/// docs/RESULTS.md, "Beyond the paper").
-pub const HORIZON: f64 = 2.0;
+/// Look-ahead: `|S|` elements (as in `suse`) while a window holds at most `FULL_LOOK_AHEAD · |S|`
+/// elements, then `|S| · (FULL_LOOK_AHEAD · |S| / (τ · rate))²`: a partial set completes only
+/// through later elements the summary also keeps, and it keeps a share `|S| / (τ · rate)` of
+/// them (measured against `2 · |S|² / (τ · rate)`: docs/RESULTS.md, "Beyond the paper").
+pub const FULL_LOOK_AHEAD: f64 = 2.5;
+
+/// The look-ahead in elements for a summary of `size` over a window of `window` elements.
+pub fn horizon(size: f64, window: f64) -> f64 {
+    let r = FULL_LOOK_AHEAD * size / window.max(1.0);
+    if r >= 1.0 {
+        size
+    } else {
+        (size * r * r).ceil()
+    }
+}
 
 impl super::Selector for Adaptive {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
@@ -52,7 +63,7 @@ impl Adaptive {
     fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
         let size = s.cfg.size.min(MAX_STEPS) as f64;
         let window = (s.cfg.tau as f64) * s.estimator.rate();
-        let horizon = (HORIZON * size * size / window.max(1.0)).ceil().min(size);
+        let horizon = horizon(size, window);
         let mut victims = Vec::with_capacity(s.elems.len());
         let (pres, e) = values(s, est, ev, t, horizon, true, |_, pres, e| victims.push((pres.to_xf(), e.map_or(Xf::ZERO, |e| e.to_xf()))));
         let cand_value = e.map_or(pres.to_xf(), |e| pres.to_xf().add(&e.to_xf()).unwrap_or(pres.to_xf()));
@@ -164,6 +175,19 @@ mod tests {
                 prop_assert!(evicted, "kept {p} of {c} against {value}");
             }
         }
+    }
+
+    /// The look-ahead is `|S|` while the window holds at most 2.5 |S| elements, then falls
+    /// with the square of the share the summary keeps (a quarter of it at twice that window).
+    #[test]
+    fn look_ahead_falls_with_the_share_kept() {
+        assert_eq!(horizon(100.0, 50.0), 100.0);
+        assert_eq!(horizon(100.0, 250.0), 100.0);
+        assert_eq!(horizon(100.0, 500.0), 25.0);
+        assert_eq!(horizon(100.0, 1e9), 1.0);
+        assert_eq!(horizon(100.0, 0.0), 100.0); // no rate yet: as `suse`
+        let hs: Vec<f64> = (1..200).map(|w| horizon(100.0, w as f64 * 10.0)).collect();
+        assert!(hs.windows(2).all(|p| p[1] <= p[0]));
     }
 
     /// Counts past `f64` (retained 2^2000) still rank, and an empty result ranks expectations.
