@@ -204,7 +204,8 @@ def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, group
     def body(batches):
         return run_sorted(plan, key_names, batches, TS, RANK, value_col, grouped)
 
-    out = frame.mapInArrow(body, schema or output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0))
+    # The tie breaker only orders the sort: not shipped to the Python workers.
+    out = frame.drop(TIE).mapInArrow(body, schema or output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0))
     if events.axis.is_datetime:
         out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
     return out
