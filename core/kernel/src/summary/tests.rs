@@ -101,6 +101,17 @@ fn same_as_eager<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> R
     Ok(())
 }
 
+/// Run a check generic over the policy under the one drawn (0: any, 1: next, else contiguous).
+macro_rules! under_policy {
+    ($policy:expr, $check:ident($($arg:expr),*)) => {
+        match $policy {
+            0 => $check::<AnyMatch>($($arg),*),
+            1 => $check::<NextMatch>($($arg),*),
+            _ => $check::<Contiguous>($($arg),*),
+        }
+    };
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -109,11 +120,7 @@ proptest! {
                                              ttl in proptest::option::of(0i64..10), policy in 0usize..3) {
         let cfg = config(size, tau, strategy_of(strat), Aggregate::Count, ttl);
         let evs = elements(&dfa, &raw);
-        match policy {
-            0 => same_as_eager::<AnyMatch>(&dfa, &evs, cfg)?,
-            1 => same_as_eager::<NextMatch>(&dfa, &evs, cfg)?,
-            _ => same_as_eager::<Contiguous>(&dfa, &evs, cfg)?,
-        }
+        under_policy!(policy, same_as_eager(&dfa, &evs, cfg))?;
     }
 
     #[test]
@@ -121,11 +128,7 @@ proptest! {
                                         sum in any::<bool>(), ttl in proptest::option::of(0i64..10), policy in 0usize..3) {
         let cfg = config(size, tau, strategy_of(strat), if sum { Aggregate::Sum } else { Aggregate::Count }, ttl);
         let evs = elements(&dfa, &raw);
-        match policy {
-            0 => run_checked::<AnyMatch>(&dfa, &evs, cfg)?,
-            1 => run_checked::<NextMatch>(&dfa, &evs, cfg)?,
-            _ => run_checked::<Contiguous>(&dfa, &evs, cfg)?,
-        }
+        under_policy!(policy, run_checked(&dfa, &evs, cfg))?;
     }
 
     #[test]
@@ -149,11 +152,7 @@ proptest! {
     fn narrow_and_wide_estimates_agree((dfa, raw) in case(), size in 1usize..7, tau in 0i64..12, strat in 0usize..5, policy in 0usize..3) {
         let cfg = config(size, tau, strategy_of(strat), Aggregate::Count, None);
         let evs = elements(&dfa, &raw);
-        match policy {
-            0 => same_with_wide::<AnyMatch>(&dfa, &evs, cfg)?,
-            1 => same_with_wide::<NextMatch>(&dfa, &evs, cfg)?,
-            _ => same_with_wide::<Contiguous>(&dfa, &evs, cfg)?,
-        }
+        under_policy!(policy, same_with_wide(&dfa, &evs, cfg))?;
     }
 
     /// Saved state: every corruption is refused with a state error, never a panic; an
