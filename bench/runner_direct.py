@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import time
 
 import numpy as np
 import pyarrow as pa
 
 from suse.spark.characters import RANK, TIE, TS
 from suse.spark.runner import Plan, run_sorted
+from timing import best_time
 
 QUERY = "a(b*c)*d(e|f)g*"
 
@@ -54,11 +54,7 @@ def main() -> None:
     data, p = batches(args.events, args.partitions), plan()
     grouped = not args.per_partition
     run(data, p, grouped)  # warm-up
-    best = float("inf")
-    for _ in range(args.repeat):
-        t0 = time.perf_counter()
-        out = run(data, p, grouped)
-        best = min(best, time.perf_counter() - t0)
+    best, out = best_time(lambda: run(data, p, grouped), args.repeat)
     print(f"events={args.events:,} partitions={args.partitions:,} query={QUERY} |S|=100 tau=100: "
           f"{'per partition' if args.per_partition else 'grouped'}: {best:.3f} s, {args.events / best:,.0f} events/s, {out:,} result rows")
     if args.profile:

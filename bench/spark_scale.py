@@ -14,12 +14,12 @@ run of each side is not counted. --connect runs everything on a Spark Connect se
 from __future__ import annotations
 
 import argparse
-import time
 
 from pyspark.sql import functions as F
 
 from suse.spark import aggregate, get_session, register
 from suse.spark.batch import prepare, run
+from timing import best_time
 
 QUERY = "a(b*c)*d(e|f)g*"
 
@@ -39,12 +39,9 @@ def data(spark, events: int, partitions: int):
 
 
 def timed(label: str, frame, events: int, repeat: int) -> float:
-    frame.write.format("noop").mode("overwrite").save()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        frame.write.format("noop").mode("overwrite").save()
-        best = min(best, time.perf_counter() - t0)
+    write = frame.write.format("noop").mode("overwrite").save
+    write()  # warm-up
+    best, _ = best_time(write, repeat)
     print(f"{label:<44} {best:8.2f} s {events / best:12,.0f} events/s", flush=True)
     return best
 

@@ -227,9 +227,7 @@ impl<P: SummaryPolicy> Summary<P> {
         if let Some(w) = &mut self.deferred {
             w.push(ev)?;
         }
-        while self.elems.get(self.active_start).is_some_and(|e| expired(e.t, ev.t, self.cfg.tau)) {
-            self.active_start += 1;
-        }
+        self.active_start = self.active_end(ev.t);
         self.elems.push(ev);
         Ok(())
     }
@@ -237,14 +235,20 @@ impl<P: SummaryPolicy> Summary<P> {
     /// `detected`: while deferred, every set ever formed is still held, so the matches in `g`.
     fn detected(&self) -> Dual<BigUint> {
         match &self.deferred {
-            Some(w) => crate::step::final_sum(&self.dfa, &w.totals_big()).unwrap_or_default(),
+            Some(w) => self.held_matches(&w.totals_big()),
             None => crate::on_tier!(&self.exact, |p| p.detected.to_big()),
         }
     }
 
+    /// The complete matches among the sets `g` (what a deferred summary has detected).
+    fn held_matches(&self, g: &[Dual<BigUint>]) -> Dual<BigUint> {
+        crate::step::final_sum(&self.dfa, g).unwrap_or_default()
+    }
+
     pub fn readout(&self) -> Readout {
         if let Some(w) = &self.deferred {
-            return Readout { g: w.totals_big(), detected: self.detected() };
+            let g = w.totals_big();
+            return Readout { detected: self.held_matches(&g), g };
         }
         let (g, detected) = crate::on_tier!(&self.exact, |p| p.readout());
         Readout { g, detected }
@@ -367,15 +371,21 @@ impl<P: SummaryPolicy> Summary<P> {
 
     /// Move the active window to the elements a new element at `now` can still match with.
     fn expire(&mut self, now: i64) -> Result<(), Error> {
-        let start = self.active_start;
-        let mut end = start;
-        while end < self.elems.len() && expired(self.elems[end].t, now, self.cfg.tau) {
-            end += 1;
-        }
+        let (start, end) = (self.active_start, self.active_end(now));
         if end == start {
             return Ok(());
         }
         P::expire(self, start, end)
+    }
+
+    /// Where the active window starts for a new element at `now`: past the elements it can
+    /// no longer match with.
+    fn active_end(&self, now: i64) -> usize {
+        let mut end = self.active_start;
+        while end < self.elems.len() && expired(self.elems[end].t, now, self.cfg.tau) {
+            end += 1;
+        }
+        end
     }
 
     /// Evict the element at position `p`.
