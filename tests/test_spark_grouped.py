@@ -89,6 +89,18 @@ def test_only_plain_plans_take_the_grouped_path():
     assert not serves(Plan("AB", 5, order="AB", max_missing=1))
 
 
+def test_set_call_refuses_what_each_query_alone_refuses():
+    """Unordered evaluation times are refused even where the shared engine (which reads every
+    query's times merged) would answer, as `summary_groups` refuses them."""
+    templates = [Plan(q, 5, order="ab", size=3).new_summary()._engine for q in ("ab", "a+")]
+    ts, offsets = np.array([1, 2], np.int64), np.array([0, 2], np.int64)
+    evals, eval_offsets = np.array([3, 1], np.int64), np.array([0, 2], np.int64)
+    with pytest.raises(InputError, match="evaluation times must be in increasing order"):
+        _core.summary_set_groups(templates, b"ab", ts, None, offsets, [evals, evals], [eval_offsets, eval_offsets])
+    with pytest.raises(InputError, match="2 queries but 1 lists"):
+        _core.summary_set_groups(templates, b"ab", ts, None, offsets, [evals], [eval_offsets])
+
+
 def test_native_call_refuses_bad_groups():
     template = Plan("AB", 5, order="AB").new_summary()._engine
     ts = np.array([1, 2], np.int64)

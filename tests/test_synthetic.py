@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from suse.errors import InputError
-from suse.io.synthetic import abcd_blocks, alphabet_probabilities, synthetic_stream
+from suse.io.synthetic import abcd_blocks, alphabet_probabilities, aseq_queries, synthetic_stream
 
 PAPER_LETTERS = "abcdefg"  # the letters of a(b*c)*d(e|f)g*
 
@@ -85,3 +85,13 @@ def test_bad_parameters(kwargs, pattern):
 
 def test_values_are_int64():
     assert synthetic_stream("ab", 4, values="uniform").values.dtype == np.int64
+
+
+def test_aseq_queries_share_the_prefix_and_refuse_no_items():
+    default = aseq_queries(4)
+    assert default["q0"] == "a(b*c)*d(e|f)g*" and len(set(default.values())) == 4
+    flights = aseq_queries(5, prefix="D(D|A)*", items=("C", "A", "O"))
+    assert flights["q0"] == "D(D|A)*C" and all(q.startswith("D(D|A)*") for q in flights.values())
+    assert len(set(flights.values())) == 5
+    with pytest.raises(InputError, match="at least one suffix"):
+        aseq_queries(1, items=())

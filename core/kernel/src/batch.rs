@@ -35,6 +35,14 @@ pub struct Batch<'a> {
     evals: &'a [i64],
 }
 
+/// Evaluation times must not go back.
+pub fn check_evals(evals: &[i64]) -> Result<(), Error> {
+    match evals.windows(2).position(|w| w[1] < w[0]) {
+        Some(i) => Err(Error::input(format!("evaluation times must be in increasing order: {} comes after {}", evals[i + 1], evals[i]))),
+        None => Ok(()),
+    }
+}
+
 impl<'a> Batch<'a> {
     /// Check lengths, values and order; `last_t` is the last timestamp already processed.
     pub fn new(chars: &'a [u8], ts: &'a [i64], vals: Option<&'a [i64]>, evals: &'a [i64], last_t: Option<i64>) -> Result<Self, Error> {
@@ -48,9 +56,7 @@ impl<'a> Batch<'a> {
             }
             prev = Some(t);
         }
-        if let Some(i) = evals.windows(2).position(|w| w[1] < w[0]) {
-            return Err(Error::input(format!("evaluation times must be in increasing order: {} comes after {}", evals[i + 1], evals[i])));
-        }
+        check_evals(evals)?;
         if let (Some(&first), Some(last)) = (evals.first(), last_t) {
             if first < last {
                 return Err(Error::input(format!(

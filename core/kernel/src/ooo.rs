@@ -198,9 +198,7 @@ impl<E: Replay> OutOfOrder<E> {
         snap: impl Fn(&E, i64) -> Row,
     ) -> Result<Vec<Row>, Error> {
         crate::batch::Batch::unordered(chars, ts, vals)?; // lengths and values
-        if let Some(i) = evals.windows(2).position(|w| w[1] < w[0]) {
-            return Err(Error::input(format!("evaluation times must be in increasing order: {} comes after {}", evals[i + 1], evals[i])));
-        }
+        crate::batch::check_evals(evals)?;
         if let (Some(&first), Some(h)) = (evals.first(), self.horizon()) {
             if first < h {
                 return Err(Error::input(format!(

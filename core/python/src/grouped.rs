@@ -2,6 +2,7 @@
 //! copy of a fresh summary, and the evaluations come back column by column, ready to become
 //! Arrow arrays without a Python object per row.
 use super::*;
+use suse_kernel::batch::check_evals;
 use num_bigint::BigUint;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::types::{PyBytes, PyDict};
@@ -259,6 +260,10 @@ fn run_set(templates: &[&SummaryEngine], chars: &[u8], ts: &[i64], vals: Option<
         check_offsets("eval_offsets", o, e.len())?;
         if o.len() != offs.len() {
             return Err(Error::input(format!("{} groups of events but {} of evaluation times", offs.len() - 1, o.len() - 1)));
+        }
+        // Checked here too: the shared engine reads them merged, where no order is left to check.
+        for g in o.windows(2) {
+            check_evals(&e[g[0] as usize..g[1] as usize])?;
         }
     }
     let n = templates.len();

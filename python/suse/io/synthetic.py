@@ -106,6 +106,8 @@ def aseq_queries(n: int, seed: int | None = 0, prefix: str = ASEQ_PREFIX,
     query sets: one common prefix, then one or two ``items`` (default: over the workload's
     letters). With the defaults q0 is the paper's query ``a(b*c)*d(e|f)g*`` (otherwise the first
     item alone); the others are a seeded shuffle of the remaining suffixes."""
+    if not items:
+        raise InputError("items must name at least one suffix")
     pairs = [a + b for a in items for b in items if not (a == b and a.endswith("*"))]
     singles = list(items)
     first = "(e|f)g*" if items == _SUFFIX_ITEMS else items[0]
