@@ -11,7 +11,7 @@ from pyspark.sql import types as T
 
 import suse
 from suse.errors import InputError
-from suse.spark.characters import OP, RANK, TIE, TS, VALUE, Events, quoted, to_events
+from suse.spark.characters import CORRUPT, DROPPED, OP, RANK, TIE, TS, VALUE, Events, quoted, to_events
 from suse.spark.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.workers import check_workers
 from suse.spark.runner import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, run_sorted
@@ -40,6 +40,7 @@ def aggregate(
     max_missing: int = 0,
     op: str | None = None,
     queries: Mapping[str, Any] | None = None,
+    large_partitions: bool = False,
 ) -> DataFrame:
     """Aggregate the subsequence matches of ``query`` within ``window`` per partition.
 
@@ -61,6 +62,11 @@ def aggregate(
     ``op``: a column with "+" (an event) or "-" (a retraction: it cancels one event of the
     partition with the same character, timestamp and value; a retraction with nothing to cancel
     stops the job with an error naming it).
+
+    ``large_partitions``: by default Spark gathers each partition's events into one row (lists)
+    before the engine runs, which avoids sorting the whole input; set it for partitions of
+    tens of millions of events, which an executor could not hold at once: then the events are
+    sorted and streamed through the engine. The results are the same.
     """
     spark_frame(df, "aggregate")
     if df.isStreaming:
@@ -78,7 +84,7 @@ def aggregate(
                                 evaluate=evaluate)
         events, multi_plan = prepare_multi(df, queries, defaults, characters, timestamp, partition_by, value, exact,
                                            replicate, timestamp_format, op=op)
-        return run_multi(cancel_retractions(events) if events.has_op else events, multi_plan)
+        return run_multi(cancel_retractions(events) if events.has_op else events, multi_plan, large_partitions)
     if query is None or window is None:
         raise InputError("aggregate needs query= and window= (or queries=)")
     events, plan = prepare(
@@ -88,7 +94,7 @@ def aggregate(
     )
     if events.has_op:
         events = cancel_retractions(events)
-    return run(events, plan)
+    return run(events, plan, large_partitions=large_partitions)
 
 
 def spark_frame(df: object, caller: str) -> None:
@@ -187,25 +193,57 @@ def output_schema(events: Events, exact: bool, extrema: bool = False, approx: bo
     return T.StructType(keys + list(results.fields))
 
 
-def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, grouped: bool = True) -> DataFrame:
-    """One shuffle by partition keys and one sort, then ``plan`` over each partition's events
-    (``schema``: the output's, when ``plan`` is not a single query's, e.g. a query set;
-    ``grouped=False``: one native call per partition, for benchmarks)."""
+def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, grouped: bool = True,
+        large_partitions: bool = False) -> DataFrame:
+    """``plan`` over each partition's events (``schema``: the output's, when ``plan`` is not a
+    single query's, e.g. a query set; ``grouped=False``: one native call per partition, for
+    benchmarks).
+
+    Two layouts. Gathered (the default for plans the grouped runner serves): Spark groups each
+    partition's events into lists, one row per partition, and the runner sorts each list; no
+    sort of the whole data, which is what a shuffle-and-sort costs most. Streamed
+    (``large_partitions``, partitions without keys, and the other plans): one shuffle by the
+    partition keys and one sort, and the runner reads each partition's events in order however
+    many there are, where the gathered layout holds a partition's events in one executor's
+    memory."""
+    from suse.spark import grouped as by_batch
+
     keys = [quoted(k) for k in events.keys]
-    # An explicit count: adaptive execution would merge the (small) shuffle output into one
-    # partition and leave all the Python work to a single worker.
-    n = int(events.frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    frame = events.frame.repartition(n, *keys) if keys else events.frame.repartition(1)
-    # Spark sorts; Python then sees each partition's events contiguous and in order.
-    frame = frame.sortWithinPartitions(*keys, TS, RANK, TIE)
-    value_col = VALUE if events.has_value else None
     key_names = list(events.keys)
+    schema = schema or output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0)
+    if grouped and keys and not large_partitions and by_batch.serves(plan):
+        def gathered_body(batches):
+            return by_batch.run_gathered(plan, key_names, batches)
 
-    def body(batches):
-        return run_sorted(plan, key_names, batches, TS, RANK, value_col, grouped)
+        out = gather(events).mapInArrow(gathered_body, schema)
+    else:
+        # An explicit count: adaptive execution would merge the (small) shuffle output into one
+        # partition and leave all the Python work to a single worker.
+        n = int(events.frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        frame = events.frame.repartition(n, *keys) if keys else events.frame.repartition(1)
+        # Spark sorts; Python then sees each partition's events contiguous and in order.
+        frame = frame.sortWithinPartitions(*keys, TS, RANK, TIE)
+        value_col = VALUE if events.has_value else None
 
-    # The tie breaker only orders the sort: not shipped to the Python workers.
-    out = frame.drop(TIE).mapInArrow(body, schema or output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0))
+        def body(batches):
+            return run_sorted(plan, key_names, batches, TS, RANK, value_col, grouped)
+
+        # The tie breaker only orders the sort: not shipped to the Python workers.
+        out = frame.drop(TIE).mapInArrow(body, schema)
     if events.axis.is_datetime:
         out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
     return out
+
+
+def gather(events: Events) -> DataFrame:
+    """One row per partition: its usable events' timestamps, ranks (and values with their
+    tie breakers) as lists in no particular order, and how many rows were counted, not fed."""
+    from suse.spark.grouped import CORRUPT_ROWS, DROPPED_ROWS
+
+    usable = F.col(RANK) >= 0
+    columns = [TS, RANK] + ([VALUE, TIE] if events.has_value else [])
+    # collect_list appends every row to all lists at once, so position i is one event in each.
+    lists = [F.collect_list(F.when(usable, F.col(c))).alias(c) for c in columns]
+    counted = [F.count_if(F.col(RANK) == DROPPED).alias(DROPPED_ROWS),
+               F.count_if(F.col(RANK) == CORRUPT).alias(CORRUPT_ROWS)]
+    return events.frame.groupBy(*[quoted(k) for k in events.keys]).agg(*lists, *counted)

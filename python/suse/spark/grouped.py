@@ -14,9 +14,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from suse import _core
-from suse.spark.characters import CORRUPT, DROPPED
+from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE
 from suse.spark.runner import ARROW_TYPES, ELEMENT, RESULT_DDL, Plan, _runs, as_float
 
 
@@ -33,9 +34,7 @@ def run_grouped(
 ) -> Iterator[pa.RecordBatch]:
     """``run_sorted`` for a plan that ``serves``: the body of ``mapInArrow`` over one Spark
     partition sorted by (keys, ts, rank, tie)."""
-    # never fed: each partition runs on a copy (one per query of a set)
-    templates = [p.new_summary()._engine for _, p, _ in plan.plans] if getattr(plan, "multi", False) else [
-        plan.new_summary()._engine]
+    templates = _templates(plan)
     pending: list[pa.RecordBatch] = []  # rows of the last partition seen, which may go on
     for batch in batches:
         if batch.num_rows == 0:
@@ -57,6 +56,13 @@ def run_grouped(
         yield from _evaluate(plan, templates, keys, _concat(pending), ts_col, rank_col, value_col)
 
 
+def _templates(plan: object) -> list:
+    """One fresh summary per query, never fed: each partition runs on a copy."""
+    if getattr(plan, "multi", False):
+        return [p.new_summary()._engine for _, p, _ in plan.plans]
+    return [plan.new_summary()._engine]
+
+
 def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     if len(batches) == 1:
         return batches[0]
@@ -75,7 +81,7 @@ def _evaluate(
     value_col: str | None, starts: np.ndarray | None = None, stops: np.ndarray | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of the complete partitions ``starts[i]:stops[i]`` of ``batch`` (default: the
-    whole batch is one partition); per partition, each query's rows in the set's order."""
+    whole batch is one partition)."""
     if starts is None:
         starts, stops = np.array([0]), np.array([batch.num_rows])
     if not len(starts) or batch.num_rows == 0:
@@ -86,24 +92,58 @@ def _evaluate(
     dropped = np.bincount(gid[ranks == DROPPED], minlength=groups)
     corrupt = np.bincount(gid[ranks == CORRUPT], minlength=groups)
     usable = ranks >= 0
-    ts = batch.column(ts_col).fill_null(0).to_numpy()[usable].astype(np.int64, copy=False)
+    ts = batch.column(ts_col).fill_null(0).to_numpy()[usable]
     values = None
     if value_col:
-        values = batch.column(value_col).fill_null(-1).to_numpy()[usable].astype(np.int64, copy=False)
-    ranks, gid = ranks[usable], gid[usable]
+        values = batch.column(value_col).fill_null(-1).to_numpy()[usable]
+    key_columns = [batch.column(k).take(pa.array(starts)) for k in keys]
+    yield from evaluate_groups(plan, templates, keys, key_columns, ts, ranks[usable], values,
+                               _offsets(gid[usable], groups), dropped, corrupt)
+
+
+def run_gathered(plan: Plan, keys: Sequence[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The body of ``mapInArrow`` over the gathered layout (``batch.gathered``): a row per
+    partition holding its usable events as lists, unordered, and its counted rows."""
+    templates = _templates(plan)
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        lists = batch.column(TS)
+        offsets = np.concatenate([[0], np.cumsum(pc.list_value_length(lists).fill_null(0).to_numpy())]).astype(np.int64)
+        ts = pc.list_flatten(lists).to_numpy().astype(np.int64, copy=False)
+        ranks = pc.list_flatten(batch.column(RANK)).to_numpy().astype(np.int32, copy=False)
+        values = ties = None
+        if VALUE in batch.schema.names:  # equal (time, rank) events differ by value: the tie decides
+            values = pc.list_flatten(batch.column(VALUE)).to_numpy()
+            ties = pc.list_flatten(batch.column(TIE)).to_numpy().astype(np.int64, copy=False)
+        order = _core.sort_groups(offsets, ts, ranks, ties)
+        yield from evaluate_groups(
+            plan, templates, keys, [batch.column(k) for k in keys], ts[order], ranks[order],
+            None if values is None else values[order], offsets,
+            batch.column(DROPPED_ROWS).to_numpy(), batch.column(CORRUPT_ROWS).to_numpy())
+
+
+def evaluate_groups(
+    plan: Plan, templates: list, keys: Sequence[str], key_columns: list[pa.Array], ts: np.ndarray, ranks: np.ndarray,
+    values: np.ndarray | None, offsets: np.ndarray, dropped: np.ndarray, corrupt: np.ndarray,
+) -> Iterator[pa.RecordBatch]:
+    """The rows of partitions ``g`` whose usable events (sorted) are ``offsets[g]:offsets[g+1]``
+    of ``ts``/``ranks``/``values``, with keys ``key_columns[*][g]`` and counted rows
+    ``dropped[g]``/``corrupt[g]``; per partition, each query's rows in the set's order."""
+    groups = len(offsets) - 1
+    ts = np.ascontiguousarray(ts, dtype=np.int64)
+    gid = np.repeat(np.arange(groups), np.diff(offsets))
     queries = _queries(plan, templates)
     times = []  # per query: its evaluation times, flat, and where each partition's begin
     for query_plan, allowed, _ in queries:
         mask = slice(None) if allowed is None else np.isin(ranks, allowed)
-        q_ts, q_gid = ts[mask], gid[mask]
-        times.append(_times(query_plan, batch, keys, starts, q_ts, _offsets(q_gid, groups)))
-    vals = None if values is None else np.ascontiguousarray(values)
+        times.append(_times(query_plan, key_columns, ts[mask], _offsets(gid[mask], groups)))
+    vals = None if values is None else np.ascontiguousarray(values, dtype=np.int64)
     if len(queries) > 1:  # each query takes its own events from the set's
-        answers = _core.summary_set_groups([t for _, _, t in queries], plan.chars(ranks), np.ascontiguousarray(ts),
-                                           vals, _offsets(gid, groups), *map(list, zip(*times)))
+        answers = _core.summary_set_groups([t for _, _, t in queries], plan.chars(ranks), ts, vals, offsets,
+                                           *map(list, zip(*times)))
     else:
-        answers = [_core.summary_groups(queries[0][2], plan.chars(ranks), np.ascontiguousarray(ts), vals,
-                                        _offsets(gid, groups), *times[0])]
+        answers = [_core.summary_groups(queries[0][2], plan.chars(ranks), ts, vals, offsets, *times[0])]
     parts, rows_of = [], []  # per query: its result columns and (group, query) of each row
     any_rows = np.zeros(groups, bool)
     for q, cols in enumerate(answers):
@@ -132,11 +172,12 @@ def _evaluate(
     if getattr(plan, "multi", False):
         names = pa.array([name for name, _, _ in plan.plans], pa.string())
         data = {"query": names.take(pa.array(query[order])), **data}
-    arrays = [batch.column(k).take(pa.array(starts[of_row])) for k in keys]
+    arrays = [column.take(pa.array(of_row)) for column in key_columns]
     yield pa.RecordBatch.from_arrays([*arrays, *data.values()], names=[*keys, *data])
 
 
 RESULT_COLUMNS = [c.split()[0] for c in RESULT_DDL.split(", ")]
+DROPPED_ROWS, CORRUPT_ROWS = "_suse_dropped", "_suse_corrupt"  # the gathered layout's counted rows
 
 
 def _offsets(gid: np.ndarray, groups: int) -> np.ndarray:
@@ -205,15 +246,14 @@ def _elements(cols: dict, n: int) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(cols["element_offsets"]), structs)
 
 
-def _times(plan: Plan, batch: pa.RecordBatch, keys: Sequence[str], starts: np.ndarray, ts: np.ndarray,
+def _times(plan: Plan, key_columns: list[pa.Array], ts: np.ndarray,
            offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Evaluation times of every partition, flat, and where each partition's begin."""
     sizes = np.diff(offsets)
     if plan.trigger.kind == "end":  # the last event of each partition that has one
         has = sizes > 0
         return ts[offsets[1:][has] - 1], np.concatenate([[0], np.cumsum(has)]).astype(np.int64)
-    key_rows = (zip(*[batch.column(k).take(pa.array(starts)).to_pylist() for k in keys]) if keys
-                else [()] * len(starts))
+    key_rows = zip(*[c.to_pylist() for c in key_columns]) if key_columns else [()] * (len(offsets) - 1)
     times = []
     for g, key in enumerate(key_rows):
         part = ts[offsets[g]:offsets[g + 1]]

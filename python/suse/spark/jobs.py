@@ -137,6 +137,7 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
             summary_size=summ.size, strategy=summ.strategy, evaluate=ev.at, exact=ev.exact,
             replicate=cfg.queries[0].replicate, probabilities=probabilities, seed=summ.seed,
             timestamp_format=inp.timestamp_format, queries=query_set(cfg), op=inp.op,
+            large_partitions=inp.large_partitions,
         )
         results.append(out.select("query", *[c for c in out.columns if c != "query"]))
     for q in cfg.queries if not results else ():
@@ -144,6 +145,7 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
             df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
             summ.size, summ.strategy, ev.at, ev.exact, q.replicate, probabilities, summ.seed,
             q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing, op=inp.op,
+            large_partitions=inp.large_partitions,
         )
         results.append(out.select(F.lit(q.label).alias("query"), "*"))
     # Queries with aggregate min/max add min/max columns and approximate queries

@@ -189,11 +189,12 @@ def output_schema(events: Events, exact: bool, extrema: bool = False, approx: bo
     return T.StructType(keys + [T.StructField("query", T.StringType(), False)] + list(results.fields))
 
 
-def run_multi(events: Events, plan: MultiPlan) -> DataFrame:
-    """One shuffle and one sort for every query (``batch.run`` with the set's output schema)."""
+def run_multi(events: Events, plan: MultiPlan, large_partitions: bool = False) -> DataFrame:
+    """One shuffle for every query (``batch.run`` with the set's output schema)."""
     from suse.spark.batch import run  # batch imports this module when a set is given
 
-    return run(events, plan, output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0))
+    schema = output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0)
+    return run(events, plan, schema, large_partitions=large_partitions)
 
 
 def set_defaults(query: Any, of: Any, max_missing: int, op: Any, **defaults: Any) -> dict:

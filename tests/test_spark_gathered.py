@@ -1,0 +1,125 @@
+"""The gathered layout of the batch job (each partition's events collected into lists by
+Spark, sorted per partition by the runner) must give exactly the rows of the streamed layout
+(a shuffle and a sort of the whole input, ``large_partitions=True``) and of the per-partition
+reference path: unordered lists, equal timestamps and ranks told apart by value and tie,
+NULL keys, dropped and corrupt rows, query sets."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("pyspark")
+
+from suse import _core  # noqa: E402
+from suse.errors import InputError  # noqa: E402
+from suse.spark import aggregate  # noqa: E402
+from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
+from suse.spark.grouped import CORRUPT_ROWS, DROPPED_ROWS, run_gathered  # noqa: E402
+from suse.spark.runner import Plan, run_sorted  # noqa: E402
+from suse.spark.triggers import Trigger  # noqa: E402
+
+
+def random_rows(rng, n_parts: int, order: str) -> list[tuple]:
+    """(a, b, ts, rank, tie, value) rows; few timestamps, so equal (ts, rank) pairs are common."""
+    rows = []
+    for p in range(n_parts):
+        a = None if p % 5 == 0 else f"k{p // 3}"
+        for _ in range(int(rng.integers(0, 40))):
+            rank = int(rng.integers(0, len(order)))
+            if rng.random() < 0.05:
+                rank = DROPPED if rng.random() < 0.5 else CORRUPT
+            rows.append((a, p % 3, int(rng.integers(0, 12)), rank, int(rng.integers(-2**40, 2**40)),
+                         int(rng.integers(0, 9))))
+    return rows
+
+
+def _key(r):
+    return (r[0] is not None, r[0] or "", r[1])
+
+
+def sorted_layout(rows, with_value: bool) -> list[pa.RecordBatch]:
+    """What the streamed layout hands the runner: rows sorted by (keys, ts, rank, tie)."""
+    rows = sorted(rows, key=lambda r: (*_key(r), r[2], r[3], r[4]))
+    cols = {"a": pa.array([r[0] for r in rows], pa.string()), "b": pa.array([r[1] for r in rows], pa.int64()),
+            TS: pa.array([r[2] for r in rows], pa.int64()), RANK: pa.array([r[3] for r in rows], pa.int32())}
+    if with_value:
+        cols[VALUE] = pa.array([r[5] for r in rows], pa.int64())
+    return pa.table(cols).to_batches(max_chunksize=13)
+
+
+def gathered_layout(rng, rows, with_value: bool, per_batch: int) -> list[pa.RecordBatch]:
+    """What the gathered layout hands the runner: a row per partition (in key order, as the
+    streamed output comes), its usable events as lists in a random order, its counted rows."""
+    parts: dict = {}
+    for r in rows:
+        parts.setdefault((r[0], r[1]), []).append(r)
+    out = {name: [] for name in ["a", "b", TS, RANK, VALUE, TIE, DROPPED_ROWS, CORRUPT_ROWS]}
+    for (a, b) in sorted(parts, key=lambda k: _key(k)):
+        part = [parts[(a, b)][i] for i in rng.permutation(len(parts[(a, b)]))]
+        usable = [r for r in part if r[3] >= 0]
+        out["a"].append(a)
+        out["b"].append(b)
+        for name, i in [(TS, 2), (RANK, 3), (TIE, 4), (VALUE, 5)]:
+            out[name].append([r[i] for r in usable])
+        out[DROPPED_ROWS].append(sum(r[3] == DROPPED for r in part))
+        out[CORRUPT_ROWS].append(sum(r[3] == CORRUPT for r in part))
+    types = {"a": pa.string(), "b": pa.int64(), TS: pa.list_(pa.int64()), RANK: pa.list_(pa.int32()),
+             VALUE: pa.list_(pa.int64()), TIE: pa.list_(pa.int64()), DROPPED_ROWS: pa.int64(), CORRUPT_ROWS: pa.int64()}
+    names = [n for n in types if with_value or n not in (VALUE, TIE)]
+    table = pa.table({n: pa.array(out[n], types[n]) for n in names})
+    return table.to_batches(max_chunksize=per_batch)
+
+
+TRIGGERS = [Trigger("end"), Trigger("every", every=3), Trigger("at", at=(2, 7, 40))]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_gathered_equals_sorted_layout(seed):
+    rng = np.random.default_rng(seed)
+    regex, order = [("a(b|c)*d", "abcde"), ("AB*C", "ABC"), ("x+y?", "xyz")][seed % 3]
+    plan = Plan(regex, int(rng.integers(0, 8)), size=int(rng.integers(1, 6)), order=order,
+                trigger=TRIGGERS[seed % len(TRIGGERS)], strategy=["suse", "fifo"][seed % 2], seed=seed,
+                aggregate=["count", "sum"][seed % 2])
+    with_value = seed % 4 < 2
+    rows = random_rows(rng, int(rng.integers(1, 30)), order)
+    value = VALUE if with_value else None
+    expected = pa.Table.from_batches(
+        list(run_sorted(plan, ["a", "b"], iter(sorted_layout(rows, with_value)), TS, RANK, value, grouped=False)))
+    got = list(run_gathered(plan, ["a", "b"], iter(gathered_layout(rng, rows, with_value, int(rng.integers(1, 9))))))
+    assert (pa.Table.from_batches(got).to_pylist() if got else []) == expected.to_pylist()
+
+
+def test_sort_groups_orders_each_group_and_refuses_bad_arrays():
+    ts = np.array([3, 1, 2, 2, 9, 0], np.int64)
+    ranks = np.array([0, 0, 1, 0, 0, 0], np.int32)
+    ties = np.array([0, 0, 0, 5, 0, 0], np.int64)
+    order = _core.sort_groups(np.array([0, 4, 6], np.int64), ts, ranks, ties)
+    assert order.tolist() == [1, 3, 2, 0, 5, 4]
+    with pytest.raises(InputError, match="one entry per event"):
+        _core.sort_groups(np.array([0, 6], np.int64), ts, ranks[:5], None)
+    with pytest.raises(InputError, match="offsets"):
+        _core.sort_groups(np.array([0, 5], np.int64), ts, ranks, None)
+
+
+CHARS = {"a": "x < 3", "b": "x >= 3 AND x < 6", "c": "x >= 6 AND x < 9"}  # x = 9: no character
+
+
+def test_aggregate_gathered_equals_large_partitions(spark):
+    rng = np.random.default_rng(5)
+    rows = [(None if i % 7 == 0 else f"k{i % 4}", int(rng.integers(0, 15)), int(rng.integers(0, 10)),
+             int(rng.integers(0, 4))) for i in range(400)]
+    rows.append(("k1", None, 1, 1))  # no timestamp: counted, not fed
+    df = spark.createDataFrame(pd.DataFrame(rows, columns=["k", "t", "x", "v"]).astype({"t": "Int64"}))
+    common = dict(characters=CHARS, timestamp="t", partition_by="k", value="v", summary_size=4,
+                  evaluate={"every": 9}, aggregate="sum")
+    runs = [dict(query="a(b|c)*c", window=6), dict(queries={"q0": "a(b|c)*c", "q1": {"query": "ab*", "window": 3}},
+                                                   window=6)]
+    for kw in runs:
+        gathered = aggregate(df, **common, **kw)
+        streamed = aggregate(df, **common, **kw, large_partitions=True)
+        plans = [f._jdf.queryExecution().executedPlan().toString() for f in (gathered, streamed)]
+        assert "collect_list" in plans[0] and "collect_list" not in plans[1]  # the two layouts ran
+        assert sorted(map(str, gathered.collect())) == sorted(map(str, streamed.collect()))
+        assert any(r["dropped_events"] for r in gathered.collect())
