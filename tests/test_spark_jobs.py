@@ -169,6 +169,17 @@ def test_streaming_job_rejects_batch_only_options(spark, tmp_path):
         parse_config(__import__("tomllib").loads(text + "\n[evaluate]\nexact = true\n"))
 
 
+def test_large_partitions_streams_the_same_rows(spark, tmp_path):
+    gathered = run_job(load_config(job(tmp_path, name="gathered")))
+    streamed = run_job(load_config(job(tmp_path, name="streamed", text=SYNTHETIC.replace(
+        'partition_by = ["stream"]\n', 'partition_by = ["stream"]\nlarge_partitions = true\n', 1))))
+    read = [sorted(map(str, spark.read.parquet(str(tmp_path / n)).drop("elements").collect())) for n in ("gathered", "streamed")]
+    assert read[0] == read[1] and len(read[0]) == 12 and gathered.top == streamed.top
+    text = STREAMING.format(src=tmp_path, out=tmp_path / "out", ckpt=tmp_path / "ckpt")
+    with pytest.raises(InputError, match="large_partitions is for batch jobs"):
+        parse_config(__import__("tomllib").loads(text.replace('partition_by = "k"\n', 'partition_by = "k"\nlarge_partitions = true\n', 1)))
+
+
 def test_local_cluster_equals_local(spark, tmp_path):
     """Executors in separate processes (local-cluster): the job must give the local result."""
     path = job(tmp_path, name="cluster")

@@ -152,6 +152,9 @@ class JobConfig(_Strict):
                 raise ValueError("mode = 'streaming' needs a [streaming] table with at least 'checkpoint'")
             if self.input.path is None:
                 raise ValueError("input: a streaming job watches a directory: give 'path', not 'dataset'")
+            if self.input.large_partitions:
+                raise ValueError("input: large_partitions is for batch jobs; a streaming job keeps each "
+                                 "partition's summary, never its whole input")
         return self
 
 
