@@ -142,7 +142,12 @@ impl Benefit {
 /// coefficients for the look-ahead, and the float width they need.
 pub(crate) fn prepare<P: SummaryPolicy>(s: &mut Summary<P>) {
     P::refresh_estimates(s);
-    s.coeffs.h::<P>(&s.dfa, s.cfg.size.min(MAX_STEPS)); // grow the cache once
+    // Grow the cache only as far as a look-ahead can reach: `values` looks at most |S| steps
+    // ahead, and a set's remaining lifetime is at most τ, so at most round(τ·rate) steps (the
+    // same expression it rounds, monotone in the lifetime). Sparse streams need few steps.
+    let reach = ((s.cfg.tau as f64).max(0.0) * s.estimator.rate()).round();
+    let steps = if s.now.is_some() { (s.cfg.size.min(MAX_STEPS) as f64).min(reach) as usize } else { s.cfg.size.min(MAX_STEPS) };
+    s.coeffs.h::<P>(&s.dfa, steps);
     s.fit_estimates(); // large coefficients need the wide floats
 }
 
