@@ -246,4 +246,9 @@ def gather(events: Events) -> DataFrame:
     lists = [F.collect_list(F.when(usable, F.col(c))).alias(c) for c in columns]
     counted = [F.count_if(F.col(RANK) == DROPPED).alias(DROPPED_ROWS),
                F.count_if(F.col(RANK) == CORRUPT).alias(CORRUPT_ROWS)]
-    return events.frame.groupBy(*[quoted(k) for k in events.keys]).agg(*lists, *counted)
+    keys = [quoted(k) for k in events.keys]
+    # Shuffled by key into an explicit count first (the grouping then needs no other
+    # shuffle): adaptive execution would merge a small shuffle output into one partition and
+    # leave the Python work to a single worker.
+    n = int(events.frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    return events.frame.repartition(n, *keys).groupBy(*keys).agg(*lists, *counted)
