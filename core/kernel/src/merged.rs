@@ -146,6 +146,7 @@ pub struct SparseWindow<S: Scalar> {
     front: VecDeque<(Ev, Option<Vec<Dual<S>>>)>,
     back: Vec<Ev>,
     back_agg: Vec<Dual<S>>,
+    spare: Vec<Dual<S>>, // the flip's working matrix, kept to spare an allocation
     scratch: Vec<Dual<S>>,
     a: Vec<Dual<S>>,
     pub totals: Vec<Dual<S>>,
@@ -159,6 +160,7 @@ impl<S: Scalar> SparseWindow<S> {
         let zero = vec![Dual::zero(); z];
         SparseWindow {
             back_agg: step::identity(z),
+            spare: Vec::new(),
             scratch: Vec::new(),
             prod,
             tau,
@@ -217,9 +219,27 @@ impl<S: Scalar> SparseWindow<S> {
         Ok(())
     }
 
+    /// `m ← I`, writing only the cells a product of transitions can make non-zero (`q` to a
+    /// state reachable from it): a dense reset of the z² cells dominated sparse windows.
+    fn reset_identity(prod: &Product, m: &mut Vec<Dual<S>>) {
+        let z = prod.dfa.n;
+        if m.len() != z * z {
+            *m = step::identity(z);
+            return;
+        }
+        for (q, reach) in prod.reach.iter().enumerate() {
+            for &j in reach {
+                m[q * z + j as usize] = Dual::zero();
+            }
+            m[q * z + q] = Dual::one();
+        }
+    }
+
     fn flip(&mut self) -> R<()> {
         let z = self.prod.dfa.n;
-        let mut agg = step::identity(z);
+        // Reused buffers; after a failure `back_agg` is still the back stack's aggregate.
+        let mut agg = std::mem::take(&mut self.spare);
+        Self::reset_identity(&self.prod, &mut agg);
         let mut items = Vec::with_capacity(self.back.len());
         for ev in self.back.iter().rev() {
             let q = self.prod.dfa.init[ev.sym as usize];
@@ -235,7 +255,9 @@ impl<S: Scalar> SparseWindow<S> {
         items.reverse();
         self.front = items.into();
         self.back.clear();
-        self.back_agg = step::identity(z);
+        std::mem::swap(&mut self.back_agg, &mut agg);
+        Self::reset_identity(&self.prod, &mut self.back_agg);
+        self.spare = agg;
         Ok(())
     }
 
