@@ -42,3 +42,12 @@ def synthetic_input(n: int, streams: int, name: str = "small synthetic", values:
         '[input]\ndataset = "synthetic"\ntimestamp = "ts"\npartition_by = ["stream"]\n'
         f"[input.synthetic]\nn = {n}\nstreams = {streams}\n" + ('values = "uniform"\n' if values else "")
     )
+
+
+def in_partition_order(rows: list[dict], keys: list[str]) -> list[dict]:
+    """Result rows ordered by query and partition key (NULL first), each partition's rows
+    keeping their order: the batch runners promise time order within a (partition, query)
+    only, not how partitions and queries interleave."""
+    def key(r):
+        return (r.get("query") or "", *[(r[k] is not None, r[k] if r[k] is not None else "") for k in keys])
+    return sorted(rows, key=key)

@@ -1,6 +1,6 @@
 """The batch runner's grouped path (one native call per Arrow batch, suse.spark.grouped) must
 give exactly the rows of the per-partition path: same keys, values, doubles, elements and
-order, for partitions that span batches, NULL keys, dropped and corrupt rows, values, every
+order within each partition and query, for partitions that span batches, NULL keys, dropped and corrupt rows, values, every
 trigger form and counts beyond 2^53."""
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa
 from suse.spark.grouped import serves  # noqa: E402
 from suse.spark.runner import Plan, run_sorted  # noqa: E402
 from suse.spark.triggers import Trigger  # noqa: E402
+
+from helpers import in_partition_order  # noqa: E402
 
 
 def sorted_batches(rng, n_parts, order, with_value, chunk):
@@ -43,7 +45,8 @@ def both(plan, batches, keys, with_value):
     value = VALUE if with_value else None
     old = pa.Table.from_batches(list(run_sorted(plan, keys, iter(batches), TS, RANK, value, grouped=False)))
     new = list(run_sorted(plan, keys, iter(batches), TS, RANK, value))
-    return old.to_pylist(), (pa.Table.from_batches(new).to_pylist() if new else [])
+    return (in_partition_order(old.to_pylist(), keys),
+            in_partition_order(pa.Table.from_batches(new).to_pylist() if new else [], keys))
 
 
 TRIGGERS = [Trigger("end"), Trigger("every", every=3), Trigger("period", period=7), Trigger("at", at=(5, 12, 40)),

@@ -56,11 +56,13 @@ def run_grouped(
         yield from _evaluate(plan, templates, keys, _concat(pending), ts_col, rank_col, value_col)
 
 
-def _templates(plan: object) -> list:
-    """One fresh summary per query, never fed: each partition runs on a copy."""
+def _templates(plan: object) -> list[tuple[object, np.ndarray | None]]:
+    """Per query: a fresh summary, never fed (each partition runs on a copy), and whether the
+    query is fed each rank (None: every rank)."""
     if getattr(plan, "multi", False):
-        return [p.new_summary()._engine for _, p, _ in plan.plans]
-    return [plan.new_summary()._engine]
+        ranks = np.arange(len(plan.order))
+        return [(p.new_summary()._engine, np.isin(ranks, allowed)) for _, p, allowed in plan.plans]
+    return [(plan.new_summary()._engine, None)]
 
 
 def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
@@ -129,14 +131,14 @@ def evaluate_groups(
 ) -> Iterator[pa.RecordBatch]:
     """The rows of partitions ``g`` whose usable events (sorted) are ``offsets[g]:offsets[g+1]``
     of ``ts``/``ranks``/``values``, with keys ``key_columns[*][g]`` and counted rows
-    ``dropped[g]``/``corrupt[g]``; per partition, each query's rows in the set's order."""
+    ``dropped[g]``/``corrupt[g]``."""
     groups = len(offsets) - 1
     ts = np.ascontiguousarray(ts, dtype=np.int64)
     gid = np.repeat(np.arange(groups), np.diff(offsets))
     queries = _queries(plan, templates)
     times = []  # per query: its evaluation times, flat, and where each partition's begin
     for query_plan, allowed, _ in queries:
-        mask = slice(None) if allowed is None else np.isin(ranks, allowed)
+        mask = slice(None) if allowed is None else allowed[ranks]
         times.append(_times(query_plan, key_columns, ts[mask], _offsets(gid[mask], groups)))
     vals = None if values is None else np.ascontiguousarray(values, dtype=np.int64)
     if len(queries) > 1:  # each query takes its own events from the set's
@@ -144,36 +146,33 @@ def evaluate_groups(
                                            *map(list, zip(*times)))
     else:
         answers = [_core.summary_groups(queries[0][2], plan.chars(ranks), ts, vals, offsets, *times[0])]
-    parts, rows_of = [], []  # per query: its result columns and (group, query) of each row
     any_rows = np.zeros(groups, bool)
-    for q, cols in enumerate(answers):
-        parts.append(_native_columns(cols))
-        rows_of.append((cols["group"], np.full(len(cols["group"]), q)))
+    for cols in answers:
         any_rows[cols["group"]] = True
     # A partition with counted rows but no evaluation still reports them (runner.empty_row).
     counted = np.flatnonzero(~any_rows & ((dropped > 0) | (corrupt > 0)))
-    if len(counted):
-        for q in range(len(parts)):
-            parts.append(_empty_columns(len(counted)))
-            rows_of.append((counted, np.full(len(counted), q)))
-    group = np.concatenate([g for g, _ in rows_of])
-    query = np.concatenate([q for _, q in rows_of])
-    if not len(group):
-        return
-    order = np.lexsort((query, group))  # stable: each query's rows keep their time order
-    table = pa.concat_tables(parts)
-    if (np.diff(order) != 1).any():  # one query's rows are in order already: no copy
-        table = table.take(pa.array(order))
-    of_row = group[order]
-    data = {name: table.column(name).combine_chunks() for name in table.column_names}
+    names = [name for name, _, _ in plan.plans] if getattr(plan, "multi", False) else None
+    # A batch per query, so that no column is copied to interleave them (the rows of a
+    # partition and query stay in time order; DataFrames promise no order beyond that).
+    for q, cols in enumerate(answers):
+        if len(cols["group"]):
+            yield _batch(keys, key_columns, cols["group"], _native_columns(cols), dropped, corrupt, names and names[q])
+        if len(counted):
+            yield _batch(keys, key_columns, counted, _empty_columns(len(counted)), dropped, corrupt, names and names[q])
+
+
+def _batch(keys: Sequence[str], key_columns: list[pa.Array], of_row: np.ndarray, table: pa.Table,
+           dropped: np.ndarray, corrupt: np.ndarray, query: str | None) -> pa.RecordBatch:
+    """Result rows of partitions ``of_row`` (and of ``query`` in a set) as one batch."""
+    data = {name: table.column(name).chunk(0) for name in table.column_names}  # one chunk each
     data["dropped_events"] = pa.array(dropped[of_row], pa.int64())
     data["corrupt_records"] = pa.array(corrupt[of_row], pa.int64())
     data = {name: data[name] for name in RESULT_COLUMNS}
-    if getattr(plan, "multi", False):
-        names = pa.array([name for name, _, _ in plan.plans], pa.string())
-        data = {"query": names.take(pa.array(query[order])), **data}
-    arrays = [column.take(pa.array(of_row)) for column in key_columns]
-    yield pa.RecordBatch.from_arrays([*arrays, *data.values()], names=[*keys, *data])
+    if query is not None:
+        data = {"query": pa.array([query] * len(of_row), pa.string()), **data}
+    rows = pa.array(of_row)
+    arrays = [column.take(rows) for column in key_columns]
+    return pa.RecordBatch.from_arrays([*arrays, *data.values()], names=[*keys, *data])
 
 
 RESULT_COLUMNS = [c.split()[0] for c in RESULT_DDL.split(", ")]
@@ -185,11 +184,10 @@ def _offsets(gid: np.ndarray, groups: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.bincount(gid, minlength=groups))]).astype(np.int64)
 
 
-def _queries(plan: object, templates: list) -> list[tuple[Plan, object, object]]:
-    """(plan, ranks it is fed or None for all, its fresh summary) per query."""
-    if getattr(plan, "multi", False):
-        return [(p, np.array(allowed, dtype=np.int32), t) for (_, p, allowed), t in zip(plan.plans, templates)]
-    return [(plan, None, templates[0])]
+def _queries(plan: object, templates: list) -> list[tuple[Plan, np.ndarray | None, object]]:
+    """(plan, whether it is fed each rank or None for all, its fresh summary) per query."""
+    plans = [p for _, p, _ in plan.plans] if getattr(plan, "multi", False) else [plan]
+    return [(p, fed, engine) for p, (engine, fed) in zip(plans, templates)]
 
 
 def _text(pair: tuple, n: int) -> pa.Array:
