@@ -40,6 +40,30 @@ pub fn horizon(size: f64, window: f64) -> f64 {
     }
 }
 
+/// A summary is stale when its dead matches (first element expired: they can no longer grow)
+/// outnumber its live ones by more than `2^STALE_BITS`, and its count is more than
+/// `2^STALE_BITS` below what one window of the stream held ([`super::Shadow`]), capped at the
+/// `2^|S|` sets `|S|` elements can form at most: a window of this stream offers far more than
+/// the summary holds, and nothing it holds can grow towards it.
+pub const STALE_BITS: f64 = 10.0;
+
+/// While stale, a dead match weighs this much of a live one in the log ranking: the dead
+/// cluster gives way, cheapest first, to the newcomers that build a live one.
+pub const DEAD_WEIGHT: f64 = 0.3;
+
+/// If the summary is stale (see [`STALE_BITS`]): its live matches (whose first element is
+/// still active) + 1.
+fn stale<P: SummaryPolicy>(s: &Summary<P>, c1: Xf, size: f64) -> Option<Xf> {
+    let reachable = s.shadow.best_log2()?.min(size);
+    if c1.log2() >= reachable - STALE_BITS {
+        return None;
+    }
+    let pick = |d: &Dual<Xf>| if s.cfg.aggregate == Aggregate::Sum { d.s } else { d.c };
+    let a: Vec<Dual<Xf>> = crate::on_tier!(&s.exact, |p| p.a.iter().map(|d| d.to_real()).collect());
+    let l1 = pick(&final_sum(&s.dfa, &a).unwrap_or_default()).add(&Xf::ONE).unwrap_or(Xf::ONE);
+    (c1.log2() - l1.log2() > STALE_BITS).then_some(l1)
+}
+
 impl super::Selector for Adaptive {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
         prepare(s);
@@ -71,6 +95,14 @@ impl Adaptive {
         let pick = |d: &Dual<F>| if s.cfg.aggregate == Aggregate::Sum { d.s } else { d.c };
         let g: Vec<Dual<F>> = crate::on_tier!(&s.exact, |p| p.g.iter().map(|d| d.to_real()).collect());
         let c1 = pick(&final_sum(&s.dfa, &g).unwrap_or_default()).to_xf().add(&Xf::ONE).unwrap_or(Xf::ONE);
+        if ev.is_some() {
+            if let Some(l1) = stale(s, c1, size) {
+                // Per element, its live matches: final states of its active local rows.
+                let z = s.dfa.n;
+                let live = (0..s.elems.len()).map(|i| if i < s.active_start { Xf::ZERO } else { pick(&final_sum(&s.dfa, &est.al[i * z..(i + 1) * z]).unwrap_or_default()).to_xf() });
+                return decide_stale(c1, l1, cand_value, victims.into_iter().zip(live));
+            }
+        }
         match ev {
             Some(_) => decide(c1, cand_value, victims.into_iter()),
             None => cheapest(c1, victims.into_iter()).map(|(i, _)| i),
@@ -104,6 +136,37 @@ fn ln_1p(r: f64) -> f64 {
 pub fn decide(c1: Xf, value: Xf, victims: impl Iterator<Item = (Xf, Xf)>) -> Option<usize> {
     let gain = ln_1p(ratio(value, c1.to_f64(), c1.log2()));
     match cheapest(c1, victims) {
+        Some((i, b)) if gain > b => Some(i),
+        _ => None,
+    }
+}
+
+/// `ln(base / (base − x))` (capped at everything, `ln base`).
+fn loss(x: Xf, base: Xf) -> f64 {
+    if x.is_zero() {
+        return 0.0;
+    }
+    let (bf, bl) = (base.to_f64(), base.log2());
+    let r = ratio(x, bf, bl);
+    let all = bl * std::f64::consts::LN_2;
+    if r < 1e-12 { r } else if r < 1.0 { (-(-r).ln_1p()).min(all) } else { all }
+}
+
+/// The victim in a stale summary: newcomers and live matches are judged on the log of the
+/// live count `l1` (what can still grow), dead matches on the log of the whole `c1`, at
+/// [`DEAD_WEIGHT`]. `victims`: `((present, expected), live part of present)` per element.
+fn decide_stale(c1: Xf, l1: Xf, value: Xf, victims: impl Iterator<Item = ((Xf, Xf), Xf)>) -> Option<usize> {
+    let gain = ln_1p(ratio(value, l1.to_f64(), l1.log2()));
+    let mut best: Option<(usize, f64)> = None;
+    for (i, ((pres, e), live)) in victims.enumerate() {
+        let live = if live > pres { pres } else { live };
+        let dead = pres.sub(&live).unwrap_or(Xf::ZERO);
+        let cost = DEAD_WEIGHT * loss(dead, c1) + loss(live, l1) + if e.is_zero() { 0.0 } else { ln_1p(ratio(e, l1.to_f64(), l1.log2())) };
+        if best.is_none_or(|(_, b)| cost < b) {
+            best = Some((i, cost));
+        }
+    }
+    match best {
         Some((i, b)) if gain > b => Some(i),
         _ => None,
     }
