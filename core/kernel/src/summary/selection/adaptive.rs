@@ -41,11 +41,13 @@ pub fn horizon(size: f64, window: f64) -> f64 {
 }
 
 /// A summary is stale when its dead matches (first element expired: they can no longer grow)
-/// outnumber its live ones by more than `2^STALE_BITS`, and its count is more than
-/// `2^STALE_BITS` below what one window of the stream held ([`super::Shadow`]), capped at the
-/// `2^|S|` sets `|S|` elements can form at most: a window of this stream offers far more than
-/// the summary holds, and nothing it holds can grow towards it.
+/// outnumber its live ones by more than `2^STALE_BITS`, and the log2 of its count is below
+/// what one window of the stream held ([`super::Shadow`]; capped at the `2^|S|` sets `|S|`
+/// elements can form at most) by more than `STALE_BITS` and a share `STALE_SHARE` of it: a
+/// window of this stream offers far more than the summary holds, and nothing it holds can
+/// grow towards it. (Measured in docs/RESULTS.md, "Beyond the paper".)
 pub const STALE_BITS: f64 = 10.0;
+pub const STALE_SHARE: f64 = 0.15;
 
 /// While stale, a dead match weighs this much of a live one in the log ranking: the dead
 /// cluster gives way, cheapest first, to the newcomers that build a live one.
@@ -55,7 +57,7 @@ pub const DEAD_WEIGHT: f64 = 0.3;
 /// still active) + 1.
 fn stale<P: SummaryPolicy>(s: &Summary<P>, c1: Xf, size: f64) -> Option<Xf> {
     let reachable = s.shadow.best_log2()?.min(size);
-    if c1.log2() >= reachable - STALE_BITS {
+    if c1.log2() >= reachable - STALE_BITS.max(STALE_SHARE * reachable) {
         return None;
     }
     let pick = |d: &Dual<Xf>| if s.cfg.aggregate == Aggregate::Sum { d.s } else { d.c };
