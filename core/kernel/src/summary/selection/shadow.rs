@@ -54,3 +54,56 @@ impl Shadow {
         self.best
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::semantics::AnyMatch;
+    use crate::window::{tests::stream, ExactWindow};
+    use num_traits::ToPrimitive;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    fn exact_log2(dfa: &Arc<Dfa>, evs: &[Ev]) -> Option<f64> {
+        let mut w = ExactWindow::<AnyMatch>::new(dfa.clone(), i64::MAX / 4);
+        for e in evs {
+            w.push(*e).unwrap();
+        }
+        let c = final_sum(dfa, &w.totals_big()).unwrap().c.to_f64().unwrap();
+        (c > 0.0).then(|| c.log2())
+    }
+
+    proptest! {
+        /// Within one block (span ≤ τ) the record is the exact count of the stream's matches.
+        #[test]
+        fn one_block_counts_every_match(evs in stream()) {
+            let dfa = Arc::new(crate::dfa::tests::paper());
+            let mut sh = Shadow::default();
+            let span = evs.last().map_or(0, |e| e.t) - evs.first().map_or(0, |e| e.t);
+            for e in &evs {
+                sh.observe::<AnyMatch>(&dfa, span, Aggregate::Count, e);
+            }
+            match (sh.best_log2(), exact_log2(&dfa, &evs)) {
+                (Some(a), Some(b)) => prop_assert!((a - b).abs() < 1e-9, "{a} vs {b}"),
+                (a, b) => prop_assert_eq!(a, b),
+            }
+        }
+
+        /// Blocks restart after τ: the record is the richest block, never a sum over them.
+        #[test]
+        fn blocks_restart_after_tau(a in stream(), b in stream()) {
+            let dfa = Arc::new(crate::dfa::tests::paper());
+            let tau = 1_000;
+            let later: Vec<Ev> = b.iter().map(|e| Ev { t: e.t + 10 * tau, ..*e }).collect();
+            let mut sh = Shadow::default();
+            for e in a.iter().chain(&later) {
+                sh.observe::<AnyMatch>(&dfa, tau, Aggregate::Count, e);
+            }
+            let want = [exact_log2(&dfa, &a), exact_log2(&dfa, &b)].into_iter().flatten().reduce(f64::max);
+            match (sh.best_log2(), want) {
+                (Some(x), Some(y)) => prop_assert!((x - y).abs() < 1e-9, "{x} vs {y}"),
+                (x, y) => prop_assert_eq!(x, y),
+            }
+        }
+    }
+}
