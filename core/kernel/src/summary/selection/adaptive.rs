@@ -49,20 +49,32 @@ pub fn horizon(size: f64, window: f64) -> f64 {
 pub const STALE_BITS: f64 = 10.0;
 pub const STALE_SHARE: f64 = 0.15;
 
+/// Only where a window holds more than this many times `|S|` elements: a summary that keeps
+/// half of every window does not freeze on one cluster (and on the stocks, where the window
+/// nearly fits, giving way measured worse: docs/RESULTS.md).
+pub const STALE_WINDOW: f64 = 2.0;
+
 /// While stale, a dead match weighs this much of a live one in the log ranking: the dead
 /// cluster gives way, cheapest first, to the newcomers that build a live one.
 pub const DEAD_WEIGHT: f64 = 0.3;
 
 /// If the summary is stale (see [`STALE_BITS`]): its live matches (whose first element is
 /// still active) + 1.
-fn stale<P: SummaryPolicy>(s: &Summary<P>, c1: Xf, size: f64) -> Option<Xf> {
+fn stale<P: SummaryPolicy>(s: &Summary<P>, c1: Xf, size: f64, window: f64) -> Option<Xf> {
+    if window <= STALE_WINDOW * size {
+        return None;
+    }
     let reachable = s.shadow.best_log2()?.min(size);
     if c1.log2() >= reachable - STALE_BITS.max(STALE_SHARE * reachable) {
         return None;
     }
-    let pick = |d: &Dual<Xf>| if s.cfg.aggregate == Aggregate::Sum { d.s } else { d.c };
-    let a: Vec<Dual<Xf>> = crate::on_tier!(&s.exact, |p| p.a.iter().map(|d| d.to_real()).collect());
-    let l1 = pick(&final_sum(&s.dfa, &a).unwrap_or_default()).add(&Xf::ONE).unwrap_or(Xf::ONE);
+    let sum = s.cfg.aggregate == Aggregate::Sum;
+    // The live matches: the final states of the exact active counters.
+    let live: Xf = crate::on_tier!(&s.exact, |p| p.a.iter().zip(&s.dfa.finals).filter(|(_, f)| **f).fold(Xf::ZERO, |acc, (d, _)| {
+        let d: Dual<Xf> = d.to_real();
+        acc.add(if sum { &d.s } else { &d.c }).unwrap_or(acc)
+    }));
+    let l1 = live.add(&Xf::ONE).unwrap_or(Xf::ONE);
     (c1.log2() - l1.log2() > STALE_BITS).then_some(l1)
 }
 
@@ -98,7 +110,7 @@ impl Adaptive {
         let g: Vec<Dual<F>> = crate::on_tier!(&s.exact, |p| p.g.iter().map(|d| d.to_real()).collect());
         let c1 = pick(&final_sum(&s.dfa, &g).unwrap_or_default()).to_xf().add(&Xf::ONE).unwrap_or(Xf::ONE);
         if ev.is_some() {
-            if let Some(l1) = stale(s, c1, size) {
+            if let Some(l1) = stale(s, c1, size, window) {
                 // Per element, its live matches: final states of its active local rows.
                 let z = s.dfa.n;
                 let live = (0..s.elems.len()).map(|i| if i < s.active_start { Xf::ZERO } else { pick(&final_sum(&s.dfa, &est.al[i * z..(i + 1) * z]).unwrap_or_default()).to_xf() });

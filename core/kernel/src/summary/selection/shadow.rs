@@ -22,6 +22,8 @@ pub struct Shadow {
     total: Xf,
     /// `log2` of the largest `total` seen (`-inf` before the first match).
     best: Option<f64>,
+    /// Working space: the sets the arrival forms.
+    formed: Vec<Dual<Xf>>,
 }
 
 impl Shadow {
@@ -36,7 +38,8 @@ impl Shadow {
                 self.total = Xf::ZERO;
             }
         }
-        let mut formed = vec![Dual::zero(); dfa.n];
+        let mut formed = std::mem::take(&mut self.formed);
+        formed.resize(dfa.n, Dual::zero());
         // Extended-range floats never overflow.
         let _ = P::formed(dfa, &self.a, ev, &mut formed);
         let done = final_sum(dfa, &formed).unwrap_or_default();
@@ -47,6 +50,7 @@ impl Shadow {
             self.best = Some(self.best.map_or(l, |b| b.max(l)));
         }
         let _ = P::advance(dfa, &mut self.a, ev, &formed);
+        self.formed = formed;
     }
 
     /// `log2` of the most complete matches one block of the stream held, if any.
