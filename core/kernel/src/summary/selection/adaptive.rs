@@ -12,6 +12,10 @@
 //! values, so light elements rank as in `suse`; an element holding half the matches costs a
 //! factor 2, which an expectation must pay in full, and one holding nearly all of them is
 //! given up only for more than the whole result.
+//!
+//! And where the retained matches are *dead* (their first element expired) and far below what
+//! one window of the stream held (the [`super::Shadow`] record), the summary is *stale*: the
+//! dead cluster gives way to a live one ([`STALE_BITS`]).
 use super::super::estimates::Estimates;
 use super::super::{Aggregate, Summary, SummaryPolicy};
 use super::{prepare, values};
@@ -252,6 +256,24 @@ mod tests {
                 prop_assert!(evicted, "kept {p} of {c} against {value}");
             }
         }
+    }
+
+    /// Stale: a newcomer that doubles the live count evicts a dead element holding half of
+    /// everything (dead matches weigh [`DEAD_WEIGHT`]), and the dead element goes before a
+    /// live one of the same present matches; nothing goes for a newcomer worth nothing.
+    #[test]
+    fn a_stale_summary_gives_a_dead_cluster_up_for_a_live_one() {
+        let (c1, l1) = (x(1e20 + 1.0), x(101.0));
+        let dead = ((x(5e19), Xf::ZERO), Xf::ZERO);
+        let live = ((x(50.0), Xf::ZERO), x(50.0));
+        assert_eq!(decide_stale(c1, l1, x(101.0), [live, dead].into_iter()), Some(1));
+        assert_eq!(decide_stale(c1, l1, Xf::ZERO, [live, dead].into_iter()), None);
+        // Half of everything, dead, against a live share of half: the dead one goes.
+        let dead_small = ((x(50.0), Xf::ZERO), Xf::ZERO);
+        assert_eq!(decide_stale(c1, l1, x(1e3), [live, dead_small].into_iter()), Some(1));
+        // Not stale, the same newcomer (worth 10^-18 of the retained count) can only replace
+        // the light element: the dead cluster stays (the freeze).
+        assert_eq!(decide(c1, x(101.0), [(x(50.0), Xf::ZERO), (x(5e19), Xf::ZERO)].into_iter()), Some(0));
     }
 
     /// The look-ahead is `|S|` while the window holds at most 2.5 |S| elements, then falls
