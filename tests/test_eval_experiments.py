@@ -40,6 +40,16 @@ def test_summary_holding_the_whole_stream_is_exact():
         assert row["log10_max_exact"] > 0
 
 
+def test_capacity_ceiling_caps_the_exact_count_at_what_size_elements_can_hold():
+    # 4 elements form at most 2^4 - 1 = 15 sets: where the exact count is larger, the
+    # capacity ceiling is strictly below the exact one, and it still bounds the strategy.
+    task = ex._synthetic(events=300, size=4, window=40, run=0, strategies=["adaptive", "suse"],
+                         ceiling=True, evaluations=[20], processes=["uniform"])
+    (row,) = ex.effectiveness(task)
+    assert row["capacity_ceiling_log10_ratio"] < row["ceiling_log10_ratio"]
+    assert row["capacity_ceiling_log10_ratio"] >= row["mean_log10_ratio"] - 1e-12
+
+
 def test_fig7a_quick_reduced_writes_csv_and_png(tmp_path):
     csv, png = ex.run_experiment("fig7a", quick=True, out=tmp_path, overrides={
         "events": 400, "size": [20, 40], "window": [10, 40], "runs": 1, "workers": 1})
@@ -121,8 +131,11 @@ def test_beyond_quick_reduced_writes_cells_families_and_trace(tmp_path):
     # a summary retains a subset of the window's matches.
     assert (cells["ceiling_log10_ratio"] >= cells["mean_log10_ratio"] - 1e-12).all()
     assert (cells["ceiling_log10_ratio"] > 0).any()
+    # ... and so does the capacity ceiling (at most 2^|S| - 1 sets), never above the exact one.
+    assert (cells["capacity_ceiling_log10_ratio"] >= cells["mean_log10_ratio"] - 1e-12).all()
+    assert (cells["capacity_ceiling_log10_ratio"] <= cells["ceiling_log10_ratio"] + 1e-12).all()
     table = ex.beyond_cells(df)
-    assert table.shape == (2, 9) and ("ceiling_log10_ratio", "suse") in table.columns
+    assert table.shape == (2, 12) and ("capacity_ceiling_log10_ratio", "suse") in table.columns
     trace = df[df["kind"] == "trace"]
     assert set(trace["strategy"]) == set(ex.BEYOND) and len(trace) == 12 * len(ex.BEYOND)
     # the trace is the retained count itself: recomputed here for one strategy and time

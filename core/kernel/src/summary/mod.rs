@@ -125,6 +125,9 @@ pub struct Summary<P: SummaryPolicy> {
     /// in for the counters and estimates (which are then empty). Never saved: saving settles.
     #[serde(skip)]
     deferred: Option<ExactWindow<P>>,
+    /// `adaptive`'s record of the whole stream (|Z| numbers; not saved).
+    #[serde(skip)]
+    pub(crate) shadow: selection::Shadow,
     #[serde(skip)]
     _policy: PhantomData<P>,
 }
@@ -148,6 +151,7 @@ impl<P: SummaryPolicy> Clone for Summary<P> {
             pending_gap: self.pending_gap,
             force_wide: self.force_wide,
             deferred: self.deferred.clone(),
+            shadow: self.shadow.clone(),
             _policy: PhantomData,
         }
     }
@@ -186,6 +190,7 @@ impl<P: SummaryPolicy> Summary<P> {
             pending_gap: 0,
             force_wide: false,
             deferred,
+            shadow: selection::Shadow::default(),
             _policy: PhantomData,
         }
     }
@@ -348,6 +353,7 @@ impl<P: SummaryPolicy> Summary<P> {
     /// The letter frequencies, mean values and rate learn from an element; the coefficients
     /// follow when the estimator says they moved.
     fn learn(&mut self, ev: &Ev) {
+        selection::on_arrival(self, ev);
         if self.estimator.observe(ev.sym, ev.t, ev.v) {
             self.coeffs = Coefficients::new(self.estimator.probabilities(), self.estimator.mean_values());
         }

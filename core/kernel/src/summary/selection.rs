@@ -12,7 +12,17 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 mod adaptive;
+mod shadow;
 pub use adaptive::Adaptive;
+pub use shadow::Shadow;
+
+/// Every arrival, in time order, before any decision on it: `adaptive` keeps its record of
+/// the stream ([`Shadow`]); the other strategies keep nothing.
+pub(crate) fn on_arrival<P: SummaryPolicy>(s: &mut Summary<P>, ev: &Ev) {
+    if s.cfg.strategy == StrategyKind::Adaptive {
+        s.shadow.observe::<P>(&s.dfa, s.cfg.tau, s.cfg.aggregate, ev);
+    }
+}
 
 pub trait Selector {
     /// The element to evict for `ev`, or `None` to drop `ev` instead.

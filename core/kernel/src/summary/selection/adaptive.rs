@@ -12,6 +12,10 @@
 //! values, so light elements rank as in `suse`; an element holding half the matches costs a
 //! factor 2, which an expectation must pay in full, and one holding nearly all of them is
 //! given up only for more than the whole result.
+//!
+//! And where the retained matches are *dead* (their first element expired) and far below what
+//! one window of the stream held (the [`super::Shadow`] record), the summary is *stale*: the
+//! dead cluster gives way to a live one ([`STALE_BITS`]).
 use super::super::estimates::Estimates;
 use super::super::{Aggregate, Summary, SummaryPolicy};
 use super::{prepare, values};
@@ -38,6 +42,44 @@ pub fn horizon(size: f64, window: f64) -> f64 {
     } else {
         (size * r * r).ceil()
     }
+}
+
+/// A summary is stale when its dead matches (first element expired: they can no longer grow)
+/// outnumber its live ones by more than `2^STALE_BITS`, and the log2 of its count is below
+/// what one window of the stream held ([`super::Shadow`]; capped at the `2^|S|` sets `|S|`
+/// elements can form at most) by more than `STALE_BITS` and a share `STALE_SHARE` of it: a
+/// window of this stream offers far more than the summary holds, and nothing it holds can
+/// grow towards it. (Measured in docs/RESULTS.md, "Beyond the paper".)
+pub const STALE_BITS: f64 = 10.0;
+pub const STALE_SHARE: f64 = 0.15;
+
+/// Only where a window holds more than this many times `|S|` elements: a summary that keeps
+/// half of every window does not freeze on one cluster (and on the stocks, where the window
+/// nearly fits, giving way measured worse: docs/RESULTS.md).
+pub const STALE_WINDOW: f64 = 2.0;
+
+/// While stale, a dead match weighs this much of a live one in the log ranking: the dead
+/// cluster gives way, cheapest first, to the newcomers that build a live one.
+pub const DEAD_WEIGHT: f64 = 0.3;
+
+/// If the summary is stale (see [`STALE_BITS`]): its live matches (whose first element is
+/// still active) + 1.
+fn stale<P: SummaryPolicy>(s: &Summary<P>, c1: Xf, size: f64, window: f64) -> Option<Xf> {
+    if window <= STALE_WINDOW * size {
+        return None;
+    }
+    let reachable = s.shadow.best_log2()?.min(size);
+    if c1.log2() >= reachable - STALE_BITS.max(STALE_SHARE * reachable) {
+        return None;
+    }
+    let sum = s.cfg.aggregate == Aggregate::Sum;
+    // The live matches: the final states of the exact active counters.
+    let live: Xf = crate::on_tier!(&s.exact, |p| p.a.iter().zip(&s.dfa.finals).filter(|(_, f)| **f).fold(Xf::ZERO, |acc, (d, _)| {
+        let d: Dual<Xf> = d.to_real();
+        acc.add(if sum { &d.s } else { &d.c }).unwrap_or(acc)
+    }));
+    let l1 = live.add(&Xf::ONE).unwrap_or(Xf::ONE);
+    (c1.log2() - l1.log2() > STALE_BITS).then_some(l1)
 }
 
 impl super::Selector for Adaptive {
@@ -71,6 +113,14 @@ impl Adaptive {
         let pick = |d: &Dual<F>| if s.cfg.aggregate == Aggregate::Sum { d.s } else { d.c };
         let g: Vec<Dual<F>> = crate::on_tier!(&s.exact, |p| p.g.iter().map(|d| d.to_real()).collect());
         let c1 = pick(&final_sum(&s.dfa, &g).unwrap_or_default()).to_xf().add(&Xf::ONE).unwrap_or(Xf::ONE);
+        if ev.is_some() {
+            if let Some(l1) = stale(s, c1, size, window) {
+                // Per element, its live matches: final states of its active local rows.
+                let z = s.dfa.n;
+                let live = (0..s.elems.len()).map(|i| if i < s.active_start { Xf::ZERO } else { pick(&final_sum(&s.dfa, &est.al[i * z..(i + 1) * z]).unwrap_or_default()).to_xf() });
+                return decide_stale(c1, l1, cand_value, victims.into_iter().zip(live));
+            }
+        }
         match ev {
             Some(_) => decide(c1, cand_value, victims.into_iter()),
             None => cheapest(c1, victims.into_iter()).map(|(i, _)| i),
@@ -104,6 +154,37 @@ fn ln_1p(r: f64) -> f64 {
 pub fn decide(c1: Xf, value: Xf, victims: impl Iterator<Item = (Xf, Xf)>) -> Option<usize> {
     let gain = ln_1p(ratio(value, c1.to_f64(), c1.log2()));
     match cheapest(c1, victims) {
+        Some((i, b)) if gain > b => Some(i),
+        _ => None,
+    }
+}
+
+/// `ln(base / (base − x))` (capped at everything, `ln base`).
+fn loss(x: Xf, base: Xf) -> f64 {
+    if x.is_zero() {
+        return 0.0;
+    }
+    let (bf, bl) = (base.to_f64(), base.log2());
+    let r = ratio(x, bf, bl);
+    let all = bl * std::f64::consts::LN_2;
+    if r < 1e-12 { r } else if r < 1.0 { (-(-r).ln_1p()).min(all) } else { all }
+}
+
+/// The victim in a stale summary: newcomers and live matches are judged on the log of the
+/// live count `l1` (what can still grow), dead matches on the log of the whole `c1`, at
+/// [`DEAD_WEIGHT`]. `victims`: `((present, expected), live part of present)` per element.
+fn decide_stale(c1: Xf, l1: Xf, value: Xf, victims: impl Iterator<Item = ((Xf, Xf), Xf)>) -> Option<usize> {
+    let gain = ln_1p(ratio(value, l1.to_f64(), l1.log2()));
+    let mut best: Option<(usize, f64)> = None;
+    for (i, ((pres, e), live)) in victims.enumerate() {
+        let live = if live > pres { pres } else { live };
+        let dead = pres.sub(&live).unwrap_or(Xf::ZERO);
+        let cost = DEAD_WEIGHT * loss(dead, c1) + loss(live, l1) + if e.is_zero() { 0.0 } else { ln_1p(ratio(e, l1.to_f64(), l1.log2())) };
+        if best.is_none_or(|(_, b)| cost < b) {
+            best = Some((i, cost));
+        }
+    }
+    match best {
         Some((i, b)) if gain > b => Some(i),
         _ => None,
     }
@@ -175,6 +256,24 @@ mod tests {
                 prop_assert!(evicted, "kept {p} of {c} against {value}");
             }
         }
+    }
+
+    /// Stale: a newcomer that doubles the live count evicts a dead element holding half of
+    /// everything (dead matches weigh [`DEAD_WEIGHT`]), and the dead element goes before a
+    /// live one of the same present matches; nothing goes for a newcomer worth nothing.
+    #[test]
+    fn a_stale_summary_gives_a_dead_cluster_up_for_a_live_one() {
+        let (c1, l1) = (x(1e20 + 1.0), x(101.0));
+        let dead = ((x(5e19), Xf::ZERO), Xf::ZERO);
+        let live = ((x(50.0), Xf::ZERO), x(50.0));
+        assert_eq!(decide_stale(c1, l1, x(101.0), [live, dead].into_iter()), Some(1));
+        assert_eq!(decide_stale(c1, l1, Xf::ZERO, [live, dead].into_iter()), None);
+        // Half of everything, dead, against a live share of half: the dead one goes.
+        let dead_small = ((x(50.0), Xf::ZERO), Xf::ZERO);
+        assert_eq!(decide_stale(c1, l1, x(1e3), [live, dead_small].into_iter()), Some(1));
+        // Not stale, the same newcomer (worth 10^-18 of the retained count) can only replace
+        // the light element: the dead cluster stays (the freeze).
+        assert_eq!(decide(c1, x(101.0), [(x(50.0), Xf::ZERO), (x(5e19), Xf::ZERO)].into_iter()), Some(0));
     }
 
     /// The look-ahead is `|S|` while the window holds at most 2.5 |S| elements, then falls
