@@ -126,3 +126,15 @@ def test_aggregate_gathered_equals_large_partitions(spark):
         assert "collect_list" in plans[0] and "collect_list" not in plans[1]  # the two layouts ran
         assert sorted(map(str, gathered.collect())) == sorted(map(str, streamed.collect()))
         assert any(r["dropped_events"] for r in gathered.collect())
+
+
+def test_elements_false_leaves_only_that_column_out(spark):
+    rows = [(f"k{i % 3}", i // 3, i % 10, i % 4) for i in range(120)]
+    df = spark.createDataFrame(pd.DataFrame(rows, columns=["k", "t", "x", "v"]))
+    common = dict(characters=CHARS, timestamp="t", partition_by="k", value="v", summary_size=3, evaluate={"every": 7})
+    for kw in (dict(query="a(b|c)*c", window=8), dict(query="a(b|c)*c", window=8, large_partitions=True),
+               dict(queries={"q0": "a(b|c)*c", "q1": {"query": "ab*", "window": 3}}, window=8)):
+        full = aggregate(df, **common, **kw)
+        lean = aggregate(df, **common, **kw, elements=False)
+        assert lean.columns == [c for c in full.columns if c != "elements"]
+        assert sorted(map(str, lean.collect())) == sorted(map(str, full.drop("elements").collect()))

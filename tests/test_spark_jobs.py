@@ -169,13 +169,18 @@ def test_streaming_job_rejects_batch_only_options(spark, tmp_path):
         parse_config(__import__("tomllib").loads(text + "\n[evaluate]\nexact = true\n"))
 
 
-def test_large_partitions_streams_the_same_rows(spark, tmp_path):
+def test_large_partitions_and_lean_rows_in_job_files(spark, tmp_path):
     gathered = run_job(load_config(job(tmp_path, name="gathered")))
     streamed = run_job(load_config(job(tmp_path, name="streamed", text=SYNTHETIC.replace(
         'partition_by = ["stream"]\n', 'partition_by = ["stream"]\nlarge_partitions = true\n', 1))))
     read = [sorted(map(str, spark.read.parquet(str(tmp_path / n)).drop("elements").collect())) for n in ("gathered", "streamed")]
     assert read[0] == read[1] and len(read[0]) == 12 and gathered.top == streamed.top
+    lean = run_job(load_config(job(tmp_path, fmt="csv", name="lean", text=SYNTHETIC + "elements = false\n")))
+    written = spark.read.option("header", "true").csv(str(tmp_path / "lean"))
+    assert "elements" not in written.columns and written.count() == 12 and lean.top == gathered.top
     text = STREAMING.format(src=tmp_path, out=tmp_path / "out", ckpt=tmp_path / "ckpt")
+    with pytest.raises(InputError, match="elements = false is for batch jobs"):
+        parse_config(__import__("tomllib").loads(text.replace('format = "json"\n', 'format = "json"\nelements = false\n')))
     with pytest.raises(InputError, match="large_partitions is for batch jobs"):
         parse_config(__import__("tomllib").loads(text.replace('partition_by = "k"\n', 'partition_by = "k"\nlarge_partitions = true\n', 1)))
 

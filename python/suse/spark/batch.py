@@ -41,6 +41,7 @@ def aggregate(
     op: str | None = None,
     queries: Mapping[str, Any] | None = None,
     large_partitions: bool = False,
+    elements: bool = True,
 ) -> DataFrame:
     """Aggregate the subsequence matches of ``query`` within ``window`` per partition.
 
@@ -67,6 +68,10 @@ def aggregate(
     before the engine runs, which avoids sorting the whole input; set it for partitions of
     tens of millions of events, which an executor could not hold at once: then the events are
     sorted and streamed through the engine. The results are the same.
+
+    ``elements=False`` leaves the ``elements`` column out: lean rows for dashboards, and less
+    for Spark to take back from the Python workers (each row carries up to ``summary_size``
+    retained elements otherwise).
     """
     spark_frame(df, "aggregate")
     if df.isStreaming:
@@ -84,7 +89,8 @@ def aggregate(
                                 evaluate=evaluate)
         events, multi_plan = prepare_multi(df, queries, defaults, characters, timestamp, partition_by, value, exact,
                                            replicate, timestamp_format, op=op)
-        return run_multi(cancel_retractions(events) if events.has_op else events, multi_plan, large_partitions)
+        return run_multi(cancel_retractions(events) if events.has_op else events, multi_plan, large_partitions,
+                         elements)
     if query is None or window is None:
         raise InputError("aggregate needs query= and window= (or queries=)")
     events, plan = prepare(
@@ -94,7 +100,7 @@ def aggregate(
     )
     if events.has_op:
         events = cancel_retractions(events)
-    return run(events, plan, large_partitions=large_partitions)
+    return run(events, plan, large_partitions=large_partitions, elements=elements)
 
 
 def spark_frame(df: object, caller: str) -> None:
@@ -194,7 +200,7 @@ def output_schema(events: Events, exact: bool, extrema: bool = False, approx: bo
 
 
 def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, grouped: bool = True,
-        large_partitions: bool = False) -> DataFrame:
+        large_partitions: bool = False, elements: bool = True) -> DataFrame:
     """``plan`` over each partition's events (``schema``: the output's, when ``plan`` is not a
     single query's, e.g. a query set; ``grouped=False``: one native call per partition, for
     benchmarks).
@@ -211,9 +217,15 @@ def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, group
     keys = [quoted(k) for k in events.keys]
     key_names = list(events.keys)
     schema = schema or output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0)
+    if not elements:
+        schema = T.StructType([f for f in schema.fields if f.name != "elements"])
+
+    def lean(batches):  # dropped in the worker, so Spark never receives them
+        return batches if elements else (b.drop_columns(["elements"]) for b in batches)
+
     if grouped and keys and not large_partitions and by_batch.serves(plan):
         def gathered_body(batches):
-            return by_batch.run_gathered(plan, key_names, batches)
+            return lean(by_batch.run_gathered(plan, key_names, batches))
 
         out = gather(events).mapInArrow(gathered_body, schema)
     else:
@@ -226,7 +238,7 @@ def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, group
         value_col = VALUE if events.has_value else None
 
         def body(batches):
-            return run_sorted(plan, key_names, batches, TS, RANK, value_col, grouped)
+            return lean(run_sorted(plan, key_names, batches, TS, RANK, value_col, grouped))
 
         # The tie breaker only orders the sort: not shipped to the Python workers.
         out = frame.drop(TIE).mapInArrow(body, schema)

@@ -103,6 +103,7 @@ class OutputConfig(_Strict):
     format: Format = "parquet"
     mode: Literal["overwrite", "append", "error", "ignore"] = "overwrite"
     show: int = Field(10, ge=0, description="rows in the closing table")
+    elements: bool = Field(True, description="batch: write each row's retained elements (false: leave the column out)")
 
 
 class SparkConfig(_Strict):
@@ -152,6 +153,9 @@ class JobConfig(_Strict):
                 raise ValueError("mode = 'streaming' needs a [streaming] table with at least 'checkpoint'")
             if self.input.path is None:
                 raise ValueError("input: a streaming job watches a directory: give 'path', not 'dataset'")
+            if not self.output.elements:
+                raise ValueError("output: elements = false is for batch jobs; a streaming job writes each "
+                                 "partition's retained elements")
             if self.input.large_partitions:
                 raise ValueError("input: large_partitions is for batch jobs; a streaming job keeps each "
                                  "partition's summary, never its whole input")

@@ -137,7 +137,7 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
             summary_size=summ.size, strategy=summ.strategy, evaluate=ev.at, exact=ev.exact,
             replicate=cfg.queries[0].replicate, probabilities=probabilities, seed=summ.seed,
             timestamp_format=inp.timestamp_format, queries=query_set(cfg), op=inp.op,
-            large_partitions=inp.large_partitions,
+            large_partitions=inp.large_partitions, elements=cfg.output.elements,
         )
         results.append(out.select("query", *[c for c in out.columns if c != "query"]))
     for q in cfg.queries if not results else ():
@@ -145,7 +145,7 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
             df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
             summ.size, summ.strategy, ev.at, ev.exact, q.replicate, probabilities, summ.seed,
             q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing, op=inp.op,
-            large_partitions=inp.large_partitions,
+            large_partitions=inp.large_partitions, elements=cfg.output.elements,
         )
         results.append(out.select(F.lit(q.label).alias("query"), "*"))
     # Queries with aggregate min/max add min/max columns and approximate queries
@@ -184,7 +184,8 @@ def _for_format(df: DataFrame, fmt: str) -> DataFrame:
     # CSV has no arrays: the retained elements (and count_by_missing) become JSON strings.
     if fmt != "csv":
         return df
-    df = df.withColumn("elements", F.to_json("elements"))
+    if "elements" in df.columns:
+        df = df.withColumn("elements", F.to_json("elements"))
     return df.withColumn("count_by_missing", F.to_json("count_by_missing")) if "count_by_missing" in df.columns else df
 
 

@@ -189,12 +189,12 @@ def output_schema(events: Events, exact: bool, extrema: bool = False, approx: bo
     return T.StructType(keys + [T.StructField("query", T.StringType(), False)] + list(results.fields))
 
 
-def run_multi(events: Events, plan: MultiPlan, large_partitions: bool = False) -> DataFrame:
+def run_multi(events: Events, plan: MultiPlan, large_partitions: bool = False, elements: bool = True) -> DataFrame:
     """One shuffle for every query (``batch.run`` with the set's output schema)."""
     from suse.spark.batch import run  # batch imports this module when a set is given
 
     schema = output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0)
-    return run(events, plan, schema, large_partitions=large_partitions)
+    return run(events, plan, schema, large_partitions=large_partitions, elements=elements)
 
 
 def set_defaults(query: Any, of: Any, max_missing: int, op: Any, **defaults: Any) -> dict:
