@@ -229,12 +229,8 @@ def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, group
 
         out = gather(events).mapInArrow(gathered_body, schema)
     else:
-        # An explicit count: adaptive execution would merge the (small) shuffle output into one
-        # partition and leave all the Python work to a single worker.
-        n = int(events.frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-        frame = events.frame.repartition(n, *keys) if keys else events.frame.repartition(1)
         # Spark sorts; Python then sees each partition's events contiguous and in order.
-        frame = frame.sortWithinPartitions(*keys, TS, RANK, TIE)
+        frame = by_key(events).sortWithinPartitions(*keys, TS, RANK, TIE)
         value_col = VALUE if events.has_value else None
 
         def body(batches):
@@ -258,9 +254,15 @@ def gather(events: Events) -> DataFrame:
     lists = [F.collect_list(F.when(usable, F.col(c))).alias(c) for c in columns]
     counted = [F.count_if(F.col(RANK) == DROPPED).alias(DROPPED_ROWS),
                F.count_if(F.col(RANK) == CORRUPT).alias(CORRUPT_ROWS)]
+    # Already shuffled by key, the grouping needs no other shuffle.
+    return by_key(events).groupBy(*[quoted(k) for k in events.keys]).agg(*lists, *counted)
+
+
+def by_key(events: Events) -> DataFrame:
+    """The events shuffled by partition key (one partition without keys) into an explicit
+    count of partitions: adaptive execution would merge a small shuffle output into one
+    partition and leave all the Python work to a single worker."""
     keys = [quoted(k) for k in events.keys]
-    # Shuffled by key into an explicit count first (the grouping then needs no other
-    # shuffle): adaptive execution would merge a small shuffle output into one partition and
-    # leave the Python work to a single worker.
-    n = int(events.frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    return events.frame.repartition(n, *keys).groupBy(*keys).agg(*lists, *counted)
+    if not keys:
+        return events.frame.repartition(1)
+    return events.frame.repartition(int(events.frame.sparkSession.conf.get("spark.sql.shuffle.partitions")), *keys)

@@ -104,7 +104,7 @@ def _evaluate(
 
 
 def run_gathered(plan: Plan, keys: Sequence[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The body of ``mapInArrow`` over the gathered layout (``batch.gathered``): a row per
+    """The body of ``mapInArrow`` over the gathered layout (``batch.gather``): a row per
     partition holding its usable events as lists, unordered, and its counted rows."""
     templates = _templates(plan)
     for batch in batches:
