@@ -138,3 +138,10 @@ def test_elements_false_leaves_only_that_column_out(spark):
         lean = aggregate(df, **common, **kw, elements=False)
         assert lean.columns == [c for c in full.columns if c != "elements"]
         assert sorted(map(str, lean.collect())) == sorted(map(str, full.drop("elements").collect()))
+
+
+@pytest.mark.parametrize("option", ["elements", "large_partitions"])
+def test_layout_options_take_booleans_only(spark, option):
+    df = spark.createDataFrame(pd.DataFrame({"k": ["a"], "t": [1], "x": [1]}))
+    with pytest.raises(InputError, match=f"{option} must be True or False, got 'false'"):
+        aggregate(df, "a(b|c)*c", 5, CHARS, "t", "k", **{option: "false"})

@@ -74,6 +74,9 @@ def aggregate(
     retained elements otherwise).
     """
     spark_frame(df, "aggregate")
+    for name, flag in (("large_partitions", large_partitions), ("elements", elements)):
+        if not isinstance(flag, bool):  # "false" would read as true
+            raise InputError(f"{name} must be True or False, got {flag!r}")
     if df.isStreaming:
         raise InputError(
             "aggregate needs a batch DataFrame, but this one is streaming (spark.readStream): "
