@@ -16,23 +16,25 @@ from suse import _core  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
 from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
-from suse.spark.grouped import CORRUPT_ROWS, DROPPED_ROWS, run_gathered  # noqa: E402
+from suse.spark.grouped import CORRUPT_ROWS, DROPPED_ROWS, PACKED, WIDE, rank_bits, run_gathered  # noqa: E402
 from suse.spark.runner import Plan, run_sorted  # noqa: E402
 from suse.spark.triggers import Trigger  # noqa: E402
 
 from helpers import in_partition_order  # noqa: E402
 
 
-def random_rows(rng, n_parts: int, order: str) -> list[tuple]:
-    """(a, b, ts, rank, tie, value) rows; few timestamps, so equal (ts, rank) pairs are common."""
+def random_rows(rng, n_parts: int, order: str, far: bool = False) -> list[tuple]:
+    """(a, b, ts, rank, tie, value) rows; few timestamps, so equal (ts, rank) pairs are common.
+    ``far``: some partitions' times straddle +-2^61, where a time stops fitting beside the rank."""
     rows = []
     for p in range(n_parts):
         a = None if p % 5 == 0 else f"k{p // 3}"
+        base = (2**61 - 6) * (1 if p % 4 == 1 else -1) if far and p % 2 else 0
         for _ in range(int(rng.integers(0, 40))):
             rank = int(rng.integers(0, len(order)))
             if rng.random() < 0.05:
                 rank = DROPPED if rng.random() < 0.5 else CORRUPT
-            rows.append((a, p % 3, int(rng.integers(0, 12)), rank, int(rng.integers(-2**40, 2**40)),
+            rows.append((a, p % 3, base + int(rng.integers(0, 12)), rank, int(rng.integers(-2**40, 2**40)),
                          int(rng.integers(0, 9))))
     return rows
 
@@ -51,24 +53,32 @@ def sorted_layout(rows, with_value: bool) -> list[pa.RecordBatch]:
     return pa.table(cols).to_batches(max_chunksize=13)
 
 
-def gathered_layout(rng, rows, with_value: bool, per_batch: int) -> list[pa.RecordBatch]:
+def gathered_layout(rng, rows, with_value: bool, per_batch: int, bits: int) -> list[pa.RecordBatch]:
     """What the gathered layout hands the runner: a row per partition (in key order, as the
-    streamed output comes), its usable events as lists in a random order, its counted rows."""
+    streamed output comes), its usable events as lists in a random order, packed as
+    (ts << bits) | rank where ts fits and whole otherwise, and its counted rows."""
     parts: dict = {}
     for r in rows:
         parts.setdefault((r[0], r[1]), []).append(r)
-    out = {name: [] for name in ["a", "b", TS, RANK, VALUE, TIE, DROPPED_ROWS, CORRUPT_ROWS]}
+    out = {name: [] for name in ["a", "b", PACKED, VALUE, TIE, WIDE, DROPPED_ROWS, CORRUPT_ROWS]}
+    fits = range(-(1 << (63 - bits)), 1 << (63 - bits))
     for (a, b) in sorted(parts, key=lambda k: _key(k)):
         part = [parts[(a, b)][i] for i in rng.permutation(len(parts[(a, b)]))]
-        usable = [r for r in part if r[3] >= 0]
+        packed = [r for r in part if r[3] >= 0 and r[2] in fits]
         out["a"].append(a)
         out["b"].append(b)
-        for name, i in [(TS, 2), (RANK, 3), (TIE, 4), (VALUE, 5)]:
-            out[name].append([r[i] for r in usable])
+        out[PACKED].append([(r[2] << bits) | r[3] for r in packed])
+        out[TIE].append([r[4] for r in packed])
+        out[VALUE].append([r[5] for r in packed])
+        out[WIDE].append([{TS: r[2], RANK: r[3], TIE: r[4], VALUE: r[5]} for r in part if r[3] >= 0 and r[2] not in fits])
         out[DROPPED_ROWS].append(sum(r[3] == DROPPED for r in part))
         out[CORRUPT_ROWS].append(sum(r[3] == CORRUPT for r in part))
-    types = {"a": pa.string(), "b": pa.int64(), TS: pa.list_(pa.int64()), RANK: pa.list_(pa.int32()),
-             VALUE: pa.list_(pa.int64()), TIE: pa.list_(pa.int64()), DROPPED_ROWS: pa.int64(), CORRUPT_ROWS: pa.int64()}
+    wide = [(TS, pa.int64()), (RANK, pa.int64())] + ([(VALUE, pa.int64()), (TIE, pa.int64())] if with_value else [])
+    if not with_value:
+        out[WIDE] = [[{TS: e[TS], RANK: e[RANK]} for e in w] for w in out[WIDE]]
+    types = {"a": pa.string(), "b": pa.int64(), PACKED: pa.list_(pa.int64()), VALUE: pa.list_(pa.int64()),
+             TIE: pa.list_(pa.int64()), WIDE: pa.list_(pa.struct(wide)), DROPPED_ROWS: pa.int64(),
+             CORRUPT_ROWS: pa.int64()}
     names = [n for n in types if with_value or n not in (VALUE, TIE)]
     table = pa.table({n: pa.array(out[n], types[n]) for n in names})
     return table.to_batches(max_chunksize=per_batch)
@@ -85,11 +95,12 @@ def test_gathered_equals_sorted_layout(seed):
                 trigger=TRIGGERS[seed % len(TRIGGERS)], strategy=["suse", "fifo"][seed % 2], seed=seed,
                 aggregate=["count", "sum"][seed % 2])
     with_value = seed % 4 < 2
-    rows = random_rows(rng, int(rng.integers(1, 30)), order)
+    rows = random_rows(rng, int(rng.integers(1, 30)), order, far=seed % 6 in (1, 2))
     value = VALUE if with_value else None
     expected = pa.Table.from_batches(
         list(run_sorted(plan, ["a", "b"], iter(sorted_layout(rows, with_value)), TS, RANK, value, grouped=False)))
-    got = list(run_gathered(plan, ["a", "b"], iter(gathered_layout(rng, rows, with_value, int(rng.integers(1, 9))))))
+    layout = gathered_layout(rng, rows, with_value, int(rng.integers(1, 9)), rank_bits(order))
+    got = list(run_gathered(plan, ["a", "b"], iter(layout), rank_bits(order)))
     got_rows = pa.Table.from_batches(got).to_pylist() if got else []
     assert in_partition_order(got_rows, ["a", "b"]) == in_partition_order(expected.to_pylist(), ["a", "b"])
 
@@ -114,6 +125,8 @@ def test_aggregate_gathered_equals_large_partitions(spark):
     rows = [(None if i % 7 == 0 else f"k{i % 4}", int(rng.integers(0, 15)), int(rng.integers(0, 10)),
              int(rng.integers(0, 4))) for i in range(400)]
     rows.append(("k1", None, 1, 1))  # no timestamp: counted, not fed
+    # Times straddling +-2^61, where 3 letters' ranks (2 bits) no longer fit beside them.
+    rows += [(f"far{s}", s * 2**61 - 5 + i // 2, int(rng.integers(0, 10)), i % 4) for s in (1, -1) for i in range(20)]
     df = spark.createDataFrame(pd.DataFrame(rows, columns=["k", "t", "x", "v"]).astype({"t": "Int64"}))
     common = dict(characters=CHARS, timestamp="t", partition_by="k", value="v", summary_size=4,
                   evaluate={"every": 9}, aggregate="sum")
@@ -126,6 +139,7 @@ def test_aggregate_gathered_equals_large_partitions(spark):
         assert "collect_list" in plans[0] and "collect_list" not in plans[1]  # the two layouts ran
         assert sorted(map(str, gathered.collect())) == sorted(map(str, streamed.collect()))
         assert any(r["dropped_events"] for r in gathered.collect())
+        assert {r["k"] for r in gathered.collect() if r["count"]} >= {"far1", "far-1"}
 
 
 def test_elements_false_leaves_only_that_column_out(spark):

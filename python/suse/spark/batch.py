@@ -227,13 +227,15 @@ def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, group
         return batches if elements else (b.drop_columns(["elements"]) for b in batches)
 
     if grouped and keys and not large_partitions and by_batch.serves(plan):
+        bits = by_batch.rank_bits(events.order)
+
         def gathered_body(batches):
-            return lean(by_batch.run_gathered(plan, key_names, batches))
+            return lean(by_batch.run_gathered(plan, key_names, batches, bits))
 
         out = gather(events).mapInArrow(gathered_body, schema)
     else:
         # Spark sorts; Python then sees each partition's events contiguous and in order.
-        frame = by_key(events).sortWithinPartitions(*keys, TS, RANK, TIE)
+        frame = by_key(events.frame, keys).sortWithinPartitions(*keys, TS, RANK, TIE)
         value_col = VALUE if events.has_value else None
 
         def body(batches):
@@ -247,25 +249,39 @@ def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, group
 
 
 def gather(events: Events) -> DataFrame:
-    """One row per partition: its usable events' timestamps, ranks (and values with their
-    tie breakers) as lists in no particular order, and how many rows were counted, not fed."""
-    from suse.spark.grouped import CORRUPT_ROWS, DROPPED_ROWS
+    """One row per partition: its usable events as lists in no particular order, and how many
+    rows were counted, not fed. Each event's time and rank share one long (``grouped.PACKED``,
+    a list Spark builds and ships at half the cost of two), with values and tie breakers in
+    lists beside it; the rare events whose time is too far from 0 for that go whole into
+    ``grouped.WIDE``."""
+    from suse.spark.grouped import CORRUPT_ROWS, DROPPED_ROWS, PACKED, WIDE, rank_bits
 
+    bits = rank_bits(events.order)
     usable = F.col(RANK) >= 0
-    columns = [TS, RANK] + ([VALUE, TIE] if events.has_value else [])
-    # collect_list appends every row to all lists at once, so position i is one event in each.
-    lists = [F.collect_list(F.when(usable, F.col(c))).alias(c) for c in columns]
+    fits = F.col(TS).between(-(1 << (63 - bits)), (1 << (63 - bits)) - 1)
+    packable, wide = usable & fits, usable & ~fits
+    extra = [VALUE, TIE] if events.has_value else []
+    keys = [quoted(k) for k in events.keys]
+    # Each list's input is computed here, in generated code before the shuffle: collect_list
+    # would evaluate an expression row by row, interpreted.
+    lists = events.frame.select(
+        *keys, F.when(packable, F.shiftleft(F.col(TS), bits).bitwiseOR(F.col(RANK))).alias(PACKED),
+        *[F.when(packable, F.col(c)).alias(c) for c in extra],
+        F.when(wide, F.struct(*[F.col(c) for c in [TS, RANK, *extra]])).alias(WIDE),
+        F.when(~usable, F.col(RANK)).alias(RANK))
+    # collect_list appends every row to all lists at once (skipping NULLs, and every list is
+    # NULL on the same rows), so position i is one event in each.
+    gathered = [F.collect_list(c).alias(c) for c in [PACKED, *extra, WIDE]]
     counted = [F.count_if(F.col(RANK) == DROPPED).alias(DROPPED_ROWS),
                F.count_if(F.col(RANK) == CORRUPT).alias(CORRUPT_ROWS)]
     # Already shuffled by key, the grouping needs no other shuffle.
-    return by_key(events).groupBy(*[quoted(k) for k in events.keys]).agg(*lists, *counted)
+    return by_key(lists, keys).groupBy(*keys).agg(*gathered, *counted)
 
 
-def by_key(events: Events) -> DataFrame:
-    """The events shuffled by partition key (one partition without keys) into an explicit
-    count of partitions: adaptive execution would merge a small shuffle output into one
-    partition and leave all the Python work to a single worker."""
-    keys = [quoted(k) for k in events.keys]
+def by_key(frame: DataFrame, keys: list) -> DataFrame:
+    """``frame`` shuffled by the partition ``keys`` (one partition without keys) into an
+    explicit count of partitions: adaptive execution would merge a small shuffle output into
+    one partition and leave all the Python work to a single worker."""
     if not keys:
-        return events.frame.repartition(1)
-    return events.frame.repartition(int(events.frame.sparkSession.conf.get("spark.sql.shuffle.partitions")), *keys)
+        return frame.repartition(1)
+    return frame.repartition(int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions")), *keys)

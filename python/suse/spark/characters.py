@@ -201,6 +201,9 @@ def to_events(
     in_query = [i for i, c in enumerate(order) if c in alphabet or keep_all]
     corrupt = corrupt_column(df)
     keep = F.col(RANK).isin(in_query)
+    if isinstance(characters, str) and not keep_all:
+        # The column's letters, not its rank: Spark would compute the rank again for the filter.
+        keep = quoted(field(df, characters, "character").name).isin([order[i] for i in in_query])
     if corrupt is not None:
         keep = keep | corrupt.isNotNull()
     ranked = df.withColumn(RANK, rank).where(keep)

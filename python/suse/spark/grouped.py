@@ -103,26 +103,51 @@ def _evaluate(
                                _offsets(gid[usable], groups), dropped, corrupt)
 
 
-def run_gathered(plan: Plan, keys: Sequence[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def run_gathered(plan: Plan, keys: Sequence[str], batches: Iterator[pa.RecordBatch], bits: int,
+                 ) -> Iterator[pa.RecordBatch]:
     """The body of ``mapInArrow`` over the gathered layout (``batch.gather``): a row per
-    partition holding its usable events as lists, unordered, and its counted rows."""
+    partition holding its usable events as lists, unordered, and its counted rows; ``bits``:
+    how many low bits of a packed event hold its rank."""
     templates = _templates(plan)
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        lists = batch.column(TS)
-        offsets = np.concatenate([[0], np.cumsum(pc.list_value_length(lists).fill_null(0).to_numpy())]).astype(np.int64)
-        ts = pc.list_flatten(lists).to_numpy().astype(np.int64, copy=False)
-        ranks = pc.list_flatten(batch.column(RANK)).to_numpy().astype(np.int32, copy=False)
+        lengths = _lengths(batch.column(PACKED))
+        packed = pc.list_flatten(batch.column(PACKED)).to_numpy().astype(np.int64, copy=False)
+        ts, ranks = packed >> bits, (packed & ((1 << bits) - 1)).astype(np.int32)
         values = ties = None
         if VALUE in batch.schema.names:  # equal (time, rank) events differ by value: the tie decides
             values = pc.list_flatten(batch.column(VALUE)).to_numpy()
             ties = pc.list_flatten(batch.column(TIE)).to_numpy().astype(np.int64, copy=False)
+        wide_lengths = _lengths(batch.column(WIDE))
+        if wide_lengths.any():  # each partition's wide events go after its packed ones
+            wide = pc.list_flatten(batch.column(WIDE))
+            groups = np.arange(batch.num_rows)
+            merge = np.argsort(np.concatenate([np.repeat(groups, lengths), np.repeat(groups, wide_lengths)]),
+                               kind="stable")
+
+            def joined(packed_part, field, dtype):
+                return np.concatenate([packed_part, wide.field(field).to_numpy().astype(dtype, copy=False)])[merge]
+
+            ts, ranks = joined(ts, TS, np.int64), joined(ranks, RANK, np.int32)
+            if values is not None:
+                values, ties = joined(values, VALUE, values.dtype), joined(ties, TIE, np.int64)
+            lengths = lengths + wide_lengths
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         order = _core.sort_groups(offsets, ts, ranks, ties)
         yield from evaluate_groups(
             plan, templates, keys, [batch.column(k) for k in keys], ts[order], ranks[order],
             None if values is None else values[order], offsets,
             batch.column(DROPPED_ROWS).to_numpy(), batch.column(CORRUPT_ROWS).to_numpy())
+
+
+def rank_bits(order: str) -> int:
+    """Low bits of a packed event that hold its rank (``order[rank]`` is its character)."""
+    return max(1, (len(order) - 1).bit_length())
+
+
+def _lengths(lists: pa.Array) -> np.ndarray:
+    return pc.list_value_length(lists).fill_null(0).to_numpy().astype(np.int64)
 
 
 def evaluate_groups(
@@ -176,7 +201,10 @@ def _batch(keys: Sequence[str], key_columns: list[pa.Array], of_row: np.ndarray,
 
 
 RESULT_COLUMNS = [c.split()[0] for c in RESULT_DDL.split(", ")]
-DROPPED_ROWS, CORRUPT_ROWS = "_suse_dropped", "_suse_corrupt"  # the gathered layout's counted rows
+# The gathered layout's columns beside the keys, VALUE and TIE: events packed as
+# (time << bits) | rank, whole events whose time does not fit that, counted rows.
+PACKED, WIDE = "_suse_packed", "_suse_wide"
+DROPPED_ROWS, CORRUPT_ROWS = "_suse_dropped", "_suse_corrupt"
 
 
 def _offsets(gid: np.ndarray, groups: int) -> np.ndarray:
