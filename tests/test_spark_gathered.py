@@ -16,7 +16,7 @@ from suse import _core  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
 from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
-from suse.spark.grouped import CORRUPT_ROWS, DROPPED_ROWS, PACKED, WIDE, rank_bits, run_gathered  # noqa: E402
+from suse.spark.grouped import PACKED, WIDE, rank_bits, run_gathered  # noqa: E402
 from suse.spark.runner import Plan, run_sorted  # noqa: E402
 from suse.spark.triggers import Trigger  # noqa: E402
 
@@ -55,30 +55,29 @@ def sorted_layout(rows, with_value: bool) -> list[pa.RecordBatch]:
 
 def gathered_layout(rng, rows, with_value: bool, per_batch: int, bits: int) -> list[pa.RecordBatch]:
     """What the gathered layout hands the runner: a row per partition (in key order, as the
-    streamed output comes), its usable events as lists in a random order, packed as
-    (ts << bits) | rank where ts fits and whole otherwise, and its counted rows."""
+    streamed output comes), its rows as lists in a random order: usable events packed as
+    (ts << bits) | rank where ts fits, the others (and the counted rows, without time or
+    value) whole."""
     parts: dict = {}
     for r in rows:
         parts.setdefault((r[0], r[1]), []).append(r)
-    out = {name: [] for name in ["a", "b", PACKED, VALUE, TIE, WIDE, DROPPED_ROWS, CORRUPT_ROWS]}
+    out = {name: [] for name in ["a", "b", PACKED, VALUE, TIE, WIDE]}
     fits = range(-(1 << (63 - bits)), 1 << (63 - bits))
     for (a, b) in sorted(parts, key=lambda k: _key(k)):
         part = [parts[(a, b)][i] for i in rng.permutation(len(parts[(a, b)]))]
-        packed = [r for r in part if r[3] >= 0 and r[2] in fits]
+        packable = [r[3] >= 0 and r[2] in fits for r in part]
+        packed = [r for r, p in zip(part, packable) if p]
         out["a"].append(a)
         out["b"].append(b)
         out[PACKED].append([(r[2] << bits) | r[3] for r in packed])
         out[TIE].append([r[4] for r in packed])
         out[VALUE].append([r[5] for r in packed])
-        out[WIDE].append([{TS: r[2], RANK: r[3], TIE: r[4], VALUE: r[5]} for r in part if r[3] >= 0 and r[2] not in fits])
-        out[DROPPED_ROWS].append(sum(r[3] == DROPPED for r in part))
-        out[CORRUPT_ROWS].append(sum(r[3] == CORRUPT for r in part))
-    wide = [(TS, pa.int64()), (RANK, pa.int64())] + ([(VALUE, pa.int64()), (TIE, pa.int64())] if with_value else [])
-    if not with_value:
-        out[WIDE] = [[{TS: e[TS], RANK: e[RANK]} for e in w] for w in out[WIDE]]
+        whole = [(r[2], r[3], r[4], r[5]) if r[3] >= 0 else (None, r[3], r[4], None) for r, p in zip(part, packable) if not p]
+        names = [TS, RANK, TIE, VALUE] if with_value else [TS, RANK]
+        out[WIDE].append([dict(zip(names, w)) for w in whole])
+    wide = [(TS, pa.int64()), (RANK, pa.int32())] + ([(VALUE, pa.int64()), (TIE, pa.int64())] if with_value else [])
     types = {"a": pa.string(), "b": pa.int64(), PACKED: pa.list_(pa.int64()), VALUE: pa.list_(pa.int64()),
-             TIE: pa.list_(pa.int64()), WIDE: pa.list_(pa.struct(wide)), DROPPED_ROWS: pa.int64(),
-             CORRUPT_ROWS: pa.int64()}
+             TIE: pa.list_(pa.int64()), WIDE: pa.list_(pa.struct(wide))}
     names = [n for n in types if with_value or n not in (VALUE, TIE)]
     table = pa.table({n: pa.array(out[n], types[n]) for n in names})
     return table.to_batches(max_chunksize=per_batch)
@@ -115,6 +114,15 @@ def test_sort_groups_orders_each_group_and_refuses_bad_arrays():
         _core.sort_groups(np.array([0, 6], np.int64), ts, ranks[:5], None)
     with pytest.raises(InputError, match="offsets"):
         _core.sort_groups(np.array([0, 5], np.int64), ts, ranks, None)
+
+
+def test_sort_packed_groups_sorts_each_group_by_time_then_rank():
+    packed = np.array([(3 << 2) | 1, (3 << 2) | 0, (-5 << 2) | 3, 7, 2], np.int64)
+    got = _core.sort_packed_groups(np.array([0, 3, 5], np.int64), packed)
+    assert got.tolist() == [(-5 << 2) | 3, (3 << 2) | 0, (3 << 2) | 1, 2, 7]
+    assert packed.tolist()[0] == (3 << 2) | 1  # a sorted copy
+    with pytest.raises(InputError, match="offsets"):
+        _core.sort_packed_groups(np.array([0, 4], np.int64), packed)
 
 
 CHARS = {"a": "x < 3", "b": "x >= 3 AND x < 6", "c": "x >= 6 AND x < 9"}  # x = 9: no character

@@ -158,6 +158,24 @@ fn run_summary(template: &SummaryEngine, chars: &[u8], ts: &[i64], vals: Option<
     })
 }
 
+/// Each group's packed events (`offsets[g]..offsets[g+1]`), sorted: a copy of `packed`,
+/// whose values are `(time << bits) | rank`, so that their order is that of (time, rank).
+/// Events equal in both are alike when there are no values, so no order among them matters.
+#[pyfunction]
+pub(crate) fn sort_packed_groups<'py>(
+    py: Python<'py>,
+    offsets: PyReadonlyArray1<'_, i64>,
+    packed: PyReadonlyArray1<'_, i64>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let offs = offsets.as_slice()?;
+    let mut sorted = packed.as_slice()?.to_vec();
+    check_offsets("offsets", offs, sorted.len()).map_err(to_py)?;
+    for g in offs.windows(2) {
+        sorted[g[0] as usize..g[1] as usize].sort_unstable();
+    }
+    Ok(PyArray1::from_vec(py, sorted))
+}
+
 fn check_offsets(name: &str, offsets: &[i64], total: usize) -> Result<(), Error> {
     if offsets.first() != Some(&0) || offsets.last() != Some(&(total as i64)) || offsets.windows(2).any(|w| w[1] < w[0]) {
         return Err(Error::input(format!("{name} must rise from 0 to {total}")));

@@ -863,6 +863,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grouped::summary_groups, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::summary_set_groups, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::sort_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(grouped::sort_packed_groups, m)?)?;
     m.add_class::<PyDfa>()?;
     m.add_class::<ExactEngine>()?;
     m.add_class::<MultiExactEngine>()?;

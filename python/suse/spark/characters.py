@@ -123,8 +123,14 @@ def classify(
         if not isinstance(f.dataType, T.StringType):
             raise InputError(f"character column '{characters}' must hold strings, it is {f.dataType.simpleString()}")
         order = alphabet
-        rank = F.array_position(F.array(*[F.lit(c) for c in order]), quoted(f.name)) - 1
-        return F.when(rank >= 0, rank), order
+        # A one-letter string's rank by its code (the letters are ASCII): an array lookup
+        # instead of comparing the string with every letter.
+        by_code = [None] * (max(map(ord, order), default=0) + 1)
+        for i, c in enumerate(order):
+            by_code[ord(c)] = i
+        col = quoted(f.name)
+        codes = F.array(*[F.lit(r).cast("int") for r in by_code])
+        return F.when(F.length(col) == 1, F.try_element_at(codes, F.ascii(col) + 1)), order
     if not isinstance(characters, Mapping) or not characters:
         raise InputError("characters must map each character to a Spark SQL predicate, e.g. {'A': 'close > open'}")
     chain = None
@@ -201,9 +207,6 @@ def to_events(
     in_query = [i for i, c in enumerate(order) if c in alphabet or keep_all]
     corrupt = corrupt_column(df)
     keep = F.col(RANK).isin(in_query)
-    if isinstance(characters, str) and not keep_all:
-        # The column's letters, not its rank: Spark would compute the rank again for the filter.
-        keep = quoted(field(df, characters, "character").name).isin([order[i] for i in in_query])
     if corrupt is not None:
         keep = keep | corrupt.isNotNull()
     ranked = df.withColumn(RANK, rank).where(keep)

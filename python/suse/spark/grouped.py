@@ -106,39 +106,74 @@ def _evaluate(
 def run_gathered(plan: Plan, keys: Sequence[str], batches: Iterator[pa.RecordBatch], bits: int,
                  ) -> Iterator[pa.RecordBatch]:
     """The body of ``mapInArrow`` over the gathered layout (``batch.gather``): a row per
-    partition holding its usable events as lists, unordered, and its counted rows; ``bits``:
-    how many low bits of a packed event hold its rank."""
+    partition holding its rows as lists, unordered; ``bits``: how many low bits of a packed
+    event hold its rank."""
     templates = _templates(plan)
     for batch in batches:
         if batch.num_rows == 0:
             continue
         lengths = _lengths(batch.column(PACKED))
         packed = pc.list_flatten(batch.column(PACKED)).to_numpy().astype(np.int64, copy=False)
-        ts, ranks = packed >> bits, (packed & ((1 << bits) - 1)).astype(np.int32)
-        values = ties = None
-        if VALUE in batch.schema.names:  # equal (time, rank) events differ by value: the tie decides
-            values = pc.list_flatten(batch.column(VALUE)).to_numpy()
-            ties = pc.list_flatten(batch.column(TIE)).to_numpy().astype(np.int64, copy=False)
-        wide_lengths = _lengths(batch.column(WIDE))
-        if wide_lengths.any():  # each partition's wide events go after its packed ones
-            wide = pc.list_flatten(batch.column(WIDE))
-            groups = np.arange(batch.num_rows)
-            merge = np.argsort(np.concatenate([np.repeat(groups, lengths), np.repeat(groups, wide_lengths)]),
-                               kind="stable")
-
-            def joined(packed_part, field, dtype):
-                return np.concatenate([packed_part, wide.field(field).to_numpy().astype(dtype, copy=False)])[merge]
-
-            ts, ranks = joined(ts, TS, np.int64), joined(ranks, RANK, np.int32)
-            if values is not None:
-                values, ties = joined(values, VALUE, values.dtype), joined(ties, TIE, np.int64)
-            lengths = lengths + wide_lengths
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        order = _core.sort_groups(offsets, ts, ranks, ties)
+        wide, wide_lengths, dropped, corrupt = _wide_rows(batch)
+        if VALUE not in batch.schema.names and not wide_lengths.any():
+            # Equal (time, rank) events are alike without values: sort the packed events.
+            offsets = _starts(lengths)
+            packed = _core.sort_packed_groups(offsets, packed)
+            (ts, ranks), values, order = _split(packed, bits), None, slice(None)
+        else:
+            ts, ranks, values, offsets, order = _unpacked(batch, packed, bits, lengths, wide, wide_lengths)
         yield from evaluate_groups(
             plan, templates, keys, [batch.column(k) for k in keys], ts[order], ranks[order],
-            None if values is None else values[order], offsets,
-            batch.column(DROPPED_ROWS).to_numpy(), batch.column(CORRUPT_ROWS).to_numpy())
+            None if values is None else values[order], offsets, dropped, corrupt)
+
+
+def _wide_rows(batch: pa.RecordBatch) -> tuple[pa.StructArray, np.ndarray, np.ndarray, np.ndarray]:
+    """The whole rows of a gathered batch: its wide events, how many each partition has, and
+    each partition's dropped and corrupt rows."""
+    wide = pc.list_flatten(batch.column(WIDE))
+    groups = batch.num_rows
+    if len(wide) == 0:
+        none = np.zeros(groups, np.int64)
+        return wide, none, none, none
+    gid = np.repeat(np.arange(groups), _lengths(batch.column(WIDE)))
+    ranks = pc.struct_field(wide, RANK).to_numpy()
+    dropped, corrupt = (np.bincount(gid[ranks == r], minlength=groups) for r in (DROPPED, CORRUPT))
+    usable = ranks >= 0
+    return wide.filter(pa.array(usable)), np.bincount(gid[usable], minlength=groups), dropped, corrupt
+
+
+def _unpacked(batch: pa.RecordBatch, packed: np.ndarray, bits: int, lengths: np.ndarray, wide: pa.StructArray,
+              wide_lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+    """A gathered batch's events as (ts, ranks, values, offsets) by partition, and the order
+    that sorts each partition by (time, rank, tie)."""
+    ts, ranks = _split(packed, bits)
+    values = ties = None
+    if VALUE in batch.schema.names:  # equal (time, rank) events differ by value: the tie decides
+        values = pc.list_flatten(batch.column(VALUE)).to_numpy()
+        ties = pc.list_flatten(batch.column(TIE)).to_numpy().astype(np.int64, copy=False)
+    if wide_lengths.any():  # each partition's wide events go after its packed ones
+        groups = np.arange(batch.num_rows)
+        merge = np.argsort(np.concatenate([np.repeat(groups, lengths), np.repeat(groups, wide_lengths)]),
+                           kind="stable")
+
+        def joined(packed_part, field, dtype):
+            return np.concatenate([packed_part, pc.struct_field(wide, field).to_numpy().astype(dtype, copy=False)])[merge]
+
+        ts, ranks = joined(ts, TS, np.int64), joined(ranks, RANK, np.int32)
+        if values is not None:
+            values, ties = joined(values, VALUE, values.dtype), joined(ties, TIE, np.int64)
+        lengths = lengths + wide_lengths
+    offsets = _starts(lengths)
+    return ts, ranks, values, offsets, _core.sort_groups(offsets, ts, ranks, ties)
+
+
+def _split(packed: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Times and ranks of events packed as ``(time << bits) | rank``."""
+    return packed >> bits, (packed & ((1 << bits) - 1)).astype(np.int32)
+
+
+def _starts(lengths: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
 
 def rank_bits(order: str) -> int:
@@ -201,10 +236,9 @@ def _batch(keys: Sequence[str], key_columns: list[pa.Array], of_row: np.ndarray,
 
 
 RESULT_COLUMNS = [c.split()[0] for c in RESULT_DDL.split(", ")]
-# The gathered layout's columns beside the keys, VALUE and TIE: events packed as
-# (time << bits) | rank, whole events whose time does not fit that, counted rows.
+# The gathered layout's lists beside VALUE and TIE: events packed as (time << bits) | rank,
+# and whole rows (TS, RANK[, VALUE, TIE]): counted rows and events whose time does not fit.
 PACKED, WIDE = "_suse_packed", "_suse_wide"
-DROPPED_ROWS, CORRUPT_ROWS = "_suse_dropped", "_suse_corrupt"
 
 
 def _offsets(gid: np.ndarray, groups: int) -> np.ndarray:
