@@ -191,15 +191,24 @@ fn decide_stale(c1: Xf, l1: Xf, value: Xf, victims: impl Iterator<Item = ((Xf, X
 }
 
 /// Bounds of the cost `ln(1 / (1 − r)) + ln(1 + re)` (the loss capped at `all`) without a
-/// logarithm: `r ≤ ln(1 / (1 − r)) ≤ r / (1 − r)` and `re / (1 + re) ≤ ln(1 + re) ≤ re`,
+/// logarithm and, in the common case, without a division: `r ≤ ln(1 / (1 − r))`, which is at
+/// most `r + r²` for `r ≤ 1/2` and `r / (1 − r)` above, and `re − re²/2 ≤ ln(1 + re) ≤ re`,
 /// widened by a margin far above the rounding of either side.
 fn lower_bound(r: f64, re: f64, all: f64) -> f64 {
-    let x = r.min(all) + re / (1.0 + re);
+    let x = r.min(all) + (re - 0.5 * re * re).max(0.0);
     x - 1e-9 * x.abs()
 }
 
 fn upper_bound(r: f64, re: f64, all: f64) -> f64 {
-    let loss = if r < 1e-12 { r } else if r < 1.0 { (r / (1.0 - r)).min(all) } else { all };
+    let loss = if r < 1e-12 {
+        r
+    } else if r <= 0.5 {
+        (r + r * r).min(all)
+    } else if r < 1.0 {
+        (r / (1.0 - r)).min(all)
+    } else {
+        all
+    };
     let x = loss + re;
     x + 1e-9 * x.abs()
 }
