@@ -232,7 +232,7 @@ def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, group
         def gathered_body(batches):
             return lean(by_batch.run_gathered(plan, key_names, batches, bits))
 
-        out = gather(events).mapInArrow(gathered_body, schema)
+        out = gather(events, bits).mapInArrow(gathered_body, schema)
     else:
         # Spark sorts; Python then sees each partition's events contiguous and in order.
         frame = by_key(events.frame, keys).sortWithinPartitions(*keys, TS, RANK, TIE)
@@ -248,16 +248,15 @@ def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, group
     return out
 
 
-def gather(events: Events) -> DataFrame:
+def gather(events: Events, bits: int) -> DataFrame:
     """One row per partition: its rows as lists in no particular order. Each usable event's
-    time and rank share one long (``grouped.PACKED``, a list Spark builds and ships at half
-    the cost of two), with values and tie breakers in lists beside it. The other rows go whole
+    time and rank share one long (``grouped.PACKED``, ``(time << bits) | rank``, a list Spark
+    builds and ships at half the cost of two), with values and tie breakers in lists beside it. The other rows go whole
     into ``grouped.WIDE``: the rows counted, not fed (negative rank), and the rare events
     whose time is too far from 0 to share a long with the rank. Counting those rows in Spark
     instead (two more aggregates and a column) cost a fifth of the gathering."""
-    from suse.spark.grouped import PACKED, WIDE, rank_bits
+    from suse.spark.grouped import PACKED, WIDE
 
-    bits = rank_bits(events.order)
     fits = F.col(TS).between(-(1 << (63 - bits)), (1 << (63 - bits)) - 1)
     packable = (F.col(RANK) >= 0) & fits  # false, not NULL, when the rank is negative
     extra = [VALUE, TIE] if events.has_value else []

@@ -91,9 +91,7 @@ def _evaluate(
     groups = len(starts)
     ranks = batch.column(rank_col).to_numpy()
     gid = np.repeat(np.arange(groups), stops - starts)
-    dropped = np.bincount(gid[ranks == DROPPED], minlength=groups)
-    corrupt = np.bincount(gid[ranks == CORRUPT], minlength=groups)
-    usable = ranks >= 0
+    usable, dropped, corrupt = _counted(gid, ranks, groups)
     ts = batch.column(ts_col).fill_null(0).to_numpy()[usable]
     values = None
     if value_col:
@@ -136,10 +134,15 @@ def _wide_rows(batch: pa.RecordBatch) -> tuple[pa.StructArray, np.ndarray, np.nd
         none = np.zeros(groups, np.int64)
         return wide, none, none, none
     gid = np.repeat(np.arange(groups), _lengths(batch.column(WIDE)))
-    ranks = pc.struct_field(wide, RANK).to_numpy()
-    dropped, corrupt = (np.bincount(gid[ranks == r], minlength=groups) for r in (DROPPED, CORRUPT))
-    usable = ranks >= 0
+    usable, dropped, corrupt = _counted(gid, pc.struct_field(wide, RANK).to_numpy(), groups)
     return wide.filter(pa.array(usable)), np.bincount(gid[usable], minlength=groups), dropped, corrupt
+
+
+def _counted(gid: np.ndarray, ranks: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which rows (of partitions ``gid``) are usable events, and each partition's dropped and
+    corrupt rows."""
+    dropped, corrupt = (np.bincount(gid[ranks == r], minlength=groups) for r in (DROPPED, CORRUPT))
+    return ranks >= 0, dropped, corrupt
 
 
 def _unpacked(batch: pa.RecordBatch, packed: np.ndarray, bits: int, lengths: np.ndarray, wide: pa.StructArray,
@@ -173,6 +176,7 @@ def _split(packed: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _starts(lengths: np.ndarray) -> np.ndarray:
+    """Where each partition's events begin (and the last ends), given how many each has."""
     return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
 
@@ -243,7 +247,7 @@ PACKED, WIDE = "_suse_packed", "_suse_wide"
 
 def _offsets(gid: np.ndarray, groups: int) -> np.ndarray:
     """Where each partition's events begin in arrays ordered by partition (``gid``)."""
-    return np.concatenate([[0], np.cumsum(np.bincount(gid, minlength=groups))]).astype(np.int64)
+    return _starts(np.bincount(gid, minlength=groups))
 
 
 def _queries(plan: object, templates: list) -> list[tuple[Plan, np.ndarray | None, object]]:
