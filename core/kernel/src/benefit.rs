@@ -73,6 +73,24 @@ impl Estimator {
     }
 }
 
+/// Per `(state, letter)`: the factor on the sets a loop's letter moves that makes the letters
+/// of a loop, of total probability `p` from that state, grow the sets there by `2^(e·p)` per
+/// step instead of `1 + p`: `(2^(e·p) − 1) / p`.
+fn loop_weights(dfa: &Dfa, probabilities: &[f64], exponent: f64) -> Vec<f64> {
+    let k = dfa.k();
+    let looping = dfa.looping();
+    let mut w = vec![1.0; dfa.n * k];
+    for q in 0..dfa.n {
+        let p: f64 = (0..k).filter(|&c| looping[q * k + c]).map(|c| probabilities[c]).sum();
+        if p > 0.0 {
+            for c in (0..k).filter(|&c| looping[q * k + c]) {
+                w[q * k + c] = ((exponent * p).exp2() - 1.0) / p;
+            }
+        }
+    }
+    w
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Coefficients {
     pub probabilities: Vec<f64>,
@@ -84,11 +102,17 @@ pub struct Coefficients {
     h_narrow: Vec<Vec<Dual<f64>>>,
     #[serde(skip)]
     phi: Vec<DualX>,
+    /// The growth of sets in loops, if not the mean ([`Coefficients::set_loop_growth`]).
+    #[serde(skip)]
+    loop_growth: Option<f64>,
+    /// Per `(state, letter)`: the factor on the letter's probability (empty: all 1).
+    #[serde(skip)]
+    weights: Vec<f64>,
 }
 
 impl Coefficients {
     pub fn new(probabilities: Vec<f64>, means: Vec<f64>) -> Self {
-        Coefficients { probabilities, means, h: Vec::new(), h_narrow: Vec::new(), phi: Vec::new() }
+        Coefficients { probabilities, means, h: Vec::new(), h_narrow: Vec::new(), phi: Vec::new(), loop_growth: None, weights: Vec::new() }
     }
 
     fn init(&mut self, dfa: &Dfa) {
@@ -102,8 +126,27 @@ impl Coefficients {
             }
         }
         self.phi = phi;
+        self.weights = self.loop_growth.map_or_else(Vec::new, |e| loop_weights(dfa, &self.probabilities, e));
         self.h = vec![vec![DualX::zero(); dfa.n]];
         self.h_narrow = vec![vec![Dual::zero(); dfa.n]];
+    }
+
+    /// Look ahead with the sets in a loop growing by `2^(exponent·p)` per step, `p` the loop's
+    /// letters' probability, instead of their mean `1 + p` (`None`); the cache restarts if
+    /// this changes. Under skip-till-any a letter of a loop doubles the sets there: over `n`
+    /// steps the mean grows by `(1 + p)^n`, carried by rare futures rich in those letters, and
+    /// the typical count by `2^(p·n)` (exponent 1) (docs/ENGINE.md, "Adaptive selection").
+    pub fn set_loop_growth(&mut self, exponent: Option<f64>) {
+        if exponent != self.loop_growth {
+            self.loop_growth = exponent;
+            self.h.clear();
+            self.h_narrow.clear();
+        }
+    }
+
+    /// Whether the cache is still empty (nothing looked ahead since it was made).
+    pub fn is_fresh(&self) -> bool {
+        self.h.is_empty()
     }
 
     /// `h_n` of a cache already grown to `n` (see [`Coefficients::h`]), in float type `F`
@@ -139,7 +182,11 @@ impl Coefficients {
                         P::expected_step(&prev[q], None) // no transition for this letter
                     } else {
                         let w = Dual { c: Xf::ONE, s: Xf::from_f64(self.means[c]) };
-                        P::expected_step(&prev[q], Some(&prev[to as usize].times(&w)))
+                        let taken = prev[to as usize].times(&w);
+                        match self.weights.get(q * dfa.k() + c) {
+                            Some(&f) if f != 1.0 => P::expected_step(&prev[q], Some(&taken.scale(f))),
+                            _ => P::expected_step(&prev[q], Some(&taken)),
+                        }
                     };
                     acc = acc.plus(&moved.scale(p));
                 }
@@ -151,5 +198,72 @@ impl Coefficients {
             self.h.push(next);
         }
         &self.h[n]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dfa::DfaSpec;
+    use crate::semantics::AnyMatch;
+
+    /// `ab*c`: 0 -a-> 1, 1 -b-> 1, 1 -c-> 2 (final).
+    fn ab_star_c() -> Dfa {
+        let table = vec![1, -1, -1, -1, 1, 2, -1, -1, -1];
+        Dfa::new(DfaSpec { n: 3, alphabet: b"abc".to_vec(), negated: Vec::new(), start: 0, finals: vec![false, false, true], table }).unwrap()
+    }
+
+    fn close(a: &[DualX], b: &[DualX]) -> bool {
+        a.iter().zip(b).all(|(x, y)| {
+            let (x, y) = (x.c.to_f64(), y.c.to_f64());
+            (x - y).abs() <= 1e-9 * x.abs().max(y.abs())
+        })
+    }
+
+    /// `ab*c` with `b` at probability `p`: a set after the `a` completes with each `c` and
+    /// doubles with each `b`, so over `n` steps the mean look-ahead expects
+    /// `p_c · ((1 + p)^n − 1) / p` matches and the one with exponent `e`
+    /// `p_c · (2^(e·p·n) − 1) / (2^(e·p) − 1)`.
+    /// An automaton without loops keeps its mean coefficients.
+    #[test]
+    fn a_loop_grows_at_its_typical_rate() {
+        let dfa = ab_star_c();
+        let (pb, pc) = (0.5, 0.2);
+        let mut geometric = Coefficients::new(vec![0.3, pb, pc], vec![1.0; 3]);
+        geometric.set_loop_growth(Some(1.0));
+        let mut half = Coefficients::new(vec![0.3, pb, pc], vec![1.0; 3]);
+        half.set_loop_growth(Some(0.5));
+        let mut mean = Coefficients::new(vec![0.3, pb, pc], vec![1.0; 3]);
+        for n in [1usize, 5, 40, 200] {
+            let nf = n as f64;
+            let g = geometric.h::<AnyMatch>(&dfa, n)[1].c.to_f64();
+            let m = mean.h::<AnyMatch>(&dfa, n)[1].c.to_f64();
+            let hf = half.h::<AnyMatch>(&dfa, n)[1].c.to_f64();
+            let typical = |e: f64| pc * ((e * pb * nf).exp2() - 1.0) / ((e * pb).exp2() - 1.0);
+            let want_m = pc * ((1.0 + pb).powf(nf) - 1.0) / pb;
+            assert!((g - typical(1.0)).abs() <= 1e-9 * g, "{n} steps: {g} vs {}", typical(1.0));
+            assert!((hf - typical(0.5)).abs() <= 1e-9 * hf, "{n} steps: {hf} vs {}", typical(0.5));
+            assert!((m - want_m).abs() <= 1e-9 * want_m, "{n} steps: {m} vs {want_m}");
+        }
+        let trie = Dfa::from_regex_words("ab", &["ab", "ba"]);
+        let mut off = Coefficients::new(vec![0.4, 0.6], vec![1.0; 2]);
+        let mut on = off.clone();
+        on.set_loop_growth(Some(0.5));
+        assert!(close(on.h::<AnyMatch>(&trie, 30), off.h::<AnyMatch>(&trie, 30)));
+    }
+
+    /// Switching the rule restarts the cache: nothing grown under one rule is read under the
+    /// other.
+    #[test]
+    fn switching_restarts_the_cache() {
+        let dfa = ab_star_c();
+        let mut c = Coefficients::new(vec![0.3, 0.5, 0.2], vec![1.0; 3]);
+        let mean = c.h::<AnyMatch>(&dfa, 20).to_vec();
+        assert!(!c.is_fresh());
+        c.set_loop_growth(Some(0.5));
+        assert!(c.is_fresh());
+        assert!(!close(c.h::<AnyMatch>(&dfa, 20), &mean));
+        c.set_loop_growth(None);
+        assert!(close(c.h::<AnyMatch>(&dfa, 20), &mean));
     }
 }

@@ -289,6 +289,36 @@ impl Dfa {
         self.init[c as usize] != NONE
     }
 
+    /// Per `q * k + c`: whether letter `c` keeps a set in state `q` within its strongly
+    /// connected part of the automaton (it can come back to `q`): the letters of a loop.
+    pub fn looping(&self) -> Vec<bool> {
+        let (n, k) = (self.n, self.k());
+        // reach[q][r]: r is reachable from q (a search from each of a query's few states).
+        let reach: Vec<Vec<bool>> = (0..n)
+            .map(|q| {
+                let mut seen = vec![false; n];
+                seen[q] = true;
+                let mut stack = vec![q];
+                while let Some(r) = stack.pop() {
+                    for c in 0..k {
+                        let to = self.step(r as u32, c as u8);
+                        if to != NONE && !seen[to as usize] {
+                            seen[to as usize] = true;
+                            stack.push(to as usize);
+                        }
+                    }
+                }
+                seen
+            })
+            .collect();
+        (0..n * k)
+            .map(|x| {
+                let to = self.step((x / k) as u32, (x % k) as u8);
+                to != NONE && reach[to as usize][x / k]
+            })
+            .collect()
+    }
+
     /// The automaton of a word list, for tests: a trie over the words.
     #[cfg(test)]
     pub fn from_regex_words(alphabet: &str, words: &[&str]) -> Dfa {
@@ -315,6 +345,19 @@ impl Dfa {
 #[cfg(test)]
 pub mod tests {
     use super::*;
+
+    /// The loops of `a(b*c)*d(e|f)g*`: `b` and `c` after an `a` or `c`, `b` and `c` after a
+    /// `b`, and `g` at the end; `a`, `d`, `e`, `f` only move forward.
+    #[test]
+    fn the_papers_loops() {
+        let dfa = paper();
+        let looping = dfa.looping();
+        let at = |q: usize, ch: char| looping[q * 7 + "abcdefg".find(ch).unwrap()];
+        let loops: Vec<(usize, char)> = (0..5).flat_map(|q| "abcdefg".chars().map(move |c| (q, c))).filter(|&(q, c)| at(q, c)).collect();
+        assert_eq!(loops, vec![(1, 'b'), (1, 'c'), (2, 'b'), (2, 'c'), (4, 'g')]);
+        // A trie has none.
+        assert!(Dfa::from_regex_words("ab", &["ab", "ba", "aab"]).looping().iter().all(|l| !l));
+    }
 
     /// `a(b*c)*d(e|f)g*` as suse's compiler builds it (minimal, start state 0).
     pub fn paper() -> Dfa {

@@ -152,6 +152,12 @@ impl Benefit {
 /// coefficients for the look-ahead, and the float width they need.
 pub(crate) fn prepare<P: SummaryPolicy>(s: &mut Summary<P>) {
     P::refresh_estimates(s);
+    if s.cfg.strategy == StrategyKind::Adaptive && s.coeffs.is_fresh() {
+        // Decided once per set of coefficients (each estimator refresh, and after a restore).
+        let window = (s.cfg.tau as f64) * s.estimator.rate();
+        let any = P::POLICY == crate::semantics::Policy::Any;
+        s.coeffs.set_loop_growth(adaptive::loop_growth(s.cfg.size as f64, window).filter(|_| any));
+    }
     // Grow the cache only as far as a look-ahead can reach: `values` looks at most |S| steps
     // ahead, and a set's remaining lifetime is at most τ, so at most round(τ·rate) steps (the
     // same expression it rounds, monotone in the lifetime). Sparse streams need few steps.

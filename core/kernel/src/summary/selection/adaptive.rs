@@ -44,6 +44,24 @@ pub fn horizon(size: f64, window: f64) -> f64 {
     }
 }
 
+/// Where a window holds more than this many times `|S|` elements (the summary keeps under a
+/// third of it), the look-ahead counts the growth of sets in a loop at [`LOOP_GROWTH`], not at
+/// its mean ([`crate::benefit::Coefficients::set_loop_growth`]): the mean is carried by rare
+/// futures rich in the loop's letters, and such a summary meets the typical one, keeping a
+/// share of it. Where it keeps more, the mean measured better (docs/RESULTS.md, "Beyond the
+/// paper").
+pub const GEOMETRIC_WINDOW: f64 = 3.25;
+
+/// The exponent of a loop's growth there: sets grow by `2^(LOOP_GROWTH·p)` per step, `p` the
+/// loop's letters' probability (the typical count of every element kept: exponent 1).
+pub const LOOP_GROWTH: f64 = 0.5;
+
+/// The loop growth for a summary of `size` over a window of `window` elements (`None`: the
+/// mean).
+pub fn loop_growth(size: f64, window: f64) -> Option<f64> {
+    (window > GEOMETRIC_WINDOW * size).then_some(LOOP_GROWTH)
+}
+
 /// A summary is stale when its dead matches (first element expired: they can no longer grow)
 /// outnumber its live ones by more than `2^STALE_BITS`, and the log2 of its count is below
 /// what one window of the stream held ([`super::Shadow`]; capped at the `2^|S|` sets `|S|`
@@ -349,6 +367,17 @@ mod tests {
         assert_eq!(horizon(100.0, 0.0), 100.0); // no rate yet: as `suse`
         let hs: Vec<f64> = (1..200).map(|w| horizon(100.0, w as f64 * 10.0)).collect();
         assert!(hs.windows(2).all(|p| p[1] <= p[0]));
+    }
+
+    /// Loops grow at half their typical rate only where a window holds more than 3¼ |S|
+    /// elements; below, the mean.
+    #[test]
+    fn loops_grow_slower_only_where_the_summary_keeps_a_small_share() {
+        assert_eq!(loop_growth(100.0, 250.0), None);
+        assert_eq!(loop_growth(100.0, 325.0), None);
+        assert_eq!(loop_growth(100.0, 330.0), Some(LOOP_GROWTH));
+        assert_eq!(loop_growth(100.0, 500.0), Some(0.5));
+        assert_eq!(loop_growth(100.0, 0.0), None); // no rate yet
     }
 
     /// Counts past `f64` (retained 2^2000) still rank, and an empty result ranks expectations.
