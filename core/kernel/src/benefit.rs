@@ -105,7 +105,7 @@ pub struct Coefficients {
     /// The growth of sets in loops, if not the mean ([`Coefficients::set_loop_growth`]).
     #[serde(skip)]
     loop_growth: Option<f64>,
-    /// Per `(state, letter)`: the factor on the letter's probability (empty: all 1).
+    /// Per `(state, letter)`: the factor on the sets the letter moves (empty: all 1).
     #[serde(skip)]
     weights: Vec<f64>,
 }
