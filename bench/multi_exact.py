@@ -29,7 +29,7 @@ def breakdown(queries: dict[str, suse.Query], stream) -> tuple[float, float]:
     for q in queries.values():
         t0 = time.perf_counter()
         raw, ts, vals = api.coerce_events(stream)
-        api._check_order(ts, None)
+        api.feeding.check_order(ts, None)
         t1 = time.perf_counter()
         engine = _core.ExactEngine(q._dfa, q.window, q.policy)
         engine.extend(raw, ts, vals, None)
@@ -68,7 +68,7 @@ def main() -> None:
         cells = []
         for merge in ("never", "auto"):
             t0 = time.perf_counter()
-            shared = suse.queryset.exact_set(suse.QuerySet(queries), stream, merge=merge)
+            shared = suse.api.queryset.exact_set(suse.QuerySet(queries), stream, merge=merge)
             t_set = time.perf_counter() - t0
             assert all(shared[k] == separate[k] for k in queries), "query set differs from separate runs"
             cells.append(f"{merge}: {t_set:6.2f} s = {t_sep / t_set:5.2f}x faster, {t_set / one:5.2f}x one query")

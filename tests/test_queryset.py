@@ -19,7 +19,7 @@ def _set(spec, aggregate="count"):
        st.sampled_from(["never", "auto", "always"]))
 def test_exact_set_equals_each_query_alone(spec, events, evaluate_at, merge):
     qs = _set(spec)
-    got = suse.queryset.exact_set(qs, events, evaluate_at=evaluate_at, merge=merge)
+    got = suse.api.queryset.exact_set(qs, events, evaluate_at=evaluate_at, merge=merge)
     assert list(got) == list(spec)
     for name, q in qs.items():
         assert got[name] == suse.exact(q, events, evaluate_at=evaluate_at)
@@ -143,11 +143,11 @@ def extended_sets(draw, max_queries: int = 4):
 def test_sets_with_min_max_of_and_max_missing_equal_each_query_alone(qs, first, second, evaluate_at, merge):
     second = [(c, t + first[-1][1], v) for c, t, v in second]
     evaluate_at = sorted(max(t, first[-1][1]) for t in evaluate_at)
-    got = suse.queryset.exact_set(qs, first + second, evaluate_at=evaluate_at, merge=merge)
+    got = suse.api.queryset.exact_set(qs, first + second, evaluate_at=evaluate_at, merge=merge)
     multi = suse.ExactSet(qs, merge=merge)
     multi.extend(first)
     rows = multi.extend(second, evaluate_at=evaluate_at)
-    assert multi.engines <= len(qs) and multi.own == sum(1 for q in qs.values() if not suse.queryset._shares(q))
+    assert multi.engines <= len(qs) and multi.own == sum(1 for q in qs.values() if not suse.api.queryset._shares(q))
     for name, q in qs.items():
         assert got[name] == suse.exact(q, first + second, evaluate_at=evaluate_at)
         alone = suse.Exact(q)

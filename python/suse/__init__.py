@@ -5,7 +5,18 @@
 >>> suse.exact(q, [("A", 1), ("B", 2), ("C", 3)]).count
 2
 """
-from suse.api import Evaluation, Exact, ExactResult, Query, Summary, SummaryResult, exact
+from suse.api import (
+    Evaluation,
+    Exact,
+    ExactResult,
+    ExactSet,
+    Query,
+    QuerySet,
+    Summary,
+    SummaryResult,
+    SummarySet,
+    exact,
+)
 from suse.errors import (
     InputError,
     InternalError,
@@ -18,7 +29,6 @@ from suse.errors import (
     SuseError,
     SuseWarning,
 )
-from suse.queryset import ExactSet, QuerySet, SummarySet
 
 __all__ = [
     "Evaluation",

@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 import suse
 from suse.errors import InputError
-from suse.queryset import check_name
+from suse.api import check_name
 from suse.spark.characters import OTHER, RANK, Events, to_events
 from suse.spark.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.runner import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, Row, empty_row, evaluate_partition

@@ -1,4 +1,4 @@
-"""Many queries over one stream (issue 12): `QuerySet`, exact aggregation and summaries.
+"""Many queries over one stream: `QuerySet`, exact aggregation and summaries.
 
 The events are decoded, validated and ordered once for the whole set. Exact aggregation then
 runs every query in one native call (`_core.MultiExactEngine`), where queries that count the
@@ -14,21 +14,12 @@ import secrets
 from typing import Any, Iterator, Mapping, Optional
 
 from suse import _core
-from suse.api import (
-    Evaluation,
-    ExactResult,
-    Query,
-    Summary,
-    SummaryResult,
-    _check_choice,
-    _check_int,
-    _check_memory_limit,
-    _check_order,
-    _eval_times,
-    _evaluation,
-    _in_input_order,
-    coerce_events,
-)
+from suse.api.checks import check_choice, check_int, check_memory_limit
+from suse.api.events import coerce_events, eval_times, in_input_order
+from suse.api.feeding import check_order
+from suse.api.query import Query
+from suse.api.results import Evaluation, ExactResult, SummaryResult, evaluation_of
+from suse.api.summary import Summary
 from suse.errors import InputError, QueryError
 
 def check_name(name: Any) -> str:
@@ -132,8 +123,8 @@ class ExactSet:
             raise InputError(f"expected a suse.QuerySet, got {type(queries).__name__}")
         self.queries = queries
         self._names = list(queries)
-        limit = _check_memory_limit(memory_limit)
-        merge = _check_choice("merge", merge, ("never", "auto", "always"))
+        limit = check_memory_limit(memory_limit)
+        merge = check_choice("merge", merge, ("never", "auto", "always"))
         shared = [name for name, q in queries.items() if _shares(q)]
         self._shared = {name: i for i, name in enumerate(shared)}
         self._engine = _core.MultiExactEngine(
@@ -175,10 +166,10 @@ class ExactSet:
                evaluate_at: Any = None) -> dict[str, list[Evaluation]]:
         """Process a batch; per query, one `Evaluation` per entry of `evaluate_at`, in its order."""
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        _check_order(ts, self._last)
-        times, order = _eval_times(evaluate_at, self._last)
+        check_order(ts, self._last)
+        times, order = eval_times(evaluate_at, self._last)
         rows = self._feed(raw, ts, vals, times)
-        return {name: _in_input_order([_evaluation(r) for r in q_rows], order) for name, q_rows in rows.items()}
+        return {name: in_input_order([evaluation_of(r) for r in q_rows], order) for name, q_rows in rows.items()}
 
     def result(self, evaluations: Optional[Mapping[str, list[Evaluation]]] = None) -> dict[str, ExactResult]:
         out = {}
@@ -203,10 +194,10 @@ def exact_set(queries: QuerySet, events: Any = None, *, chars: Any = None, times
     raw, ts, vals = coerce_events(events, chars, timestamps, values)
     if len(raw) == 0:
         raise InputError("the stream is empty")
-    _check_order(ts, None)
-    times, order = _eval_times(evaluate_at)
+    check_order(ts, None)
+    times, order = eval_times(evaluate_at)
     rows = engine._feed(raw, ts, vals, times)
-    evaluations = {name: _in_input_order([_evaluation(r) for r in q_rows], order) for name, q_rows in rows.items()}
+    evaluations = {name: in_input_order([evaluation_of(r) for r in q_rows], order) for name, q_rows in rows.items()}
     return engine.result(evaluations)
 
 
@@ -238,7 +229,7 @@ class SummarySet:
             raise InputError(f"expected a suse.QuerySet, got {type(queries).__name__}")
         names = list(queries)
         self.queries = queries
-        self.seed = secrets.randbits(63) if seed is None else _check_int("seed", seed, maximum=2**64 - 1)
+        self.seed = secrets.randbits(63) if seed is None else check_int("seed", seed, maximum=2**64 - 1)
         sizes = _per_query("size", size, names)
         strategies = _per_query("strategy", strategy, names)
         ttls = _per_query("time_to_live", time_to_live, names)
@@ -256,14 +247,14 @@ class SummarySet:
         """Process a batch; per query, one `Evaluation` per entry of `evaluate_at`, in its order
         (as `Summary.extend`)."""
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        _check_order(ts, self._last)
-        times, order = _eval_times(evaluate_at, self._last)
+        check_order(ts, self._last)
+        times, order = eval_times(evaluate_at, self._last)
         done: dict[int, list] = {}
         out = {}
         for name, s in self.summaries.items():
             if id(s) not in done:
                 rows = s._engine.extend(raw, ts, vals, times, bool(elements))
-                done[id(s)] = _in_input_order([_evaluation(r) for r in rows], order)
+                done[id(s)] = in_input_order([evaluation_of(r) for r in rows], order)
             out[name] = done[id(s)]
         if len(ts):
             self._last = int(ts[-1])

@@ -1,0 +1,113 @@
+"""Exact aggregation, the ground truth: the incremental `Exact` and the one-shot `exact()`."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from suse import _core
+from suse.api.checks import check_int, check_memory_limit
+from suse.api.disorder import Reorder, check_late_mode
+from suse.api.events import coerce_events, eval_times, in_input_order
+from suse.api.feeding import extend_in_order, ooo_extend, ooo_retract, retract
+from suse.api.query import Query
+from suse.api.queryset import QuerySet, exact_set
+from suse.api.results import Evaluation, ExactResult, evaluation_of
+from suse.errors import InputError
+
+
+class Exact:
+    """Incremental exact aggregation (the ground truth); `exact()` is the one-shot form."""
+
+    def __init__(self, query: Query, memory_limit: Optional[int] = None, lateness: int = 0, *,
+                 _disorder: str = "native"):
+        if not isinstance(query, Query):
+            raise InputError(f"expected a suse.Query, got {type(query).__name__}")
+        self.query = query
+        self.lateness = check_int("lateness", lateness)
+        limit = check_memory_limit(memory_limit)
+        self._engine = _core.ExactEngine(query._dfa, query.window, query.policy, limit, query._extrema, query._of_mask)
+        # lateness > 0: the kernel's out-of-order layer (`_disorder="buffer"`: the Python
+        # buffer of disorder.py, kept as the benchmark's baseline)
+        self._ooo = _core.OooExactEngine(query._dfa, query.window, query.policy, self.lateness, limit,
+                                         query._extrema, query._of_mask) if self.lateness and _disorder == "native" else None
+        self._reorder = Reorder(self.lateness) if self.lateness and self._ooo is None else None
+        self._late = 0  # late events counted with lateness=0 or by the native layer
+
+    def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
+               evaluate_at: Any = None, late: str = "error") -> list[Evaluation]:
+        """Process a batch; returns one `Evaluation` per entry of `evaluate_at`, in its order.
+
+        With `lateness=L`, events may arrive in any order as long as they are not older than
+        the horizon (largest timestamp seen - L); results equal processing the events sorted by
+        (timestamp, arrival). An older event raises `suse.LateEventError`, or with
+        `late="count"` is counted in `result().late` and never fed. An evaluation at T is taken
+        just before the first event later than T + L (or after the batch); a time earlier than
+        the horizon is an error."""
+        late = check_late_mode(late)
+        raw, ts, vals = coerce_events(events, chars, timestamps, values)
+        if self._ooo is not None:
+            times, order = eval_times(evaluate_at)
+            rows = ooo_extend(self._ooo, raw, ts, vals, times, late)
+            self._late += rows.pop()
+        elif self._reorder is None:
+            rows, order, n_late = extend_in_order(self._engine, raw, ts, vals, evaluate_at, late)
+            self._late += n_late
+        else:
+            times, order = eval_times(evaluate_at)
+            rows = self._reorder.extend(self._engine, raw, ts, vals, times, late,
+                                        lambda e, t: self._reorder.settled(e, t)[1])
+        return in_input_order([evaluation_of(r) for r in rows], order)
+
+    def retract(self, char: str, timestamp: int, value: int = 1) -> None:
+        """Take back one earlier event equal to (char, timestamp, value), the latest to arrive
+        if several are: afterwards every result equals processing the stream without it. Only
+        events newer than the horizon (largest timestamp seen - lateness) can be retracted; an
+        older one, or one never seen, is an error that changes nothing."""
+        if self._ooo is not None:
+            return ooo_retract(self._ooo, char, timestamp, value)
+        retract(self._reorder, char, timestamp, value)
+
+    def _settled(self) -> Any:
+        return self._engine if self._reorder is None else self._reorder.settled(self._engine)[0]
+
+    @property
+    def late(self) -> int:
+        return self._late if self._reorder is None else self._reorder.late
+
+    @property
+    def pending(self) -> int:
+        """Events newer than the horizon, not final yet (0 with lateness=0)."""
+        if self._ooo is not None:
+            return self._ooo.pending
+        return 0 if self._reorder is None else len(self._reorder)
+
+    def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
+        if self._ooo is not None:
+            t = self._ooo.totals()
+            events, skipped = self._ooo.counts()
+        else:
+            engine = self._settled()
+            t, events, skipped = engine.totals(), engine.events, engine.skipped
+        return ExactResult(t.count, t.sum, t.partial_count, skipped, events, evaluations or [],
+                           t.min, t.max, t.count_by_missing, late=self.late)
+
+
+def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
+          evaluate_at: Any = None, lateness: int = 0, late: str = "error") -> ExactResult:
+    """Aggregate every match of `query` over a whole stream, exactly.
+
+    `evaluate_at` lists timestamps T at which the aggregate over all events with timestamp <= T
+    is also reported (in `result.evaluations`, in the order given), computed while processing.
+    `lateness` and `late` as for `Exact.extend`.
+
+    With a `suse.QuerySet` it runs every query in one pass and returns a dict name -> result.
+    """
+    if isinstance(query, QuerySet):
+        if lateness or late != "error":
+            raise InputError("query sets take events in order: lateness= and late= are for single queries")
+        return exact_set(query, events, chars=chars, timestamps=timestamps, values=values, evaluate_at=evaluate_at)
+    engine = Exact(query, lateness=lateness)
+    raw, ts, vals = coerce_events(events, chars, timestamps, values)
+    if len(raw) == 0:
+        raise InputError("the stream is empty")
+    rows = engine.extend(chars=raw, timestamps=ts, values=vals, evaluate_at=evaluate_at, late=late)
+    return engine.result(rows)

@@ -1,0 +1,122 @@
+"""`Query`: a pattern compiled once, with its window, aggregate, policy and output options."""
+from __future__ import annotations
+
+import functools
+from typing import Any, Optional
+
+from suse import _core
+from suse.api.checks import AGGREGATES, EXTREMA, POLICIES, check_choice, check_int, show
+from suse.errors import InputError, QueryError
+from suse.query import Automaton, compile_regex
+from suse.query.approximate import MAX_MISSING
+
+
+@functools.lru_cache(maxsize=256)
+def compiled(regex: str, max_missing: int = 0) -> tuple[Automaton, Any]:
+    """The automaton of `regex` and its native form. Cached: saved summaries and Spark state
+    rebuild their Query on every load, and compiling is the expensive part."""
+    automaton = compile_regex(regex, max_missing) if max_missing else compile_regex(regex)
+    labels = {"final_cost": automaton.final_cost(), "max_missing": max_missing} if max_missing else {}
+    dfa = _core.Dfa(
+        automaton.n_states,
+        automaton.alphabet,
+        getattr(automaton, "negated", ""),
+        automaton.start,
+        [s in automaton.finals for s in automaton.states],
+        automaton.table(),
+        **labels,
+    )
+    return automaton, dfa
+
+
+class Query:
+    """A regular-expression query: pattern, time window (inclusive), aggregate and policy.
+
+    `policy="any"` is skip-till-any-match (every subsequence counts); `policy="next"` is
+    skip-till-next-match (each initiator starts one run that takes every later event it can);
+    `policy="contiguous"` counts only matches whose elements are consecutive events of the
+    stream (any event between, also of a character outside the query, breaks them).
+
+    `aggregate="min"`/`"max"` report the smallest/largest value among the elements that belong
+    to at least one match. `of` (a letter or letters of the query, e.g. `"C"` or `"CD"`)
+    restricts SUM, AVG, MIN and MAX to the values of those letters' elements; COUNT ignores it.
+
+    `max_missing=k` (approximate matching, ACEP) also counts the index sets whose word
+    becomes a word of the pattern once at most k letters are inserted; results then carry
+    `count_by_missing` (k + 1 counts by the least number of missing letters).
+    """
+
+    def __init__(self, regex: str, window: int, aggregate: str = "count", policy: str = "any",
+                 of: Optional[Any] = None, max_missing: int = 0):
+        if not isinstance(regex, str):
+            raise InputError(f"the query must be a string, got {type(regex).__name__}")
+        self.regex = regex
+        self.window = check_int("window", window)
+        self.aggregate = check_choice("aggregate", aggregate, AGGREGATES)
+        self.policy = check_choice("policy", policy, POLICIES)
+        self.max_missing = check_int("max_missing", max_missing, maximum=MAX_MISSING)
+        self.automaton, self._dfa = compiled(regex, self.max_missing)
+        self.of = check_of(of, regex, self.automaton.alphabet)
+
+    @property
+    def _kernel_aggregate(self) -> str:
+        """What the kernel's summary ranks by: MIN/MAX keep ranking by match counts."""
+        return "count" if self.aggregate in EXTREMA else self.aggregate
+
+    @property
+    def _extrema(self) -> bool:
+        return self.aggregate in EXTREMA
+
+    @property
+    def _of_mask(self) -> Optional[list[bool]]:
+        return None if self.of is None else [c in self.of for c in self.automaton.alphabet]
+
+    @property
+    def alphabet(self) -> str:
+        """The letters that can be elements of a match."""
+        return self.automaton.alphabet
+
+    @property
+    def negated(self) -> str:
+        """The negated characters (`!X` in the query): events that can be no element."""
+        return getattr(self.automaton, "negated", "")
+
+    def to_dict(self) -> dict:
+        d = {"regex": self.regex, "window": self.window, "aggregate": self.aggregate, "policy": self.policy}
+        if self.of is not None:  # absent when unset, so descriptions saved before `of` still match
+            d["of"] = self.of
+        if self.max_missing:  # the same for exact queries
+            d["max_missing"] = self.max_missing
+        return d
+
+    def __repr__(self) -> str:
+        of = "" if self.of is None else f", of={self.of!r}"
+        missing = f", max_missing={self.max_missing}" if self.max_missing else ""
+        return (f"Query({self.regex!r}, window={self.window}, aggregate={self.aggregate!r}, "
+                f"policy={self.policy!r}{of}{missing})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Query) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.to_dict().items()))
+
+
+def check_of(of: Any, regex: str, alphabet: str) -> Optional[str]:
+    """`of` as the letters it names, in alphabet order; `QueryError` for anything else."""
+    if of is None:
+        return None
+    if isinstance(of, str):
+        letters = list(of)
+    elif isinstance(of, (list, tuple, set, frozenset)) and all(isinstance(c, str) and len(c) == 1 for c in of):
+        letters = list(of)
+    else:
+        raise QueryError(f"of must be a letter or letters of the query, got {show(of)}", 0, regex)
+    if not letters:
+        raise QueryError("of names no letter; give at least one letter of the query", 0, regex)
+    for c in letters:
+        if c not in alphabet:
+            at = regex.find(c)
+            raise QueryError(f"of names {c!r}, which is not a letter of the query (its letters are {alphabet})",
+                             max(at, 0), regex)
+    return "".join(c for c in alphabet if c in letters)
