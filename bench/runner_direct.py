@@ -16,8 +16,8 @@ import pstats
 import numpy as np
 import pyarrow as pa
 
-from suse.spark.characters import RANK, TIE, TS
-from suse.spark.runner import Plan, run_sorted
+from suse.spark.events.rows import RANK, TIE, TS
+from suse.spark.runners.sorted import Plan, run_sorted
 from timing import best_time
 
 QUERY = "a(b*c)*d(e|f)g*"

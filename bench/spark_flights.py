@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from suse.spark.batch import prepare, run
-from suse.spark.characters import RANK, TIE, TS, VALUE
-from suse.spark.config import load_config
-from suse.spark.jobs import load_input
-from suse.spark.runner import ARROW_TYPES, evaluate_partition, result_columns
+from suse.spark.batch.aggregate import prepare, run
+from suse.spark.events.rows import RANK, TIE, TS, VALUE
+from suse.spark.jobs.config import load_config
+from suse.spark.jobs.run import load_input
+from suse.spark.runners.sorted import ARROW_TYPES, evaluate_partition, result_columns
 from suse.spark.session import get_session
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,7 @@ import argparse
 from pyspark.sql import functions as F
 
 from suse.spark import aggregate, get_session, register
-from suse.spark.batch import prepare, run
+from suse.spark.batch.aggregate import prepare, run
 from timing import best_time
 
 QUERY = "a(b*c)*d(e|f)g*"

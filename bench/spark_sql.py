@@ -21,7 +21,7 @@ from suse.spark import sql as suse_sql
 
 
 def flights(spark):
-    from suse.spark.datasets import load
+    from suse.spark.jobs.datasets import load
 
     df = load(spark, "flights").where("tailnum IS NOT NULL")
     table = df.selectExpr(

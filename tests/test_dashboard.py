@@ -95,8 +95,8 @@ def test_speed():
 def small(spark, tmp_path_factory):
     """The small job, its batch output (`suse run`'s code) and its classified events."""
     from suse.dashboard.source import classify
-    from suse.spark.config import parse_config, tomllib
-    from suse.spark.jobs import run_job
+    from suse.spark.jobs.config import parse_config, tomllib
+    from suse.spark.jobs.run import run_job
 
     tmp = tmp_path_factory.mktemp("small")
     cfg = parse_config(tomllib.loads(JOB.format(out=tmp / "out")))

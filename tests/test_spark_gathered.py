@@ -15,10 +15,10 @@ pytest.importorskip("pyspark")
 from suse import _core  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
-from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
-from suse.spark.grouped import PACKED, WIDE, rank_bits, run_gathered  # noqa: E402
-from suse.spark.runner import Plan, run_sorted  # noqa: E402
-from suse.spark.triggers import Trigger  # noqa: E402
+from suse.spark.events.rows import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
+from suse.spark.runners.gathered import PACKED, WIDE, rank_bits, run_gathered  # noqa: E402
+from suse.spark.runners.sorted import Plan, run_sorted  # noqa: E402
+from suse.spark.events.triggers import Trigger  # noqa: E402
 
 from helpers import in_partition_order  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The batch runner's grouped path (one native call per Arrow batch, suse.spark.grouped) must
+"""The batch runner's grouped path (one native call per Arrow batch, suse.spark.runners.gathered) must
 give exactly the rows of the per-partition path: same keys, values, doubles, elements and
 order within each partition and query, for partitions that span batches, NULL keys, dropped and corrupt rows, values, every
 trigger form and counts beyond 2^53."""
@@ -12,10 +12,10 @@ pytest.importorskip("pyspark")
 
 from suse import _core  # noqa: E402
 from suse.errors import InputError  # noqa: E402
-from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
-from suse.spark.grouped import serves  # noqa: E402
-from suse.spark.runner import Plan, run_sorted  # noqa: E402
-from suse.spark.triggers import Trigger  # noqa: E402
+from suse.spark.events.rows import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
+from suse.spark.runners.gathered import serves  # noqa: E402
+from suse.spark.runners.sorted import Plan, run_sorted  # noqa: E402
+from suse.spark.events.triggers import Trigger  # noqa: E402
 
 from helpers import in_partition_order  # noqa: E402
 
@@ -120,7 +120,7 @@ def test_native_call_refuses_bad_groups():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_grouped_query_set_equals_per_partition(seed):
-    from suse.spark.multi import MultiPlan
+    from suse.spark.runners.multi import MultiPlan
 
     rng = np.random.default_rng(100 + seed)
     order = "abcde"
@@ -141,7 +141,7 @@ def test_shared_counting_of_a_query_set_equals_each_query_alone(seed):
     counted by one shared exact engine (`_core.summary_set_groups`); the others run their
     summaries. Sizes straddle the partitions' event counts (up to 40 events), so both happen
     within one batch, next to queries that never share (contiguity, negation, `of`)."""
-    from suse.spark.multi import MultiPlan
+    from suse.spark.runners.multi import MultiPlan
 
     rng = np.random.default_rng(300 + seed)
     order = "abcde"

@@ -93,7 +93,7 @@ def test_progress_shows_a_job_name_as_text(spark):
 
     from rich.console import Console
 
-    from suse.spark.jobs import spark_progress
+    from suse.spark.jobs.run import spark_progress
 
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=100)

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from suse.spark.config import ConfigError, parse_config  # noqa: E402
+from suse.spark.jobs.config import ConfigError, parse_config  # noqa: E402
 
 from helpers import run  # noqa: E402
 

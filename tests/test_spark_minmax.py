@@ -14,9 +14,9 @@ pytest.importorskip("pyspark")
 import suse  # noqa: E402
 from suse.errors import InputError, QueryError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
-from suse.spark.config import parse_config  # noqa: E402
-from suse.spark.jobs import run_job  # noqa: E402
-from suse.spark.streaming import aggregate_stream, latest  # noqa: E402
+from suse.spark.jobs.config import parse_config  # noqa: E402
+from suse.spark.jobs.run import run_job  # noqa: E402
+from suse.spark.streaming.aggregate import aggregate_stream, latest  # noqa: E402
 
 CHARS = {"A": "x < 3", "B": "x >= 3 AND x < 6", "C": "x >= 6"}
 QUERY, WINDOW, SIZE = "A(B|C)*C", 12, 6

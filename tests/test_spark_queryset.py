@@ -92,8 +92,8 @@ def test_estimated_probabilities_are_each_querys_own(frame):
 
 
 def test_a_toml_job_with_two_queries_is_one_aggregate_call(spark, tmp_path, monkeypatch):
-    from suse.spark import jobs
-    from suse.spark.config import load_config
+    from suse.spark.jobs import run as jobs
+    from suse.spark.jobs.config import load_config
 
     calls = []
 
@@ -140,7 +140,7 @@ def test_min_max_of_and_approximate_queries_in_one_job_equal_each_alone(frame):
 def test_streaming_query_set_equals_each_query_in_batch(spark, tmp_path):
     from test_spark_streaming import CHARS as SCHARS, LATENESS, SCHEMA, make_steps, write
 
-    from suse.spark.streaming import aggregate_stream, latest
+    from suse.spark.streaming.aggregate import aggregate_stream, latest
 
     queries = {"main": "A(B|C)*C", "pairs": {"query": "AB", "window": 5}, "next": {"query": "BC*", "policy": "next"},
                "adjacent": {"query": "A(B|C)", "policy": "contiguous"}}
@@ -217,9 +217,9 @@ def test_a_streaming_job_with_several_queries_restarts_and_equals_batch(spark, t
 
     from test_spark_streaming import write
 
-    from suse.spark.config import parse_config
-    from suse.spark.jobs import run_job
-    from suse.spark.streaming import latest
+    from suse.spark.jobs.config import parse_config
+    from suse.spark.jobs.run import run_job
+    from suse.spark.streaming.aggregate import latest
 
     steps = make_stream_steps()
     outcome = {}

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from suse.spark import aggregate  # noqa: E402
-from suse.spark.streaming import aggregate_stream, latest  # noqa: E402
+from suse.spark.streaming.aggregate import aggregate_stream, latest  # noqa: E402
 
 SCHEMA = "k string, t long, c string, v long, op string"
 KW = dict(query="A(B|C)*C", window=20, characters="c", timestamp="t", partition_by=["k"], value="v",

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from suse.errors import SqlError
-from suse.spark.recognize import assign_letters, parse
+from suse.spark.sql.statement import assign_letters, parse
 
 FLIGHTS = """SELECT * FROM flights
 MATCH_RECOGNIZE (

@@ -15,7 +15,7 @@ pytest.importorskip("pyspark")
 
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
-from suse.spark.streaming import aggregate_stream  # noqa: E402
+from suse.spark.streaming.aggregate import aggregate_stream  # noqa: E402
 
 CHARS = {"A": "x < 3", "B": "x >= 3 AND x < 6", "C": "x >= 6"}
 SCHEMA = "k string, t long, x long, v long"
@@ -132,10 +132,10 @@ class _Value:
 
 
 def test_unusable_rows_alone_are_reported_not_lost():
-    from suse.spark.characters import DROPPED, RANK, TIE, TS, VALUE
-    from suse.spark.due import advance_due
-    from suse.spark.runner import Plan
-    from suse.spark.streaming import _OUTPUT
+    from suse.spark.events.rows import DROPPED, RANK, TIE, TS, VALUE
+    from suse.spark.streaming.due import advance_due
+    from suse.spark.runners.sorted import Plan
+    from suse.spark.streaming.aggregate import _OUTPUT
 
     plan = Plan("A(B|C)*C", 15, size=5, order="ABC")
     state, due = _Value(), _Value()

@@ -11,7 +11,7 @@ pytest.importorskip("pyspark")
 
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
-from suse.spark.streaming import aggregate_stream, latest  # noqa: E402
+from suse.spark.streaming.aggregate import aggregate_stream, latest  # noqa: E402
 
 CHARS = {"A": "x < 3", "B": "x >= 3 AND x < 6", "C": "x >= 6"}
 SCHEMA = "k string, t long, x long, v long"
@@ -160,7 +160,7 @@ def test_checkpoint_of_the_previous_implementation_is_refused(spark, tmp_path):
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from suse.errors import StateError
-    from suse.spark.streaming import check_checkpoint
+    from suse.spark.streaming.aggregate import check_checkpoint
 
     (tmp_path / "in").mkdir()
     write(pd.DataFrame({"k": ["p"], "t": [1], "x": [0], "v": [1]}), tmp_path / "in", 0)

@@ -24,8 +24,8 @@ def run(
 ) -> None:
     """Run a batch or streaming Spark job described by JOB (a TOML file)."""
     try:
-        from suse.spark.config import load_config
-        from suse.spark.jobs import run_job
+        from suse.spark.jobs.config import load_config
+        from suse.spark.jobs.run import run_job
     except ModuleNotFoundError as exc:
         raise InputError(f"`suse run` needs {exc.name}: pip install 'suse[spark]'") from None
     cfg = load_config(job)

@@ -28,7 +28,7 @@ def serve_cmd(
     Ctrl-C stops it and writes a checkpoint; the next start resumes."""
     try:
         from suse.dashboard import serve
-        import suse.spark.config  # noqa: F401  (pyspark, pydantic)
+        import suse.spark.jobs.config  # noqa: F401  (pyspark, pydantic)
     except ModuleNotFoundError as exc:
         raise InputError(f"`suse serve` needs {exc.name}: pip install 'suse[spark,dashboard]'") from None
     extra = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else []

@@ -36,7 +36,7 @@ def sql_command(
 
 
 def _run(text: str, tables: list[str], output: Optional[Path], show: int, master: Optional[str]) -> None:
-    from suse.spark.recognize import parse
+    from suse.spark.sql.statement import parse
 
     statement = parse(text)  # a mistake in the statement costs no Spark start-up
     sources = {}
@@ -50,7 +50,7 @@ def _run(text: str, tables: list[str], output: Optional[Path], show: int, master
     try:
         from suse.spark import get_session
         from suse.spark import sql as run_sql
-        from suse.spark.datasets import load
+        from suse.spark.jobs.datasets import load
     except ModuleNotFoundError as exc:
         raise InputError(f"`suse sql` needs {exc.name}: pip install 'suse[spark]'") from None
     spark = get_session(master, "suse-sql")

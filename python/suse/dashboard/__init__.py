@@ -43,7 +43,7 @@ _SPEED = re.compile(r"^\s*(.+?)\s*/\s*s(?:ec(?:ond)?)?\s*$", re.IGNORECASE)
 def parse_speed(text: Optional[str], datetime_axis: bool, span: int) -> float:
     """Stream time per wall-clock second: ``"1day/s"``, ``"6 hours/s"`` (date-time data) or
     ``"500/s"`` (integer time); None or ``"auto"``: the whole input in five minutes."""
-    from suse.spark.timing import is_duration, parse_duration
+    from suse.spark.events.timing import is_duration, parse_duration
 
     if text is None or text.strip().lower() == "auto":
         return max(span / REPLAY_SECONDS, 1.0)
@@ -81,7 +81,7 @@ def serve(
     from suse.dashboard import checkpoint as ckpt
     from suse.dashboard.live import Settings
     from suse.dashboard.server import bind
-    from suse.spark.config import load_config, parse_config, tomllib
+    from suse.spark.jobs.config import load_config, parse_config, tomllib
 
     if (job is None) == (replay is None):
         raise InputError("give a job file or --replay NAME (flights, stocks, synthetic), not both or neither")
@@ -184,7 +184,7 @@ def serve(
             save()
             log(f"stopped; checkpoint written to {directory}")
     if failure:
-        from suse.spark.jobs import spark_errors
+        from suse.spark.jobs.run import spark_errors
 
         with spark_errors():  # a Spark failure as one line, like `suse run`
             raise failure[0]

@@ -13,14 +13,14 @@ from typing import Optional
 import numpy as np
 
 from suse.dashboard.live import QueryEvents
-from suse.spark.config import JobConfig
+from suse.spark.jobs.config import JobConfig
 
 
 def classify(cfg: JobConfig, console=None) -> tuple[list[QueryEvents], bool]:
     """Every query's events as sorted arrays, and whether time is date-time (epoch seconds)."""
-    from suse.spark.batch import prepare
-    from suse.spark.characters import RANK, TIE, TS, VALUE
-    from suse.spark.jobs import load_input, spark_errors
+    from suse.spark.batch.aggregate import prepare
+    from suse.spark.events.rows import RANK, TIE, TS, VALUE
+    from suse.spark.jobs.run import load_input, spark_errors
     from suse.spark.session import get_session
 
     inp, summ, ev = cfg.input, cfg.summary, cfg.evaluate

@@ -3,7 +3,7 @@ watches the job's directory, and every micro-batch of classified events is hande
 page's process through ``foreachBatch``.
 
 Each partition advances exactly as in ``suse run``'s streaming job: the same
-``suse.spark.streaming.advance`` runs on the same state tuple (summary, buffer of
+``suse.spark.streaming.aggregate.advance`` runs on the same state tuple (summary, buffer of
 out-of-order events, watermark, late count), here kept in the page's memory instead of
 Spark's state store. So lateness, late-event counting and the estimate over buffered
 events are the streaming job's own. The page's checkpoint is written after every
@@ -23,11 +23,11 @@ import pandas as pd
 from suse.dashboard.checkpoint import VERSION, check_job, fingerprint, read_state, write_state
 from suse.dashboard.live import Live, LiveQuery, Partition, Settings, _jsonable
 from suse.errors import InputError
-from suse.spark.config import JobConfig
+from suse.spark.jobs.config import JobConfig
 
 
 def check_streaming_job(cfg: JobConfig) -> None:
-    # The same refusals, in the same words, as `suse run` (suse.spark.jobs._stream).
+    # The same refusals, in the same words, as `suse run` (suse.spark.jobs.run._stream).
     q = cfg.queries[0]
     if cfg.evaluate.at != "end" or cfg.evaluate.exact:
         raise InputError("evaluate: a streaming job reports every changed partition once per micro-batch; "
@@ -79,7 +79,7 @@ class StreamQuery(LiveQuery):
 
     def ingest(self, pdf: pd.DataFrame) -> int:
         """One micro-batch of classified events; returns the largest timestamp seen."""
-        from suse.spark.streaming import advance
+        from suse.spark.streaming.aggregate import advance
 
         keys = self.key_names
         groups = pdf.groupby(keys, dropna=False, sort=False) if keys else [((), pdf)]
@@ -148,7 +148,7 @@ class StreamLive(Live):
             if batch_id <= self.last_batch:
                 return False
             if len(pdf):
-                from suse.spark.characters import TS
+                from suse.spark.events.rows import TS
 
                 top = self.queries[0].ingest(pdf)
                 self.clock = max(self.clock, float(top))
@@ -230,9 +230,9 @@ def load(directory: Path, live: StreamLive, job: dict) -> bool:
 
 def start(cfg: JobConfig, settings: Settings, directory: Path, job: dict, fresh: bool, log, on_failure):
     """Start the Structured Streaming query feeding a new StreamLive; returns (live, query)."""
-    from suse.spark.batch import prepare
-    from suse.spark.characters import RANK, TIE, TS, VALUE
-    from suse.spark.jobs import load_input, spark_errors
+    from suse.spark.batch.aggregate import prepare
+    from suse.spark.events.rows import RANK, TIE, TS, VALUE
+    from suse.spark.jobs.run import load_input, spark_errors
     from suse.spark.session import get_session
 
     check_streaming_job(cfg)

@@ -24,9 +24,9 @@ def partition_streams(config: str, unit: int) -> dict[str, dict[str, tuple[str, 
     """``{query label: {partition: (chars, timestamps)}}`` for a pipeline TOML; timestamps are
     divided by ``unit`` (e.g. 3600: epoch seconds -> hours) so windows read naturally."""
     import suse
-    from suse.spark.characters import RANK, TIE, TS, to_events
-    from suse.spark.config import load_config
-    from suse.spark.jobs import load_input
+    from suse.spark.events.rows import RANK, TIE, TS, to_events
+    from suse.spark.jobs.config import load_config
+    from suse.spark.jobs.run import load_input
     from suse.spark.session import get_session
 
     path = Path(config) if Path(config).exists() else REPO / config
@@ -129,7 +129,7 @@ def run(p: dict) -> pd.DataFrame:
 
 
 def _regex(config: str, label: str) -> str:
-    from suse.spark.config import load_config
+    from suse.spark.jobs.config import load_config
 
     path = Path(config) if Path(config).exists() else REPO / config
     return next(q.regex for q in load_config(path).queries if q.label == label)

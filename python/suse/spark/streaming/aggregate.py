@@ -46,9 +46,9 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 
 import suse
 from suse.errors import InputError, StateError
-from suse.spark.batch import prepare, spark_frame
-from suse.spark.characters import CORRUPT, DROPPED, OP, RANK, TIE, TS, VALUE, quoted
-from suse.spark.runner import APPROX_DDL, EXTREMA_DDL, RESULT_DDL, Plan, as_float
+from suse.spark.batch.aggregate import prepare, spark_frame
+from suse.spark.events.rows import CORRUPT, DROPPED, OP, RANK, TIE, TS, VALUE, quoted
+from suse.spark.runners.sorted import APPROX_DDL, EXTREMA_DDL, RESULT_DDL, Plan, as_float
 
 STATE_DDL = (
     "summary binary, pending binary, watermark long, max_ts long, late long, fed long, dropped long, corrupt long"
@@ -132,7 +132,7 @@ def aggregate_stream(
     (a duration, or an integer for integer timestamps) instead gives one row per partition
     at every multiple of the period from its first event on, once the watermark (its own or
     Spark's global one, ``lateness`` behind the newest event) has passed it, also when the
-    partition received nothing: event-time timers (suse.spark.due)."""
+    partition received nothing: event-time timers (suse.spark.streaming.due)."""
     spark_frame(df, "aggregate_stream")
     if on_change not in ON_CHANGE:
         raise InputError(f"on_change must be one of {', '.join(ON_CHANGE)}; got {on_change!r}")
@@ -143,7 +143,7 @@ def aggregate_stream(
     if characters is None or timestamp is None:
         raise InputError("aggregate_stream needs characters= and timestamp=")
     if queries is not None:
-        from suse.spark.multi import prepare_multi, set_defaults
+        from suse.spark.runners.multi import prepare_multi, set_defaults
 
         defaults = set_defaults(query, of, max_missing, None, window=window, aggregate=aggregate, policy=policy,
                                 summary_size=summary_size, strategy=strategy, probabilities=probabilities, seed=seed,
@@ -170,7 +170,7 @@ def aggregate_stream(
         config = fingerprint(plan, late_units, characters)
     idle_ms = None
     if idle_timeout is not None:
-        from suse.spark.timing import duration_seconds
+        from suse.spark.events.timing import duration_seconds
 
         idle_ms = duration_seconds(idle_timeout) * 1000
         if idle_ms <= 0:
@@ -227,7 +227,7 @@ def _period(evaluate: Any, axis: Any, window: int) -> int | None:
     """The due-time period of ``evaluate`` in the time axis' unit, or None (per micro-batch)."""
     if evaluate is None or evaluate == "end":
         return None
-    from suse.spark.triggers import parse_trigger
+    from suse.spark.events.triggers import parse_trigger
 
     if not (isinstance(evaluate, dict) and "every" in evaluate):
         raise InputError(
@@ -299,7 +299,7 @@ class _Processor(StatefulProcessor):
 
     def _due(self, key, rows, timerValues, migrated: bool = False) -> Iterator[pd.DataFrame]:
         """Rows at the due times the watermark has passed; then a timer at the next one."""
-        from suse.spark.due import advance_due, next_timer
+        from suse.spark.streaming.due import advance_due, next_timer
 
         ms = timerValues.getCurrentWatermarkInMs()
         known = ms // self.scale if ms > 0 else None  # Spark starts at 0: no watermark yet

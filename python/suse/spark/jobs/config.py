@@ -190,7 +190,7 @@ def check_job(cfg: JobConfig, source: str = "job") -> None:
     """Everything that can be checked without data, so that a mistake fails in a moment
     instead of after Spark has started: queries, windows, evaluation times, probabilities,
     characters and, where the job file tells their types, columns."""
-    from suse.spark.checks import static_problems
+    from suse.spark.jobs.checks import static_problems
 
     lines = static_problems(cfg)
     if lines:

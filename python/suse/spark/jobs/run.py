@@ -18,12 +18,12 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 import suse
 from suse.errors import InputError, SuseError
-from suse.spark import datasets
-from suse.spark.batch import aggregate
-from suse.spark.characters import analysing, spark_message
-from suse.spark.config import JobConfig, check_job
+from suse.spark.jobs import datasets
+from suse.spark.batch.aggregate import aggregate
+from suse.spark.events.rows import analysing, spark_message
+from suse.spark.jobs.config import JobConfig, check_job
 from suse.spark.session import get_session
-from suse.spark.streaming import aggregate_stream, check_checkpoint, latest
+from suse.spark.streaming.aggregate import aggregate_stream, check_checkpoint, latest
 
 
 @dataclass
@@ -91,7 +91,7 @@ def _with_corrupt(spark: SparkSession, fmt: str, schema):
         return schema
     name = spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record")
     if isinstance(schema, str):
-        from suse.spark.checks import parse_ddl
+        from suse.spark.jobs.checks import parse_ddl
 
         known = parse_ddl(schema) or {}
         return schema if name.lower() in known else f"{schema}, `{name}` STRING"

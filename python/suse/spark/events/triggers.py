@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from suse.errors import InputError
-from suse.spark.timing import TimeAxis
+from suse.spark.events.timing import TimeAxis
 
 _EVERY = re.compile(r"every\s+(\d+)\s+events?", re.IGNORECASE)
 FORMS = "'end', 'every N events', a list of timestamps, {every = DURATION}, or {poisson = RATE, per = DURATION, seed = K}"

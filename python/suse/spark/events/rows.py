@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from suse.errors import InputError
-from suse.spark.timing import TimeAxis
+from suse.spark.events.timing import TimeAxis
 
 # Internal column names; user data never sees them.
 TS, RANK, VALUE, TIE = "_suse_ts", "_suse_rank", "_suse_value", "_suse_tie"

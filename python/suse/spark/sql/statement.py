@@ -519,7 +519,7 @@ def translate(spark: Any, text: str) -> tuple[Statement, Any, dict[str, Any]]:
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
-    from suse.spark.characters import analysing, spark_message
+    from suse.spark.events.rows import analysing, spark_message
 
     st = parse(text)
     try:
@@ -557,8 +557,8 @@ def sql(spark: Any, text: str):
     variable)."""
     from pyspark.sql import functions as F
 
-    from suse.spark.batch import aggregate
-    from suse.spark.characters import analysing, spark_message
+    from suse.spark.batch.aggregate import aggregate
+    from suse.spark.events.rows import analysing, spark_message
 
     st, df, kwargs = translate(spark, text)
     try:

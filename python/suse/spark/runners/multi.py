@@ -20,10 +20,10 @@ from pyspark.sql import types as T
 import suse
 from suse.errors import InputError
 from suse.api import check_name
-from suse.spark.characters import OTHER, RANK, Events, to_events
-from suse.spark.letters import check_column_letters, check_predicates, warn_letters
-from suse.spark.runner import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, Row, empty_row, evaluate_partition
-from suse.spark.triggers import parse_trigger
+from suse.spark.events.rows import OTHER, RANK, Events, to_events
+from suse.spark.events.letters import check_column_letters, check_predicates, warn_letters
+from suse.spark.runners.sorted import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, Row, empty_row, evaluate_partition
+from suse.spark.events.triggers import parse_trigger
 from suse.spark.workers import check_workers
 
 #: Settings a query of a set may give for itself; the others are the job's.
@@ -191,7 +191,7 @@ def output_schema(events: Events, exact: bool, extrema: bool = False, approx: bo
 
 def run_multi(events: Events, plan: MultiPlan, large_partitions: bool = False, elements: bool = True) -> DataFrame:
     """One shuffle for every query (``batch.run`` with the set's output schema)."""
-    from suse.spark.batch import run  # batch imports this module when a set is given
+    from suse.spark.batch.aggregate import run  # batch imports this module when a set is given
 
     schema = output_schema(events, plan.exact, plan.extrema, plan.max_missing > 0)
     return run(events, plan, schema, large_partitions=large_partitions, elements=elements)

@@ -15,8 +15,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from suse.spark.runner import Plan, as_float
-from suse.spark.streaming import PENDING, ingest
+from suse.spark.runners.sorted import Plan, as_float
+from suse.spark.streaming.aggregate import PENDING, ingest
 
 
 

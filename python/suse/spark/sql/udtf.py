@@ -36,9 +36,9 @@ from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, SelectedColumn
 
 import suse
 from suse.errors import InputError
-from suse.spark.runner import EXACT_DDL, RESULT_DDL, Plan, empty_row, evaluate_partition, result_columns
-from suse.spark.timing import TimeAxis
-from suse.spark.triggers import parse_trigger
+from suse.spark.runners.sorted import EXACT_DDL, RESULT_DDL, Plan, empty_row, evaluate_partition, result_columns
+from suse.spark.events.timing import TimeAxis
+from suse.spark.events.triggers import parse_trigger
 
 NAME = "suse_aggregate"
 OPTIONS = (  # named arguments, after the table; query and window may also be positional
@@ -307,7 +307,7 @@ class SuseArrowAggregate(SuseAggregate):
         self.batches: list[pa.RecordBatch] = []
 
     def eval(self, batch: pa.RecordBatch, *args: Any, **kwargs: Any) -> None:
-        from suse.spark.grouped import _runs, _same_key
+        from suse.spark.runners.gathered import _runs, _same_key
 
         keys = list(self.a.keys)
         if keys and batch.num_rows and (len(_runs(batch, keys)[0]) > 1 or (
@@ -325,8 +325,8 @@ class SuseArrowAggregate(SuseAggregate):
             self.batches.append(batch)
 
     def terminate(self) -> Iterator[pa.RecordBatch]:
-        from suse.spark.characters import DROPPED, RANK, TIE, TS, VALUE
-        from suse.spark.runner import run_sorted
+        from suse.spark.events.rows import DROPPED, RANK, TIE, TS, VALUE
+        from suse.spark.runners.sorted import run_sorted
 
         if not self.batches:
             return

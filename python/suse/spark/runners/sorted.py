@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import suse
-from suse.spark.characters import CORRUPT, DROPPED
-from suse.spark.triggers import Trigger
+from suse.spark.events.rows import CORRUPT, DROPPED
+from suse.spark.events.triggers import Trigger
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Row(NamedTuple):
     min: int | None = None  # MIN/MAX (aggregate "min"/"max" only)
     max: int | None = None
     count_by_missing: list | None = None  # approximate matching (max_missing > 0)
-    query: str | None = None  # the query's name when a query set runs (suse.spark.multi)
+    query: str | None = None  # the query's name when a query set runs (suse.spark.runners.multi)
 
 
 def empty_row(plan: Plan, dropped: int, corrupt: int) -> Row:
@@ -166,9 +166,9 @@ def run_sorted(
 
     A partition key's events are contiguous but may span Arrow batches, so pieces are
     collected until the key changes; then the partition is evaluated as a whole. Plans with
-    the plain output take the grouped path (suse.spark.grouped: one native call per batch)
+    the plain output take the grouped path (suse.spark.runners.gathered: one native call per batch)
     unless ``grouped`` is False (tests and benchmarks compare the two)."""
-    from suse.spark import grouped as by_batch
+    from suse.spark.runners import gathered as by_batch
 
     if grouped and by_batch.serves(plan):
         yield from by_batch.run_grouped(plan, keys, batches, ts_col, rank_col, value_col)

@@ -11,11 +11,11 @@ from pyspark.sql import types as T
 
 import suse
 from suse.errors import InputError
-from suse.spark.characters import CORRUPT, DROPPED, OP, RANK, TIE, TS, VALUE, Events, quoted, to_events
-from suse.spark.letters import check_column_letters, check_predicates, warn_letters
+from suse.spark.events.rows import CORRUPT, DROPPED, OP, RANK, TIE, TS, VALUE, Events, quoted, to_events
+from suse.spark.events.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.workers import check_workers
-from suse.spark.runner import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, run_sorted
-from suse.spark.triggers import parse_trigger
+from suse.spark.runners.sorted import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, run_sorted
+from suse.spark.events.triggers import parse_trigger
 
 
 def aggregate(
@@ -85,7 +85,7 @@ def aggregate(
     if characters is None or timestamp is None:
         raise InputError("aggregate needs characters= and timestamp=")
     if queries is not None:
-        from suse.spark.multi import prepare_multi, run_multi, set_defaults
+        from suse.spark.runners.multi import prepare_multi, run_multi, set_defaults
 
         defaults = set_defaults(query, of, max_missing, None, window=window, aggregate=aggregate, policy=policy,
                                 summary_size=summary_size, strategy=strategy, probabilities=probabilities, seed=seed,
@@ -215,7 +215,7 @@ def run(events: Events, plan: Plan, schema: T.StructType | None = None, *, group
     partition keys and one sort, and the runner reads each partition's events in order however
     many there are, where the gathered layout holds a partition's events in one executor's
     memory."""
-    from suse.spark import grouped as by_batch
+    from suse.spark.runners import gathered as by_batch
 
     keys = [quoted(k) for k in events.keys]
     key_names = list(events.keys)
@@ -255,7 +255,7 @@ def gather(events: Events, bits: int) -> DataFrame:
     into ``grouped.WIDE``: the rows counted, not fed (negative rank), and the rare events
     whose time is too far from 0 to share a long with the rank. Counting those rows in Spark
     instead (two more aggregates and a column) cost a fifth of the gathering."""
-    from suse.spark.grouped import PACKED, WIDE
+    from suse.spark.runners.gathered import PACKED, WIDE
 
     fits = F.col(TS).between(-(1 << (63 - bits)), (1 << (63 - bits)) - 1)
     packable = (F.col(RANK) >= 0) & fits  # false, not NULL, when the rank is negative

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from suse import _core
-from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE
-from suse.spark.runner import ARROW_TYPES, ELEMENT, RESULT_DDL, Plan, _runs, as_float
+from suse.spark.events.rows import CORRUPT, DROPPED, RANK, TIE, TS, VALUE
+from suse.spark.runners.sorted import ARROW_TYPES, ELEMENT, RESULT_DDL, Plan, _runs, as_float
 
 
 def serves(plan: object) -> bool:

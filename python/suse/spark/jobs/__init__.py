@@ -1,0 +1,1 @@
+"""TOML job files: their model and checks, the built-in datasets, and `run_job`."""

@@ -1,0 +1,284 @@
+"""One specification of a suse job, carried whole from every front end to the engines.
+
+The library's keyword arguments, the CLI's flags, a TOML job, ``suse.spark.aggregate`` and
+``aggregate_stream``, the SQL statement, the table function and the live page all build a
+`JobSpec` and pass it on as one object; an option added here (a field) reaches every engine
+without editing the calls in between. The spec is plain data: frozen, hashable where Spark
+ships it to executors, and checked when an engine is built from it (`QuerySpec.compile`,
+`SummarySpec.new_summary`), so that every front end reports a mistake the same way.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping, Optional, Sequence, TypedDict, Union
+
+from suse.api import Query, Summary
+from suse.errors import InputError
+
+#: A window or a lateness: an integer in the timestamps' unit, or a duration ("2 hours", a
+#: timedelta) that the Spark pipeline converts into the time axis' unit.
+Span = Union[int, str, dt.timedelta]
+#: ``{char: predicate}`` in order (the first true predicate wins), or the name of a column
+#: that holds the characters.
+Characters = Union[Mapping[str, str], str]
+
+
+def _pairs(mapping: Any) -> Any:
+    """A mapping as a tuple of pairs (hashable, order kept); anything else unchanged."""
+    return tuple(mapping.items()) if isinstance(mapping, Mapping) else mapping
+
+
+@dataclass(frozen=True)
+class SummarySpec:
+    """How each partition's bounded summary is built (see `suse.Summary`)."""
+
+    size: int = 500
+    strategy: str = "suse"
+    #: None (estimated online), char -> probability, or "estimate" (Spark batch: character
+    #: frequencies over the whole input, one extra job). Kept as pairs so the spec hashes.
+    probabilities: Any = None
+    seed: Optional[int] = 0
+    time_to_live: Optional[int] = None
+    memory_limit: Optional[int] = None
+    lateness: Span = 0
+    placement: str = "buffer"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "probabilities", _pairs(self.probabilities))
+
+    @property
+    def estimate(self) -> bool:
+        return self.probabilities == "estimate"
+
+    @property
+    def probability_map(self) -> Optional[dict[str, float]]:
+        """The given probabilities as a mapping (None when estimated, online or from the data)."""
+        p = self.probabilities
+        if p is None or isinstance(p, str):
+            return None
+        return dict(p)
+
+    def new_summary(self, query: Query, lateness: int = 0) -> Summary:
+        """An empty summary for `query`; `lateness` in the timestamps' unit (the Spark pipeline
+        resolves durations first and keeps its own buffer, so it passes 0)."""
+        if isinstance(self.probabilities, str):
+            raise InputError(f"probabilities must be a mapping, 'estimate' or None, got {self.probabilities!r}")
+        return Summary(query, self.size, self.strategy, self.probability_map, seed=self.seed,
+                       time_to_live=self.time_to_live, memory_limit=self.memory_limit, lateness=lateness,
+                       placement=self.placement)
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """A pattern with its window and output options; `name` labels it in a query set.
+
+    `summary` and `evaluate` override the job's for this query alone (query sets)."""
+
+    regex: str
+    window: Span
+    aggregate: str = "count"
+    policy: str = "any"
+    of: Optional[str] = None
+    max_missing: int = 0
+    name: Optional[str] = None
+    summary: Optional[SummarySpec] = None
+    evaluate: Any = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.regex
+
+    def compile(self, window: Optional[int] = None) -> Query:
+        """The validated, compiled query (`QueryError` with a position when malformed).
+        `window`: the window in the timestamps' unit when `self.window` is a duration; without
+        it a duration compiles with window 0, enough to check the pattern and its options."""
+        if window is None:
+            window = self.window if isinstance(self.window, int) and not isinstance(self.window, bool) else 0
+        return _compiled(self.regex, window, self.aggregate, self.policy, _pairs(self.of), self.max_missing)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(regex: str, window: int, aggregate: str, policy: str, of: Any, max_missing: int) -> Query:
+    """Executors rebuild the same queries for every partition: compile each once per process."""
+    letters = list(of) if isinstance(of, tuple) else of
+    return Query(regex, window, aggregate=aggregate, policy=policy, of=letters, max_missing=max_missing)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How rows become events: the time column, the characters and the partition keys."""
+
+    timestamp: str
+    characters: Characters
+    partition_by: tuple[str, ...] = ()
+    value: Optional[str] = None
+    #: a column of "+" (an event) or "-" (a retraction of an equal earlier event)
+    op: Optional[str] = None
+    timestamp_format: Optional[str] = None
+    #: characters whose events every partition also receives (see docs/SPARK.md)
+    replicate: tuple[str, ...] = ()
+    #: stream sorted events through the engine instead of gathering each partition in memory
+    large_partitions: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.partition_by, str):
+            object.__setattr__(self, "partition_by", (self.partition_by,))
+        object.__setattr__(self, "partition_by", tuple(self.partition_by))
+        object.__setattr__(self, "replicate", tuple(self.replicate or ()))
+        object.__setattr__(self, "characters", _pairs(self.characters))
+
+    @property
+    def predicates(self) -> Optional[dict[str, str]]:
+        """``{char: predicate}``, or None when the characters come from a column."""
+        return None if isinstance(self.characters, str) else dict(self.characters)
+
+    @property
+    def character_column(self) -> Optional[str]:
+        return self.characters if isinstance(self.characters, str) else None
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """When results are reported and what each row carries."""
+
+    #: "end", "every N events", timestamps, {"every": duration} or {"poisson": ...}
+    evaluate: Any = "end"
+    #: also the exact aggregate (the ground truth) beside each estimate
+    exact: bool = False
+    #: each row's retained elements (False: lean rows)
+    elements: bool = True
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A whole job: its queries, input mapping, summary settings and output.
+
+    `query_set` runs the queries together (classified, shuffled and sorted once; rows carry a
+    `query` column); a job with one query and `query_set=False` has the single-query output."""
+
+    queries: tuple[QuerySpec, ...]
+    input: InputSpec
+    summary: SummarySpec = field(default_factory=SummarySpec)
+    output: OutputSpec = field(default_factory=OutputSpec)
+    query_set: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "queries", tuple(self.queries))
+        if not self.queries:
+            raise InputError("a job needs at least one query")
+        if not self.query_set and len(self.queries) > 1:
+            raise InputError("several queries run as a query set: pass query_set=True")
+        labels = [q.label for q in self.queries]
+        if len(set(labels)) != len(labels):
+            raise InputError("two queries have the same name; give each a distinct name")
+
+    @property
+    def query(self) -> QuerySpec:
+        """The single query of a job that is not a query set."""
+        if self.query_set:
+            raise InputError("this job is a query set; read .queries")
+        return self.queries[0]
+
+    def summary_for(self, query: QuerySpec) -> SummarySpec:
+        return query.summary or self.summary
+
+    def evaluate_for(self, query: QuerySpec) -> Any:
+        return self.output.evaluate if query.evaluate is None else query.evaluate
+
+
+class AggregateOptions(TypedDict, total=False):
+    """The keyword arguments of `suse.spark.aggregate` and `aggregate_stream` (docs/SPARK.md)."""
+
+    characters: Characters
+    timestamp: str
+    partition_by: Union[Sequence[str], str]
+    value: Optional[str]
+    op: Optional[str]
+    timestamp_format: Optional[str]
+    replicate: Optional[Sequence[str]]
+    large_partitions: bool
+    summary_size: int
+    strategy: str
+    probabilities: Any
+    seed: int
+    lateness: Span
+    aggregate: str
+    policy: str
+    of: Optional[str]
+    max_missing: int
+    evaluate: Any
+    exact: bool
+    elements: bool
+    queries: Optional[Mapping[str, Any]]
+
+
+#: Settings a query of a set may give for itself; the others are the job's.
+PER_QUERY = ("window", "aggregate", "policy", "summary_size", "strategy", "probabilities", "seed", "evaluate", "of",
+             "max_missing")
+_QUERY_KEYS = {"aggregate": "aggregate", "policy": "policy", "of": "of", "max_missing": "max_missing"}
+_SUMMARY_KEYS = {"summary_size": "size", "strategy": "strategy", "probabilities": "probabilities", "seed": "seed",
+                 "lateness": "lateness"}
+_INPUT_KEYS = {f.name for f in fields(InputSpec)}
+_OUTPUT_KEYS = {f.name for f in fields(OutputSpec)}
+
+
+def job_from_options(caller: str, query: Optional[str], window: Optional[Span], options: Mapping[str, Any]) -> JobSpec:
+    """The job that `caller`'s keyword arguments describe; unknown keywords are refused by name."""
+    known = set(AggregateOptions.__annotations__)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InputError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}; "
+                         f"it takes query, window and {', '.join(sorted(known))}")
+    if options.get("characters") is None or options.get("timestamp") is None:
+        raise InputError(f"{caller} needs characters= and timestamp=")
+    for name in ("large_partitions", "elements", "exact"):
+        if name in options and not isinstance(options[name], bool):  # "false" would read as true
+            raise InputError(f"{name} must be True or False, got {options[name]!r}")
+    inp = InputSpec(**{k: v for k, v in options.items() if k in _INPUT_KEYS and v is not None})
+    summary = SummarySpec(**{_SUMMARY_KEYS[k]: v for k, v in options.items() if k in _SUMMARY_KEYS})
+    output = OutputSpec(**{k: v for k, v in options.items() if k in _OUTPUT_KEYS})
+    shared = {_QUERY_KEYS[k]: v for k, v in options.items() if k in _QUERY_KEYS}
+    queries = options.get("queries")
+    if queries is None:
+        if query is None or window is None:
+            raise InputError(f"{caller} needs query= and window= (or queries=)")
+        return JobSpec((QuerySpec(query, window, **shared),), inp, summary, output)
+    if query is not None:
+        raise InputError("give either query= or queries=, not both")
+    if inp.op is not None:
+        raise InputError("op= (retractions) applies to one query; it is not supported with queries=")
+    return JobSpec(tuple(query_set_entries(queries, window, shared, summary)), inp, summary, output, query_set=True)
+
+
+def query_set_entries(queries: Any, window: Optional[Span], shared: Mapping[str, Any],
+                      summary: SummarySpec) -> list[QuerySpec]:
+    """``{name: regex or {"query": regex, setting: value}}`` -> one QuerySpec per name; a
+    setting not given by a query is the job's."""
+    from suse.api import check_name
+
+    if not isinstance(queries, Mapping) or not queries:
+        raise InputError("queries must be a non-empty mapping from name to a query string or a dict of settings")
+    out = []
+    for name, entry in queries.items():
+        check_name(name)
+        if isinstance(entry, str):
+            entry = {"query": entry}
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("query"), str):
+            raise InputError(f"query {name!r}: expected a query string or a dict with a 'query' string, got {entry!r}")
+        unknown = sorted(set(entry) - {"query", *PER_QUERY})
+        if unknown:
+            raise InputError(f"query {name!r}: unknown setting {unknown[0]!r}; a query may set {', '.join(PER_QUERY)}")
+        own_window = entry.get("window", window)
+        if own_window is None:
+            raise InputError(f"query {name!r} has no window: give window= for all queries or one per query")
+        settings = {**shared, **{_QUERY_KEYS[k]: v for k, v in entry.items() if k in _QUERY_KEYS}}
+        own_summary = {_SUMMARY_KEYS[k]: v for k, v in entry.items() if k in _SUMMARY_KEYS}
+        out.append(QuerySpec(entry["query"], own_window, name=name, evaluate=entry.get("evaluate"),
+                             summary=replace(summary, **own_summary) if own_summary else None, **settings))
+    return out
+
+
+__all__ = ["AggregateOptions", "InputSpec", "JobSpec", "OutputSpec", "QuerySpec", "SummarySpec", "job_from_options",
+           "query_set_entries"]
