@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 
 from suse.spark.events.rows import RANK, TIE, TS
-from suse.spark.runners.sorted import Plan, run_sorted
+from suse.spark.runners.plan import Plan, plan_of
+from suse.spark.runners.sorted import run_sorted
 from timing import best_time
 
 QUERY = "a(b*c)*d(e|f)g*"
@@ -36,7 +37,7 @@ def batches(events: int, partitions: int, rows: int = 10_000) -> list[pa.RecordB
 
 
 def plan() -> Plan:
-    return Plan(QUERY, 100, size=100, order="abcdefg")
+    return plan_of(QUERY, 100, size=100, order="abcdefg")
 
 
 def run(data: list[pa.RecordBatch], p: Plan, grouped: bool = True) -> int:

@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from suse.spark.batch.aggregate import prepare, run
+from suse.spark.batch.layout import run
+from suse.spark.prepare import prepare
 from suse.spark.events.rows import RANK, TIE, TS, VALUE
-from suse.spark.jobs.config import load_config
+from suse.spark.jobs.load import load_config
 from suse.spark.jobs.run import load_input
-from suse.spark.runners.sorted import ARROW_TYPES, evaluate_partition, result_columns
+from suse.spark.runners.plan import ARROW_TYPES, evaluate_partition, result_columns
 from suse.spark.session import get_session
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,6 @@ def main() -> None:
         cfg.summary.size = args.size
     if args.window:
         q.window = int(args.window) if args.window.isdigit() else args.window
-    inp, summ, ev = cfg.input, cfg.summary, cfg.evaluate
 
     t0 = time.perf_counter()
     spark = get_session(args.master, "suse-bench", cfg.spark.options)
@@ -56,10 +56,8 @@ def main() -> None:
 
     df = load_input(spark, cfg).cache()
     rows = df.count()
-    events, plan = prepare(
-        df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value, summ.size,
-        summ.strategy, ev.at, ev.exact, q.replicate, None, summ.seed, q.aggregate, q.policy,
-    )
+    cfg.summary.probabilities = "online"  # the job's own (estimated) probabilities are not the point here
+    events, plan = prepare(df, cfg.spec(q.replicate))
 
     # The same events for the direct run: characters computed once, sorted like the job sorts.
     keys = list(events.keys)
@@ -90,6 +88,7 @@ def main() -> None:
     direct_s = min(_timed(direct) for _ in range(args.repeat))
 
     print(f"job: {args.job}")
+    summ, ev = cfg.summary, cfg.evaluate
     print(f"query {q.regex!r}, window {q.window!r}, summary size {summ.size}, strategy {summ.strategy}, "
           f"evaluate {ev.at!r}, exact {ev.exact}")
     print(f"input rows {rows:,}; events with a query character {n:,}; partitions {len(groups):,}; "

@@ -18,7 +18,9 @@ import argparse
 from pyspark.sql import functions as F
 
 from suse.spark import aggregate, get_session, register
-from suse.spark.batch.aggregate import prepare, run
+from suse.spark.batch.layout import run
+from suse.spark.prepare import prepare
+from suse.spec import BatchOptions, job_from_options
 from timing import best_time
 
 QUERY = "a(b*c)*d(e|f)g*"
@@ -76,7 +78,9 @@ def main() -> None:
                                                             elements=False), args.events, args.repeat)
         print(f"ratio aggregate(elements=False) / baseline: {lean / base:.2f}", flush=True)
     if args.per_partition:
-        events, plan = prepare(df, QUERY, 100, "c", "t", "k", summary_size=100)
+        job = job_from_options("bench", QUERY, 100, {"characters": "c", "timestamp": "t", "partition_by": "k",
+                                                     "summary_size": 100}, BatchOptions)
+        events, plan = prepare(df, job)
         old = timed("aggregate, one native call per partition", run(events, plan, grouped=False), args.events,
                     args.repeat)
         print(f"ratio per-partition aggregate / baseline: {old / base:.2f}", flush=True)

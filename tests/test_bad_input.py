@@ -232,7 +232,7 @@ toml_values = st.sampled_from(['"x"', "1", "-1", "1.5", "true", '"yes"', "[]", "
        bom=st.booleans(), garbage=st.sampled_from(["", "[input", "= 1", "\x00", "[[query]]\nregex = 1"]))
 def test_job_files(tmp_path_factory, values, bom, garbage):
     """Malformed jobs fail when read, before Spark starts; the rest is left to the Spark tests."""
-    from suse.spark.jobs.config import load_config
+    from suse.spark.jobs.load import load_config
 
     path = tmp_path_factory.mktemp("j") / "job.toml"
     path.write_text(("\ufeff" if bom else "") + JOB.format(path="in", **values) + garbage, encoding="utf-8")

@@ -95,7 +95,7 @@ def test_speed():
 def small(spark, tmp_path_factory):
     """The small job, its batch output (`suse run`'s code) and its classified events."""
     from suse.dashboard.source import classify
-    from suse.spark.jobs.config import parse_config, tomllib
+    from suse.spark.jobs.load import parse_config, tomllib
     from suse.spark.jobs.run import run_job
 
     tmp = tmp_path_factory.mktemp("small")

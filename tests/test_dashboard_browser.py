@@ -22,7 +22,7 @@ ARGS = ["--port", "0", "--speed", "150/s", "--strategies", "fifo", "--refresh", 
 @pytest.fixture(scope="module")
 def served(spark, tmp_path_factory):
     """The job's batch output (from `suse run`'s code, on the shared session) and a server."""
-    from suse.spark.jobs.config import load_config
+    from suse.spark.jobs.load import load_config
     from suse.spark.jobs.run import run_job
 
     work = tmp_path_factory.mktemp("serve")

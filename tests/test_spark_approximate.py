@@ -11,7 +11,7 @@ pytest.importorskip("pyspark")
 import suse  # noqa: E402
 from suse.errors import QueryError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
-from suse.spark.jobs.config import load_config  # noqa: E402
+from suse.spark.jobs.load import load_config  # noqa: E402
 from suse.spark.jobs.run import run_job  # noqa: E402
 from suse.spark.streaming.aggregate import aggregate_stream, latest  # noqa: E402
 

@@ -205,7 +205,7 @@ def test_the_readme_spark_example_runs_and_order_changes_the_count(spark):
 
 def test_a_streaming_job_file_counts_corrupt_json_lines(spark, tmp_path):
     """`suse run` adds the corrupt-record column to a JSON/CSV schema by itself."""
-    from suse.spark.jobs.config import parse_config
+    from suse.spark.jobs.load import parse_config
     from suse.spark.jobs.run import run_job
 
     src = tmp_path / "in"

@@ -17,7 +17,8 @@ from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
 from suse.spark.events.rows import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
 from suse.spark.runners.gathered import PACKED, WIDE, rank_bits, run_gathered  # noqa: E402
-from suse.spark.runners.sorted import Plan, run_sorted  # noqa: E402
+from suse.spark.runners.plan import plan_of  # noqa: E402
+from suse.spark.runners.sorted import run_sorted  # noqa: E402
 from suse.spark.events.triggers import Trigger  # noqa: E402
 
 from helpers import in_partition_order  # noqa: E402
@@ -90,7 +91,7 @@ TRIGGERS = [Trigger("end"), Trigger("every", every=3), Trigger("at", at=(2, 7, 4
 def test_gathered_equals_sorted_layout(seed):
     rng = np.random.default_rng(seed)
     regex, order = [("a(b|c)*d", "abcde"), ("AB*C", "ABC"), ("x+y?", "xyz")][seed % 3]
-    plan = Plan(regex, int(rng.integers(0, 8)), size=int(rng.integers(1, 6)), order=order,
+    plan = plan_of(regex, int(rng.integers(0, 8)), size=int(rng.integers(1, 6)), order=order,
                 trigger=TRIGGERS[seed % len(TRIGGERS)], strategy=["suse", "fifo"][seed % 2], seed=seed,
                 aggregate=["count", "sum"][seed % 2])
     with_value = seed % 4 < 2

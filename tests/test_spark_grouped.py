@@ -14,7 +14,8 @@ from suse import _core  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark.events.rows import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
 from suse.spark.runners.gathered import serves  # noqa: E402
-from suse.spark.runners.sorted import Plan, run_sorted  # noqa: E402
+from suse.spark.runners.plan import plan_of  # noqa: E402
+from suse.spark.runners.sorted import run_sorted  # noqa: E402
 from suse.spark.events.triggers import Trigger  # noqa: E402
 
 from helpers import in_partition_order  # noqa: E402
@@ -57,7 +58,7 @@ TRIGGERS = [Trigger("end"), Trigger("every", every=3), Trigger("period", period=
 def test_grouped_equals_per_partition(seed):
     rng = np.random.default_rng(seed)
     regex, order = [("a(b|c)*d", "abcde"), ("AB*C", "ABC"), ("x+y?", "xyz")][seed % 3]
-    plan = Plan(regex, int(rng.integers(0, 20)), size=int(rng.integers(1, 6)), order=order,
+    plan = plan_of(regex, int(rng.integers(0, 20)), size=int(rng.integers(1, 6)), order=order,
                 trigger=TRIGGERS[seed % len(TRIGGERS)], strategy=["suse", "random"][seed % 2], seed=seed)
     assert serves(plan)
     with_value = seed % 2 == 0
@@ -79,7 +80,7 @@ def test_counts_beyond_double_precision_convert_as_python_does():
     n = 60
     batch = pa.RecordBatch.from_pydict({"k": [1] * n + [2] * 3, TS: list(range(n)) + [0, 1, 2], RANK: [0] * (n + 3),
                                         TIE: [0] * (n + 3), VALUE: [2**40] * (n + 3)})
-    plan = Plan("A+", 1000, size=100, order="A", aggregate="sum")
+    plan = plan_of("A+", 1000, size=100, order="A", aggregate="sum")
     old, new = both(plan, [batch], ["k"], True)
     assert new == old
     assert new[0]["count"] == str(2**60 - 1) and new[0]["count_double"] == float(2**60 - 1)
@@ -87,15 +88,15 @@ def test_counts_beyond_double_precision_convert_as_python_does():
 
 
 def test_only_plain_plans_take_the_grouped_path():
-    assert not serves(Plan("AB", 5, order="AB", exact=True))
-    assert not serves(Plan("AB", 5, order="AB", aggregate="max"))
-    assert not serves(Plan("AB", 5, order="AB", max_missing=1))
+    assert not serves(plan_of("AB", 5, order="AB", exact=True))
+    assert not serves(plan_of("AB", 5, order="AB", aggregate="max"))
+    assert not serves(plan_of("AB", 5, order="AB", max_missing=1))
 
 
 def test_set_call_refuses_what_each_query_alone_refuses():
     """Unordered evaluation times are refused even where the shared engine (which reads every
     query's times merged) would answer, as `summary_groups` refuses them."""
-    templates = [Plan(q, 5, order="ab", size=3).new_summary()._engine for q in ("ab", "a+")]
+    templates = [plan_of(q, 5, order="ab", size=3).new_summary()._engine for q in ("ab", "a+")]
     ts, offsets = np.array([1, 2], np.int64), np.array([0, 2], np.int64)
     evals, eval_offsets = np.array([3, 1], np.int64), np.array([0, 2], np.int64)
     with pytest.raises(InputError, match="evaluation times must be in increasing order"):
@@ -105,14 +106,14 @@ def test_set_call_refuses_what_each_query_alone_refuses():
 
 
 def test_native_call_refuses_bad_groups():
-    template = Plan("AB", 5, order="AB").new_summary()._engine
+    template = plan_of("AB", 5, order="AB").new_summary()._engine
     ts = np.array([1, 2], np.int64)
     with pytest.raises(InputError, match="offsets must rise from 0 to 2"):
         _core.summary_groups(template, b"AB", ts, None, np.array([0, 1], np.int64), ts[:0], np.array([0, 0], np.int64))
     with pytest.raises(InputError, match="timestamps must not decrease"):
         _core.summary_groups(template, b"AB", ts[::-1].copy(), None, np.array([0, 2], np.int64), ts[:1],
                              np.array([0, 1], np.int64))
-    used = Plan("AB", 5, order="AB").new_summary()
+    used = plan_of("AB", 5, order="AB").new_summary()
     used.extend("A", [1])
     with pytest.raises(InputError, match="seen no event"):
         _core.summary_groups(used._engine, b"AB", ts, None, np.array([0, 2], np.int64), ts[:1], np.array([0, 1], np.int64))
@@ -124,9 +125,9 @@ def test_grouped_query_set_equals_per_partition(seed):
 
     rng = np.random.default_rng(100 + seed)
     order = "abcde"
-    plans = (("q0", Plan("a(b|c)*d", 12, size=3, order=order, trigger=TRIGGERS[seed % 5]), (0, 1, 2, 3)),
-             ("q1", Plan("ab*e", 5, size=2, order=order, trigger=Trigger("every", every=2)), (0, 1, 4)),
-             ("q2", Plan("c+", 30, size=4, order=order, seed=seed, strategy="random"), (2,)))
+    plans = (("q0", plan_of("a(b|c)*d", 12, size=3, order=order, trigger=TRIGGERS[seed % 5]), (0, 1, 2, 3)),
+             ("q1", plan_of("ab*e", 5, size=2, order=order, trigger=Trigger("every", every=2)), (0, 1, 4)),
+             ("q2", plan_of("c+", 30, size=4, order=order, seed=seed, strategy="random"), (2,)))
     plan = MultiPlan(plans, order, False)
     assert serves(plan)
     batches = sorted_batches(rng, int(rng.integers(1, 25)), order, seed % 2 == 0, chunk=int(rng.integers(1, 40)))
@@ -149,12 +150,12 @@ def test_shared_counting_of_a_query_set_equals_each_query_alone(seed):
     plans = []
     for i, regex in enumerate(regexes):
         letters = sorted(set(regex) & set(order))
-        plans.append((f"q{i}", Plan(regex, int(rng.integers(0, 30)), size=int(rng.integers(1, 30)), order=order,
+        plans.append((f"q{i}", plan_of(regex, int(rng.integers(0, 30)), size=int(rng.integers(1, 30)), order=order,
                                     strategy=["suse", "fifo", "adaptive"][i % 3], trigger=TRIGGERS[(seed + i) % 5]),
                       tuple(order.index(c) for c in letters)))
-    plans.append(("contiguous", Plan("ab*d", 20, policy="contiguous", size=15, order=order), tuple(range(5))))
-    plans.append(("negated", Plan("a!cd", 20, size=15, order=order), (0, 2, 3)))
-    plans.append(("of", Plan("a(b|c)*d", 20, size=15, order=order, of="b", aggregate="sum"), (0, 1, 2, 3)))
+    plans.append(("contiguous", plan_of("ab*d", 20, policy="contiguous", size=15, order=order), tuple(range(5))))
+    plans.append(("negated", plan_of("a!cd", 20, size=15, order=order), (0, 2, 3)))
+    plans.append(("of", plan_of("a(b|c)*d", 20, size=15, order=order, of="b", aggregate="sum"), (0, 1, 2, 3)))
     plan = MultiPlan(tuple(plans), order, False)
     assert serves(plan)
     with_value = seed % 2 == 0

@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from suse.spark.jobs.config import ConfigError, parse_config  # noqa: E402
+from suse.spark.jobs.config import ConfigError  # noqa: E402
+from suse.spark.jobs.load import parse_config  # noqa: E402
 
 from helpers import run  # noqa: E402
 

@@ -11,7 +11,7 @@ pytest.importorskip("pyspark")
 
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
-from suse.spark.jobs.config import parse_config  # noqa: E402
+from suse.spark.jobs.load import parse_config  # noqa: E402
 from suse.spark.jobs.run import run_job  # noqa: E402
 
 JOB = """
@@ -93,7 +93,7 @@ def test_batch_job_refuses_a_streaming_table(tmp_path):
 def test_corrections_example(spark, tmp_path, monkeypatch):
     from pathlib import Path
 
-    from suse.spark.jobs.config import load_config
+    from suse.spark.jobs.load import load_config
 
     root = Path(__file__).resolve().parent.parent
     monkeypatch.chdir(root)  # the example's paths are relative to the repository root

@@ -14,7 +14,7 @@ pytest.importorskip("pyspark")
 import suse  # noqa: E402
 from suse.errors import InputError, QueryError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
-from suse.spark.jobs.config import parse_config  # noqa: E402
+from suse.spark.jobs.load import parse_config  # noqa: E402
 from suse.spark.jobs.run import run_job  # noqa: E402
 from suse.spark.streaming.aggregate import aggregate_stream, latest  # noqa: E402
 

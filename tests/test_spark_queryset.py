@@ -93,7 +93,7 @@ def test_estimated_probabilities_are_each_querys_own(frame):
 
 def test_a_toml_job_with_two_queries_is_one_aggregate_call(spark, tmp_path, monkeypatch):
     from suse.spark.jobs import run as jobs
-    from suse.spark.jobs.config import load_config
+    from suse.spark.jobs.load import load_config
 
     calls = []
 
@@ -217,7 +217,7 @@ def test_a_streaming_job_with_several_queries_restarts_and_equals_batch(spark, t
 
     from test_spark_streaming import write
 
-    from suse.spark.jobs.config import parse_config
+    from suse.spark.jobs.load import parse_config
     from suse.spark.jobs.run import run_job
     from suse.spark.streaming.aggregate import latest
 

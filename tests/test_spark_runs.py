@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from suse.spark.runners.sorted import _runs  # noqa: E402
+from suse.spark.runners.gathered import key_runs as _runs  # noqa: E402
 
 
 def pandas_runs(batch, keys):

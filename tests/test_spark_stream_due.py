@@ -134,10 +134,10 @@ class _Value:
 def test_unusable_rows_alone_are_reported_not_lost():
     from suse.spark.events.rows import DROPPED, RANK, TIE, TS, VALUE
     from suse.spark.streaming.due import advance_due
-    from suse.spark.runners.sorted import Plan
+    from suse.spark.runners.plan import plan_of
     from suse.spark.streaming.aggregate import _OUTPUT
 
-    plan = Plan("A(B|C)*C", 15, size=5, order="ABC")
+    plan = plan_of("A(B|C)*C", 15, size=5, order="ABC")
     state, due = _Value(), _Value()
     rows = pd.DataFrame({"k": ["p", "p"], TS: [0, 0], RANK: [DROPPED, DROPPED], TIE: [1, 2], VALUE: [1, 1]})
     out = advance_due(plan, 0, PERIOD, ("p",), ["k"], iter([rows]), state, due, None, _OUTPUT)

@@ -11,8 +11,9 @@ pytest.importorskip("pyspark")
 
 import suse  # noqa: E402
 from suse.errors import InputError  # noqa: E402
-from suse.spark.jobs.config import ConfigError, load_config, parse_config  # noqa: E402
-from suse.spark.runners.sorted import Plan  # noqa: E402
+from suse.spark.jobs.config import ConfigError  # noqa: E402
+from suse.spark.jobs.load import load_config, parse_config  # noqa: E402
+from suse.spark.runners.plan import plan_of  # noqa: E402
 from suse.spark.events.timing import TimeAxis, parse_duration  # noqa: E402
 from suse.spark.events.triggers import Trigger, key_hash, parse_trigger  # noqa: E402
 
@@ -116,7 +117,7 @@ def test_bad_triggers(spec, message):
 
 
 def test_plan_maps_ranks_to_characters():
-    plan = Plan("A(B|G)*A", 3, order="GAB")
+    plan = plan_of("A(B|G)*A", 3, order="GAB")
     assert plan.chars(np.array([1, 0, 2, 1])) == b"AGBA"
     assert Trigger("end") == plan.trigger
 

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping, Optional, Sequence, TypedDict, Union
 
-from suse.api import Query, Summary
+from suse.api import Query, Summary, check_name
 from suse.errors import InputError
 
 #: A window or a lateness: an integer in the timestamps' unit, or a duration ("2 hours", a
@@ -46,7 +46,8 @@ class SummarySpec:
     placement: str = "buffer"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "probabilities", _pairs(self.probabilities))
+        p = self.probabilities
+        object.__setattr__(self, "probabilities", tuple(sorted(p.items())) if isinstance(p, Mapping) else p)
 
     @property
     def estimate(self) -> bool:
@@ -86,6 +87,11 @@ class QuerySpec:
     summary: Optional[SummarySpec] = None
     evaluate: Any = None
 
+    def __post_init__(self) -> None:
+        of = self.of
+        if isinstance(of, (list, tuple, set, frozenset)) and all(isinstance(c, str) for c in of):
+            object.__setattr__(self, "of", tuple(sorted(of)))  # hashable; Query checks the letters
+
     @property
     def label(self) -> str:
         return self.name or self.regex
@@ -96,7 +102,7 @@ class QuerySpec:
         it a duration compiles with window 0, enough to check the pattern and its options."""
         if window is None:
             window = self.window if isinstance(self.window, int) and not isinstance(self.window, bool) else 0
-        return _compiled(self.regex, window, self.aggregate, self.policy, _pairs(self.of), self.max_missing)
+        return _compiled(self.regex, window, self.aggregate, self.policy, self.of, self.max_missing)
 
 
 @functools.lru_cache(maxsize=64)
@@ -130,9 +136,12 @@ class InputSpec:
         object.__setattr__(self, "characters", _pairs(self.characters))
 
     @property
-    def predicates(self) -> Optional[dict[str, str]]:
-        """``{char: predicate}``, or None when the characters come from a column."""
-        return None if isinstance(self.characters, str) else dict(self.characters)
+    def predicates(self) -> Any:
+        """``{char: predicate}``, or None when the characters come from a column (anything else
+        given is passed on as it is, for the reader to refuse by name)."""
+        if isinstance(self.characters, str):
+            return None
+        return dict(self.characters) if isinstance(self.characters, tuple) else self.characters
 
     @property
     def character_column(self) -> Optional[str]:
@@ -188,12 +197,9 @@ class JobSpec:
         return self.output.evaluate if query.evaluate is None else query.evaluate
 
 
-class AggregateOptions(TypedDict, total=False):
-    """The keyword arguments of `suse.spark.aggregate` and `aggregate_stream` (docs/SPARK.md)."""
+class BatchOptions(TypedDict, total=False):
+    """The keyword arguments of `suse.spark.aggregate` after the first six (docs/SPARK.md)."""
 
-    characters: Characters
-    timestamp: str
-    partition_by: Union[Sequence[str], str]
     value: Optional[str]
     op: Optional[str]
     timestamp_format: Optional[str]
@@ -203,15 +209,35 @@ class AggregateOptions(TypedDict, total=False):
     strategy: str
     probabilities: Any
     seed: int
-    lateness: Span
     aggregate: str
     policy: str
-    of: Optional[str]
+    of: Any
     max_missing: int
     evaluate: Any
     exact: bool
     elements: bool
     queries: Optional[Mapping[str, Any]]
+
+
+class StreamOptions(TypedDict, total=False):
+    """The keyword arguments of `suse.spark.aggregate_stream` after the first six."""
+
+    value: Optional[str]
+    op: Optional[str]
+    timestamp_format: Optional[str]
+    summary_size: int
+    strategy: str
+    probabilities: Any
+    seed: int
+    lateness: Span
+    aggregate: str
+    policy: str
+    of: Any
+    max_missing: int
+    evaluate: Any
+    queries: Optional[Mapping[str, Any]]
+    idle_timeout: Any
+    on_change: str
 
 
 #: Settings a query of a set may give for itself; the others are the job's.
@@ -224,13 +250,16 @@ _INPUT_KEYS = {f.name for f in fields(InputSpec)}
 _OUTPUT_KEYS = {f.name for f in fields(OutputSpec)}
 
 
-def job_from_options(caller: str, query: Optional[str], window: Optional[Span], options: Mapping[str, Any]) -> JobSpec:
-    """The job that `caller`'s keyword arguments describe; unknown keywords are refused by name."""
-    known = set(AggregateOptions.__annotations__)
+def job_from_options(caller: str, query: Optional[str], window: Optional[Span], options: Mapping[str, Any],
+                     accepted: type) -> JobSpec:
+    """The job that `caller`'s keyword arguments describe (`accepted`: the TypedDict naming
+    the keywords it takes besides the input's first columns); others are refused by name.
+    Options that are not the job's (a stream's idle timeout) are the caller's to read."""
+    known = set(accepted.__annotations__) | {"characters", "timestamp", "partition_by"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise InputError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}; "
-                         f"it takes query, window and {', '.join(sorted(known))}")
+                         f"it takes df, query, window and {', '.join(sorted(known))}")
     if options.get("characters") is None or options.get("timestamp") is None:
         raise InputError(f"{caller} needs characters= and timestamp=")
     for name in ("large_partitions", "elements", "exact"):
@@ -256,8 +285,6 @@ def query_set_entries(queries: Any, window: Optional[Span], shared: Mapping[str,
                       summary: SummarySpec) -> list[QuerySpec]:
     """``{name: regex or {"query": regex, setting: value}}`` -> one QuerySpec per name; a
     setting not given by a query is the job's."""
-    from suse.api import check_name
-
     if not isinstance(queries, Mapping) or not queries:
         raise InputError("queries must be a non-empty mapping from name to a query string or a dict of settings")
     out = []
@@ -280,5 +307,5 @@ def query_set_entries(queries: Any, window: Optional[Span], shared: Mapping[str,
     return out
 
 
-__all__ = ["AggregateOptions", "InputSpec", "JobSpec", "OutputSpec", "QuerySpec", "SummarySpec", "job_from_options",
+__all__ = ["BatchOptions", "StreamOptions", "InputSpec", "JobSpec", "OutputSpec", "QuerySpec", "SummarySpec", "job_from_options",
            "query_set_entries"]

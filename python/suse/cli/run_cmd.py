@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 import typer
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -24,7 +25,7 @@ def run(
 ) -> None:
     """Run a batch or streaming Spark job described by JOB (a TOML file)."""
     try:
-        from suse.spark.jobs.config import load_config
+        from suse.spark.jobs.load import load_config
         from suse.spark.jobs.run import run_job
     except ModuleNotFoundError as exc:
         raise InputError(f"`suse run` needs {exc.name}: pip install 'suse[spark]'") from None

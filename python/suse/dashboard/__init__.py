@@ -81,7 +81,7 @@ def serve(
     from suse.dashboard import checkpoint as ckpt
     from suse.dashboard.live import Settings
     from suse.dashboard.server import bind
-    from suse.spark.jobs.config import load_config, parse_config, tomllib
+    from suse.spark.jobs.load import load_config, parse_config, tomllib
 
     if (job is None) == (replay is None):
         raise InputError("give a job file or --replay NAME (flights, stocks, synthetic), not both or neither")

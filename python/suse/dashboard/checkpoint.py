@@ -24,6 +24,7 @@ import numpy as np
 
 import suse
 from suse.dashboard.live import Live, QueryEvents
+from suse.spec import QuerySpec
 from suse.errors import InputError
 
 VERSION = 2  # 2: streaming states carry dropped and corrupt counts
@@ -84,8 +85,9 @@ def save_events(directory: Path, queries: list[QueryEvents], datetime_axis: bool
         if q.values is not None:
             arrays[f"values{i}"] = q.values
         meta["queries"].append({
-            "label": q.label, "regex": q.regex, "window": q.window, "aggregate": q.aggregate,
-            "policy": q.policy, "keys": [[_plain(k) for k in key] for key in q.keys],
+            "label": q.label, "regex": q.spec.regex, "window": q.spec.window, "aggregate": q.spec.aggregate,
+            "policy": q.spec.policy, "of": q.spec.of, "max_missing": q.spec.max_missing,
+            "keys": [[_plain(k) for k in key] for key in q.keys],
             "probabilities": q.probabilities,
         })
 
@@ -119,8 +121,10 @@ def load_events(directory: Path, job: dict) -> Optional[tuple[list[QueryEvents],
     check_job(directory, meta, job)
     queries = []
     for i, q in enumerate(meta["queries"]):
+        spec = QuerySpec(q["regex"], q["window"], q["aggregate"], q["policy"], q.get("of"), q.get("max_missing", 0),
+                         name=q["label"])
         queries.append(QueryEvents(
-            q["label"], q["regex"], q["window"], q["aggregate"], q["policy"], [tuple(k) for k in q["keys"]],
+            spec, [tuple(k) for k in q["keys"]],
             data[f"pid{i}"], data[f"ts{i}"], data[f"chars{i}"],
             data[f"values{i}"] if f"values{i}" in data else None, q["probabilities"],
         ))

@@ -18,6 +18,7 @@ import numpy as np
 import suse
 from suse.dashboard.numbers import duration_text, number, recall
 from suse.errors import InputError
+from suse.spec import QuerySpec
 
 
 @dataclass
@@ -25,11 +26,7 @@ class QueryEvents:
     """One query's classified events over all partitions, sorted by (time, partition, rank,
     tie): ``pid`` indexes ``keys``, ``chars`` holds the characters as bytes."""
 
-    label: str
-    regex: str
-    window: int
-    aggregate: str
-    policy: str
+    spec: QuerySpec  # its window in the timestamps' unit
     keys: list[tuple]
     pid: np.ndarray  # int32
     ts: np.ndarray  # int64
@@ -39,6 +36,10 @@ class QueryEvents:
 
     def __len__(self) -> int:
         return len(self.ts)
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
 
 
 @dataclass
@@ -64,7 +65,8 @@ class LiveQuery:
     def __init__(self, events: QueryEvents, settings: Settings):
         self.events = events
         self.settings = settings
-        self.query = suse.Query(events.regex, events.window, events.aggregate, events.policy)
+        self.query = events.spec.compile()
+        self.query_label = events.label
         self.parts: dict[int, Partition] = {}
         self.pos = 0  # events[:pos] have been fed
 
@@ -222,9 +224,9 @@ class Live:
             "size": self.settings.size,
             "exact": self.settings.exact,
             "queries": [
-                {"label": lq.events.label, "regex": lq.events.regex,
-                 "window": duration_text(lq.events.window) if self.datetime_axis else str(lq.events.window),
-                 "policy": lq.events.policy, "alphabet": lq.query.alphabet, "partitions": len(lq.events.keys)}
+                {"label": lq.query_label, "regex": lq.query.regex,
+                 "window": duration_text(lq.query.window) if self.datetime_axis else str(lq.query.window),
+                 "policy": lq.query.policy, "alphabet": lq.query.alphabet, "partitions": len(lq.events.keys)}
                 for lq in self.queries
             ],
         }

@@ -8,6 +8,7 @@ preparation (``load_input`` + ``prepare``).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import numpy as np
@@ -18,23 +19,21 @@ from suse.spark.jobs.config import JobConfig
 
 def classify(cfg: JobConfig, console=None) -> tuple[list[QueryEvents], bool]:
     """Every query's events as sorted arrays, and whether time is date-time (epoch seconds)."""
-    from suse.spark.batch.aggregate import prepare
+    from suse.spark.batch.aggregate import cancel_retractions
     from suse.spark.events.rows import RANK, TIE, TS, VALUE
+    from suse.spark.prepare import prepare
     from suse.spark.jobs.run import load_input, spark_errors
     from suse.spark.session import get_session
 
-    inp, summ, ev = cfg.input, cfg.summary, cfg.evaluate
     with spark_errors():
         spark = get_session(cfg.spark.master, cfg.spark.app_name, cfg.spark.options)
         df = load_input(spark, cfg)
         out, datetime_axis = [], False
-        for q in cfg.queries:
-            events, plan = prepare(
-                df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
-                summ.size, summ.strategy, ev.at, ev.exact, q.replicate,
-                None if summ.probabilities == "online" else summ.probabilities,
-                summ.seed, q.aggregate, q.policy, inp.timestamp_format,
-            )
+        for q, spec in zip(cfg.queries, cfg.spec().queries):
+            # each query as its own job, exactly as `suse run` prepares it (retractions included)
+            events, plan = prepare(df, replace(cfg.spec(q.replicate), queries=(spec,), query_set=False))
+            if events.has_op:
+                events = cancel_retractions(events)
             datetime_axis = events.axis.is_datetime
             keys = list(events.keys)
             cols = keys + [TS, RANK, TIE] + ([VALUE] if events.has_value else [])
@@ -52,11 +51,11 @@ def classify(cfg: JobConfig, console=None) -> tuple[list[QueryEvents], bool]:
             pdf = pdf.sort_values([TS, "_pid", RANK, TIE], kind="stable")
             table = np.frombuffer(plan.order.encode("ascii"), dtype=np.uint8)
             out.append(QueryEvents(
-                q.label, q.regex, plan.window, plan.aggregate, plan.policy, key_list,
+                plan.spec, key_list,
                 pdf["_pid"].to_numpy(np.int32), pdf[TS].to_numpy(np.int64),
                 table[pdf[RANK].to_numpy(np.int64)],
                 pdf[VALUE].to_numpy(np.int64) if events.has_value else None,
-                None if plan.probabilities is None else dict(plan.probabilities),
+                plan.summary.probability_map,
             ))
     return out, datetime_axis
 

@@ -65,7 +65,8 @@ class StreamQuery(LiveQuery):
         self.key_names = keys
         self.settings = settings
         self.query = plan.query()
-        self.events = SimpleNamespace(label=label, regex=plan.regex, window=plan.window, policy=plan.policy, keys=[])
+        self.events = SimpleNamespace(label=label, spec=plan.spec, keys=[])
+        self.query_label = label
         self.index: dict[tuple, int] = {}
         self.parts = {}
         self.pos = 0  # events received (late ones included)
@@ -230,25 +231,20 @@ def load(directory: Path, live: StreamLive, job: dict) -> bool:
 
 def start(cfg: JobConfig, settings: Settings, directory: Path, job: dict, fresh: bool, log, on_failure):
     """Start the Structured Streaming query feeding a new StreamLive; returns (live, query)."""
-    from suse.spark.batch.aggregate import prepare
+    from suse.spark.prepare import prepare
     from suse.spark.events.rows import RANK, TIE, TS, VALUE
     from suse.spark.jobs.run import load_input, spark_errors
     from suse.spark.session import get_session
 
     check_streaming_job(cfg)
-    st, inp, summ, (q,) = cfg.streaming, cfg.input, cfg.summary, cfg.queries
+    st, (q,) = cfg.streaming, cfg.queries
     assert st is not None  # the config validator guarantees it
     with spark_errors():
         spark = get_session(cfg.spark.master, cfg.spark.app_name, cfg.spark.options)
         src = load_input(spark, cfg, streaming=True)
-        events, plan = prepare(
-            src, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
-            summ.size, summ.strategy, "end", False, None,
-            None if summ.probabilities == "online" else summ.probabilities,
-            summ.seed, q.aggregate, q.policy, inp.timestamp_format, streaming=True,
-        )
+        events, plan = prepare(src, cfg.spec(), streaming=True)
         lateness = 0 if st.lateness in (0, "0") else events.axis.span(st.lateness, "lateness")
-    plans = {name: replace(plan, strategy=name) for name in settings.strategies}
+    plans = {name: replace(plan, summary=replace(plan.summary, strategy=name)) for name in settings.strategies}
     for p in plans.values():
         p.new_summary()
     keys = list(events.keys)
@@ -279,7 +275,7 @@ def start(cfg: JobConfig, settings: Settings, directory: Path, job: dict, fresh:
         query = (frame.writeStream.foreachBatch(handle)
                  .option("checkpointLocation", str((directory / "spark").resolve()))
                  .trigger(processingTime=trigger).start())
-    log(f"{cfg.name}: watching {inp.path} (micro-batches every {trigger})")
+    log(f"{cfg.name}: watching {cfg.input.path} (micro-batches every {trigger})")
     return live, query
 
 

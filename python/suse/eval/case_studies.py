@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from suse.eval import metrics
-from suse.eval.experiments import _figure, _improvement_axes, _lines, log
+from suse.eval.plotting import figure, improvement_axes, lines, log
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -25,9 +25,10 @@ def partition_streams(config: str, unit: int) -> dict[str, dict[str, tuple[str, 
     divided by ``unit`` (e.g. 3600: epoch seconds -> hours) so windows read naturally."""
     import suse
     from suse.spark.events.rows import RANK, TIE, TS, to_events
-    from suse.spark.jobs.config import load_config
+    from suse.spark.jobs.load import load_config
     from suse.spark.jobs.run import load_input
     from suse.spark.session import get_session
+    from suse.spec import InputSpec
 
     path = Path(config) if Path(config).exists() else REPO / config
     cfg = load_config(path)
@@ -35,8 +36,8 @@ def partition_streams(config: str, unit: int) -> dict[str, dict[str, tuple[str, 
     df = load_input(spark, cfg)
     out = {}
     for q in cfg.queries:
-        ev = to_events(df, cfg.characters, suse.Query(q.regex, 0).alphabet, cfg.input.timestamp,
-                       cfg.input.partition_by)
+        mapping = InputSpec(cfg.input.timestamp, cfg.characters, tuple(cfg.input.partition_by))
+        ev = to_events(df, mapping, suse.Query(q.regex, 0).alphabet)
         frame = ev.usable.toPandas().sort_values([*ev.keys, TS, RANK, TIE])
         frame["char"] = np.array(list(ev.order))[frame[RANK].to_numpy()]
         out[q.label] = {
@@ -129,7 +130,7 @@ def run(p: dict) -> pd.DataFrame:
 
 
 def _regex(config: str, label: str) -> str:
-    from suse.spark.jobs.config import load_config
+    from suse.spark.jobs.load import load_config
 
     path = Path(config) if Path(config).exists() else REPO / config
     return next(q.regex for q in load_config(path).queries if q.label == label)
@@ -137,22 +138,22 @@ def _regex(config: str, label: str) -> str:
 
 def plot(df: pd.DataFrame, path: Path, title: str) -> None:
     queries = list(df["query"].unique())
-    fig, axes = _figure(len(queries) + 2, title, width=3.8)
+    fig, axes = figure(len(queries) + 2, title, width=3.8)
     unit = df["unit"].iloc[0]
     for ax, qname in zip(axes, queries):
         sub = df[df["query"] == qname]
         for k, b in enumerate(sub["baseline"].unique()):
-            _lines(ax, sub[sub["baseline"] == b], "window", "size", "log10_improvement",
+            lines(ax, sub[sub["baseline"] == b], "window", "size", "log10_improvement",
                    style=["-o", "--x"][k % 2], suffix=f" vs {b}")
-        _improvement_axes(ax, f"{qname}: {sub['regex'].iloc[0]}")
+        improvement_axes(ax, f"{qname}: {sub['regex'].iloc[0]}")
         ax.set_xlabel(f"window ({unit})")
     first = df[(df["query"] == queries[0]) & (df["baseline"] == df["baseline"].iloc[0])]
-    _lines(axes[-2], first, "window", "size", "throughput")
+    lines(axes[-2], first, "window", "size", "throughput")
     axes[-2].set(yscale="log", ylabel="events / s", xlabel=f"window ({unit})",
                  title=f"throughput ({queries[0]})")
     w = first["window"].max()
     for y, style in (("latency_min", "-v"), ("latency_mean", "-o"), ("latency_max", "-^")):
-        _lines(axes[-1], first[first["window"] == w], "size", None, y, style, suffix=f" {y[8:]}")
+        lines(axes[-1], first[first["window"] == w], "size", None, y, style, suffix=f" {y[8:]}")
     axes[-1].set(yscale="log", ylabel="seconds per element", title=f"latency, window {w} {unit}")
     for ax in axes[-2:]:
         ax.legend(fontsize=7)

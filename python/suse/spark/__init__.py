@@ -2,7 +2,8 @@
 Structured Streaming with each partition's summary kept in Spark state, and jobs described
 by a TOML file (``suse run``). See docs/SPARK.md."""
 from suse.spark.batch.aggregate import aggregate
-from suse.spark.jobs.config import JobConfig, load_config
+from suse.spark.jobs.config import JobConfig
+from suse.spark.jobs.load import load_config
 from suse.spark.jobs.run import run_job
 from suse.spark.session import get_session
 from suse.spark.streaming.aggregate import aggregate_stream, check_checkpoint, latest

@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from suse.errors import InputError
+from suse.spec import InputSpec
 from suse.spark.events.timing import TimeAxis
 
 # Internal column names; user data never sees them.
@@ -179,25 +180,16 @@ class Events:
         return self.frame.where(F.col(RANK) >= 0)
 
 
-def to_events(
-    df: DataFrame,
-    characters: Mapping[str, str] | str,
-    alphabet: str,
-    timestamp: str,
-    partition_by: Sequence[str] = (),
-    value: str | None = None,
-    timestamp_format: str | None = None,
-    replicate: Sequence[str] = (),
-    streaming: bool = False,
-    keep_all: bool = False,
-    op: str | None = None,
-) -> Events:
+def to_events(df: DataFrame, spec: InputSpec, alphabet: str, *, streaming: bool = False,
+              keep_all: bool = False) -> Events:
     """``keep_all`` (contiguity): rows with no character of the query are events too, fed to
     the engine as the placeholder character :data:`OTHER`, because they break contiguity."""
+    partition_by, value, op, replicate = spec.partition_by, spec.value, spec.op, spec.replicate
     keys = tuple(field(df, k, "partition").name for k in partition_by)
     if len(set(keys)) != len(keys):
         raise InputError(f"partition_by names a column twice: {list(partition_by)}")
-    axis, ts = time_axis(df, timestamp, timestamp_format)
+    axis, ts = time_axis(df, spec.timestamp, spec.timestamp_format)
+    characters = spec.character_column if spec.character_column is not None else spec.predicates
     rank, order = classify(df, characters, alphabet, streaming)
     if keep_all:
         rank, order = F.coalesce(rank, F.lit(len(order))), order + OTHER

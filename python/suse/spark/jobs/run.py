@@ -6,6 +6,7 @@ import functools
 import re
 import threading
 import time
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -19,11 +20,13 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 import suse
 from suse.errors import InputError, SuseError
 from suse.spark.jobs import datasets
-from suse.spark.batch.aggregate import aggregate
+from suse.spark.batch.aggregate import aggregate_job
 from suse.spark.events.rows import analysing, spark_message
-from suse.spark.jobs.config import JobConfig, check_job
+from suse.spark.jobs.config import JobConfig
+from suse.spark.jobs.sinks import FileSink, Sink
+from suse.spark.jobs.load import check_job
 from suse.spark.session import get_session
-from suse.spark.streaming.aggregate import aggregate_stream, check_checkpoint, latest
+from suse.spark.streaming.aggregate import aggregate_stream_job, check_checkpoint, latest
 
 
 @dataclass
@@ -45,7 +48,7 @@ def run_job(cfg: JobConfig, console: Console | None = None) -> JobReport:
         with console.status(f"starting Spark ({cfg.spark.master or 'default master'})"):
             spark = get_session(cfg.spark.master, cfg.spark.app_name, cfg.spark.options)
         run = _stream if cfg.mode == "streaming" else _batch
-        report = run(spark, cfg, console)
+        report = run(spark, cfg, console, FileSink(cfg.output))
     report.seconds = time.perf_counter() - started
     return report
 
@@ -125,37 +128,24 @@ def _catch(key: str, make):
 # --- batch -------------------------------------------------------------------------------------
 
 
-def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
+def _batch(spark: SparkSession, cfg: JobConfig, console: Console, sink: Sink) -> JobReport:
     df = load_input(spark, cfg)
-    inp, summ, ev = cfg.input, cfg.summary, cfg.evaluate
-    probabilities = None if summ.probabilities == "online" else summ.probabilities
+    inp = cfg.input
     results = []
-    if len(cfg.queries) > 1 and len({tuple(q.replicate or ()) for q in cfg.queries}) == 1:
+    job = cfg.spec(cfg.queries[0].replicate)
+    if job.query_set and len({tuple(q.replicate or ()) for q in cfg.queries}) == 1:
         # One job for the whole set: rows are classified, shuffled and sorted once.
-        out = aggregate(
-            df, characters=cfg.characters, timestamp=inp.timestamp, partition_by=inp.partition_by, value=inp.value,
-            summary_size=summ.size, strategy=summ.strategy, evaluate=ev.at, exact=ev.exact,
-            replicate=cfg.queries[0].replicate, probabilities=probabilities, seed=summ.seed,
-            timestamp_format=inp.timestamp_format, queries=query_set(cfg), op=inp.op,
-            large_partitions=inp.large_partitions, elements=cfg.output.elements,
-        )
+        out = aggregate_job(df, job)
         results.append(out.select("query", *[c for c in out.columns if c != "query"]))
-    for q in cfg.queries if not results else ():
-        out = aggregate(
-            df, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
-            summ.size, summ.strategy, ev.at, ev.exact, q.replicate, probabilities, summ.seed,
-            q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing, op=inp.op,
-            large_partitions=inp.large_partitions, elements=cfg.output.elements,
-        )
-        results.append(out.select(F.lit(q.label).alias("query"), "*"))
+    for q, spec in zip(cfg.queries, job.queries) if not results else ():
+        one = dataclasses.replace(cfg.spec(q.replicate), queries=(spec,), query_set=False)
+        results.append(aggregate_job(df, one).select(F.lit(q.label).alias("query"), "*"))
     # Queries with aggregate min/max add min/max columns and approximate queries
     # count_by_missing; the others get NULLs there.
     result = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), results).persist()
     try:
-        writer = _for_format(result, cfg.output.format).write.mode(cfg.output.mode).format(cfg.output.format)
-        writer = writer.option("header", "true")  # CSV only; other formats ignore it
         with spark_progress(spark, console, f"{cfg.name}: running"):
-            writer.save(cfg.output.path)
+            sink.write(result)
         keys = [f.name for f in result.schema.fields[1 : 1 + len(inp.partition_by)]]
         newest = latest(result, ["query", *keys], by="evaluated_at")
         top = _top(newest, cfg.output.show)
@@ -163,12 +153,6 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
     finally:
         result.unpersist()
     return JobReport(cfg.output.path, keys, top, dropped=dropped, corrupt=corrupt)
-
-
-def query_set(cfg: JobConfig) -> dict[str, dict]:
-    """The job's queries as ``queries=`` of aggregate/aggregate_stream, by label."""
-    return {q.label: {"query": q.regex, "window": q.window, "aggregate": q.aggregate, "policy": q.policy,
-                      "of": q.of, "max_missing": q.max_missing} for q in cfg.queries}
 
 
 def _counted(newest: DataFrame, by_query: bool = False) -> tuple[int, int]:
@@ -180,15 +164,6 @@ def _counted(newest: DataFrame, by_query: bool = False) -> tuple[int, int]:
     return (row[0] or 0, row[1] or 0) if row else (0, 0)
 
 
-def _for_format(df: DataFrame, fmt: str) -> DataFrame:
-    # CSV has no arrays: the retained elements (and count_by_missing) become JSON strings.
-    if fmt != "csv":
-        return df
-    if "elements" in df.columns:
-        df = df.withColumn("elements", F.to_json("elements"))
-    return df.withColumn("count_by_missing", F.to_json("count_by_missing")) if "count_by_missing" in df.columns else df
-
-
 def _top(df: DataFrame, n: int) -> list[dict]:
     if n == 0:
         return []
@@ -198,46 +173,19 @@ def _top(df: DataFrame, n: int) -> list[dict]:
 # --- streaming ---------------------------------------------------------------------------------
 
 
-def _stream(spark: SparkSession, cfg: JobConfig, console: Console) -> JobReport:
-    st, inp, summ = cfg.streaming, cfg.input, cfg.summary
+def _stream(spark: SparkSession, cfg: JobConfig, console: Console, sink: Sink) -> JobReport:
+    st, inp = cfg.streaming, cfg.input
     assert st is not None  # the config validator guarantees it
     check_checkpoint(st.checkpoint)  # before any Spark work: an old checkpoint is refused
     src = load_input(spark, cfg, streaming=True)
-    probabilities = None if summ.probabilities == "online" else summ.probabilities
     multi = len(cfg.queries) > 1
-    if multi:  # one streaming query for the set; rows carry a `query` column
-        out = aggregate_stream(
-            src, characters=cfg.characters, timestamp=inp.timestamp, partition_by=inp.partition_by, value=inp.value,
-            summary_size=summ.size, strategy=summ.strategy, lateness=st.lateness, probabilities=probabilities,
-            seed=summ.seed, timestamp_format=inp.timestamp_format, on_change=st.on_change, evaluate=cfg.evaluate.at,
-            queries=query_set(cfg), op=inp.op,
-        )
-    else:
-        (q,) = cfg.queries
-        out = aggregate_stream(
-            src, q.regex, q.window, cfg.characters, inp.timestamp, inp.partition_by, inp.value,
-            summ.size, summ.strategy, st.lateness, probabilities,
-            summ.seed, q.aggregate, q.policy, inp.timestamp_format, of=q.of, max_missing=q.max_missing,
-            on_change=st.on_change, evaluate=cfg.evaluate.at, op=inp.op,
-        )
-    writer = (
-        _for_format(out, cfg.output.format).writeStream.format(cfg.output.format)
-        .option("path", cfg.output.path).option("checkpointLocation", st.checkpoint).option("header", "true")
-        .outputMode("append")
-    )
-    if st.trigger == "available_now":
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=st.trigger)
-    query = writer.start()
+    out = aggregate_stream_job(src, cfg.spec(), on_change=st.on_change)
+    query = sink.start(out, st.checkpoint, st.trigger)
     batches = _watch(query, console, cfg.name, st.timeout)
     keys = list(inp.partition_by)
-    if not _has_output(spark, cfg):
+    written = sink.read(spark)
+    if written is None:  # no input files yet
         return JobReport(cfg.output.path, keys, [], batches=batches)
-    written = spark.read.format(cfg.output.format).option("header", "true").load(cfg.output.path)
-    for name, kind in (("events", "long"), ("late_events", "long"), ("count_double", "double"),
-                       ("dropped_events", "long"), ("corrupt_records", "long")):
-        written = written.withColumn(name, F.col(name).cast(kind))  # CSV reads strings
     newest = latest(written, ["query", *keys] if multi else keys)
     top = _top(newest, cfg.output.show)
     dropped, corrupt = _counted(newest, by_query=multi)
@@ -269,14 +217,6 @@ def _watch(query, console: Console, name: str, timeout: float | None) -> int:
         raise query.exception()
     note()
     return len(rows)
-
-
-def _has_output(spark: SparkSession, cfg: JobConfig) -> bool:
-    try:
-        spark.read.format(cfg.output.format).load(cfg.output.path).schema
-        return True
-    except PySparkException:  # nothing written yet (no input files)
-        return False
 
 
 # --- plumbing ----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from suse import _core
 from suse.spark.events.rows import CORRUPT, DROPPED, RANK, TIE, TS, VALUE
-from suse.spark.runners.sorted import ARROW_TYPES, ELEMENT, RESULT_DDL, Plan, _runs, as_float
+from suse.spark.runners.plan import ARROW_TYPES, ELEMENT, RESULT_DDL, Plan, as_float
 
 
 def serves(plan: object) -> bool:
@@ -42,13 +42,13 @@ def run_grouped(
         if pending:
             batch = batch.select(pending[0].schema.names)
             if _same_key(pending[-1], batch, keys):
-                if len(_runs(batch, keys)[0]) == 1:  # the whole batch continues it
+                if len(key_runs(batch, keys)[0]) == 1:  # the whole batch continues it
                     pending.append(batch)
                     continue
                 batch = _concat([*pending, batch])
             else:
                 yield from _evaluate(plan, templates, keys, _concat(pending), ts_col, rank_col, value_col)
-        starts, stops = _runs(batch, keys)
+        starts, stops = key_runs(batch, keys)
         pending = [batch.slice(int(starts[-1]))]
         yield from _evaluate(plan, templates, keys, batch.slice(0, int(starts[-1])), ts_col, rank_col, value_col,
                              starts[:-1], stops[:-1])
@@ -75,7 +75,7 @@ def _same_key(before: pa.RecordBatch, after: pa.RecordBatch, keys: Sequence[str]
     """Whether ``after``'s first row has the key of ``before``'s last (NULLs equal, as in
     Spark's grouping)."""
     pair = _concat([before.slice(before.num_rows - 1), after.slice(0, 1)])
-    return len(_runs(pair, keys)[0]) == 1
+    return len(key_runs(pair, keys)[0]) == 1
 
 
 def _evaluate(
@@ -325,3 +325,26 @@ def _times(plan: Plan, key_columns: list[pa.Array], ts: np.ndarray,
     eval_offsets = np.concatenate([[0], np.cumsum([len(t) for t in times])]).astype(np.int64)
     flat = np.concatenate(times).astype(np.int64) if times else np.empty(0, np.int64)
     return flat, eval_offsets
+
+
+def key_runs(batch: pa.RecordBatch, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Start and stop of each stretch of equal keys in a batch sorted by the keys."""
+    n = batch.num_rows
+    if not keys:
+        return np.array([0]), np.array([n])
+    if n > 1 and not any(pa.types.is_floating(batch.schema.field(k).type) for k in keys):
+        # Vectorised: a row starts a run where any key differs from the row before (a NULL
+        # equals a NULL, as in Spark's grouping). Floats (NaN) take the pandas path below.
+        changed = np.zeros(n - 1, dtype=bool)
+        for k in keys:
+            col = batch.column(k)
+            a, b = col.slice(1), col.slice(0, n - 1)
+            differ = pc.fill_null(pc.not_equal(a, b), False)
+            differ = pc.or_(differ, pc.xor(pc.is_null(a), pc.is_null(b)))
+            changed |= differ.to_numpy(zero_copy_only=False)
+        edges = np.concatenate([[0], np.flatnonzero(changed) + 1, [n]])
+        return edges[:-1], edges[1:]
+    frame = batch.select(list(keys)).to_pandas()
+    ids = frame.groupby(list(keys), sort=False, dropna=False).ngroup().to_numpy()
+    edges = np.concatenate([[0], np.flatnonzero(np.diff(ids)) + 1, [n]])
+    return edges[:-1], edges[1:]

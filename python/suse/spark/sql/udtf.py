@@ -36,7 +36,8 @@ from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, SelectedColumn
 
 import suse
 from suse.errors import InputError
-from suse.spark.runners.sorted import EXACT_DDL, RESULT_DDL, Plan, empty_row, evaluate_partition, result_columns
+from suse.spark.runners.plan import EXACT_DDL, RESULT_DDL, Plan, empty_row, evaluate_partition, result_columns
+from suse.spec import QuerySpec, SummarySpec
 from suse.spark.events.timing import TimeAxis
 from suse.spark.events.triggers import parse_trigger
 
@@ -187,9 +188,8 @@ def analyse(table: Any, args: tuple, kwargs: dict) -> Analysis:
     if not isinstance(exact, bool):
         raise InputError(f"{NAME}: exact must be true or false, got {exact!r}")
     plan = Plan(
-        opts["query"], window, opts.get("aggregate", "count"), opts.get("policy", "any"),
-        opts.get("summary_size", 500), opts.get("strategy", "suse"),
-        None if probabilities is None else tuple(sorted(probabilities.items())), opts.get("seed", 0),
+        QuerySpec(opts["query"], window, opts.get("aggregate", "count"), opts.get("policy", "any")),
+        SummarySpec(opts.get("summary_size", 500), opts.get("strategy", "suse"), probabilities, opts.get("seed", 0)),
         parse_trigger(_evaluate(opts.get("evaluate", "end")), axis, window), exact,
         # rank = position in the alphabet, as for a character column in aggregate
         query.alphabet + "".join(c for c in query.negated if c not in query.alphabet),

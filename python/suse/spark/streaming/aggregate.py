@@ -30,11 +30,11 @@ Never are two configurations mixed.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import logging
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -43,19 +43,24 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+from typing_extensions import Unpack
 
 import suse
 from suse.errors import InputError, StateError
-from suse.spark.batch.aggregate import prepare, spark_frame
-from suse.spark.events.rows import CORRUPT, DROPPED, OP, RANK, TIE, TS, VALUE, quoted
-from suse.spark.runners.sorted import APPROX_DDL, EXTREMA_DDL, RESULT_DDL, Plan, as_float
+from suse.spec import JobSpec, StreamOptions, job_from_options
+from suse.spark.events.rows import OP, RANK, TIE, TS, VALUE, quoted
+from suse.spark.events.timing import duration_seconds
+from suse.spark.events.triggers import parse_trigger
+from suse.spark.prepare import prepare, prepare_multi, spark_frame
+from suse.spark.runners.plan import APPROX_DDL, EXTREMA_DDL, RESULT_DDL, Plan, as_float
+from suse.spark.streaming.due import advance_due, next_timer
+from suse.spark.streaming.pending import PENDING, ingest
 
 STATE_DDL = (
     "summary binary, pending binary, watermark long, max_ts long, late long, fed long, dropped long, corrupt long"
 )
 STREAM_DDL = (RESULT_DDL.replace(" events long,", " events long, late_events long, pending_events long,")
               + ", expired boolean, migrated boolean, rejected_retractions long")
-PENDING = np.dtype([("ts", "<i8"), ("rank", "<i4"), ("tie", "<i8"), ("value", "<i8")])
 _ALL = "_suse_all"  # the single group key when there is no partitioning
 _OUTPUT = [  # STREAM_DDL's columns after the keys, in order
     "evaluated_at", "count", "sum", "avg", "count_double", "sum_double", "detected_count", "events",
@@ -88,22 +93,7 @@ def aggregate_stream(
     characters: Mapping[str, str] | str | None = None,
     timestamp: str | None = None,
     partition_by: Sequence[str] | str = (),
-    value: str | None = None,
-    summary_size: int = 500,
-    strategy: str = "suse",
-    lateness: str | int | dt.timedelta = 0,
-    probabilities: Mapping[str, float] | None = None,
-    seed: int = 0,
-    aggregate: str = "count",
-    policy: str = "any",
-    timestamp_format: str | None = None,
-    idle_timeout: str | dt.timedelta | None = None,
-    of: str | None = None,
-    max_missing: int = 0,
-    on_change: str = "error",
-    op: str | None = None,
-    queries: Mapping[str, Any] | None = None,
-    evaluate: Any = None,
+    **options: Unpack[StreamOptions],
 ) -> DataFrame:
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
     ``late_events``, ``pending_events`` and ``expired``), one row per partition per
@@ -134,35 +124,36 @@ def aggregate_stream(
     Spark's global one, ``lateness`` behind the newest event) has passed it, also when the
     partition received nothing: event-time timers (suse.spark.streaming.due)."""
     spark_frame(df, "aggregate_stream")
-    if on_change not in ON_CHANGE:
-        raise InputError(f"on_change must be one of {', '.join(ON_CHANGE)}; got {on_change!r}")
     if not df.isStreaming:
         raise InputError("aggregate_stream needs a streaming DataFrame (spark.readStream); use aggregate for batch data")
-    if isinstance(probabilities, str):
-        raise InputError("streaming jobs take probabilities as a mapping or None (estimated online)")
-    if characters is None or timestamp is None:
-        raise InputError("aggregate_stream needs characters= and timestamp=")
-    if queries is not None:
-        from suse.spark.runners.multi import prepare_multi, set_defaults
+    given = {"characters": characters, "timestamp": timestamp, "partition_by": partition_by, **options}
+    stream_only = {k: given.pop(k) for k in ("idle_timeout", "on_change") if k in given}
+    job = job_from_options("aggregate_stream", query, window, {"evaluate": None, **given}, StreamOptions)
+    return aggregate_stream_job(df, job, **stream_only)
 
-        defaults = set_defaults(query, of, max_missing, None, window=window, aggregate=aggregate, policy=policy,
-                                summary_size=summary_size, strategy=strategy, probabilities=probabilities, seed=seed,
-                                evaluate="end")
-        for name, spec in queries.items():
-            if isinstance(spec, Mapping) and ("evaluate" in spec or isinstance(spec.get("probabilities"), str)):
-                raise InputError(f"query {name!r}: a streaming query takes no 'evaluate' and probabilities as a "
-                                 "mapping or None")
-        events, plan = prepare_multi(df, queries, defaults, characters, timestamp, partition_by, value, False, None,
-                                     timestamp_format, streaming=True, op=op)
-    elif query is None or window is None:
-        raise InputError("aggregate_stream needs query= and window= (or queries=)")
+
+def aggregate_stream_job(df: DataFrame, job: JobSpec, idle_timeout: str | dt.timedelta | None = None,
+                         on_change: str = "error") -> DataFrame:
+    """A whole job over a streaming DataFrame (what `aggregate_stream`'s arguments describe)."""
+    if on_change not in ON_CHANGE:
+        raise InputError(f"on_change must be one of {', '.join(ON_CHANGE)}; got {on_change!r}")
+    multi = job.query_set
+    for q in job.queries:
+        where = f"query {q.label!r}: " if multi else ""
+        if isinstance(job.summary_for(q).probabilities, str):
+            raise InputError(f"{where}streaming jobs take probabilities as a mapping or None (estimated online)")
+        if multi and q.evaluate is not None:
+            raise InputError(f"query {q.label!r}: a streaming query takes no 'evaluate'")
+    evaluate = job.output.evaluate
+    if multi and evaluate not in (None, "end"):
+        raise InputError("evaluate = {every = ...} is for single queries; a query set reports once per micro-batch")
+    # the per-micro-batch rows, or due times (below): not a batch trigger
+    job = dataclasses.replace(job, output=dataclasses.replace(job.output, evaluate="end"))
+    if multi:
+        events, plan = prepare_multi(df, job, streaming=True)
     else:
-        events, plan = prepare(
-            df, query, window, characters, timestamp, partition_by, value, summary_size, strategy,
-            "end", False, None, probabilities, seed, aggregate, policy, timestamp_format, streaming=True, of=of,
-            max_missing=max_missing, op=op,
-        )
-    multi = queries is not None
+        events, plan = prepare(df, job, streaming=True)
+    lateness, characters = job.summary.lateness, job.input.characters
     late_units = 0 if lateness in (0, "0") else events.axis.span(lateness, "lateness")
     if multi:  # per query, named: a changed set is a changed configuration too
         config = [{"name": name, **fingerprint(p, late_units, characters)} for name, p, _ in plan.plans]
@@ -170,13 +161,9 @@ def aggregate_stream(
         config = fingerprint(plan, late_units, characters)
     idle_ms = None
     if idle_timeout is not None:
-        from suse.spark.events.timing import duration_seconds
-
         idle_ms = duration_seconds(idle_timeout) * 1000
         if idle_ms <= 0:
             raise InputError("idle_timeout must be a positive duration such as '1 hour'")
-    if multi and evaluate not in (None, "end"):
-        raise InputError("evaluate = {every = ...} is for single queries; a query set reports once per micro-batch")
     period = None if multi else _period(evaluate, events.axis, plan.window)
     if period and events.has_op:
         raise InputError("an op column (retractions) and evaluate = {every = ...} cannot be combined yet")
@@ -227,8 +214,6 @@ def _period(evaluate: Any, axis: Any, window: int) -> int | None:
     """The due-time period of ``evaluate`` in the time axis' unit, or None (per micro-batch)."""
     if evaluate is None or evaluate == "end":
         return None
-    from suse.spark.events.triggers import parse_trigger
-
     if not (isinstance(evaluate, dict) and "every" in evaluate):
         raise InputError(
             f"aggregate_stream: evaluate must be None (a row per micro-batch) or {{'every': DURATION}} "
@@ -299,8 +284,6 @@ class _Processor(StatefulProcessor):
 
     def _due(self, key, rows, timerValues, migrated: bool = False) -> Iterator[pd.DataFrame]:
         """Rows at the due times the watermark has passed; then a timer at the next one."""
-        from suse.spark.streaming.due import advance_due, next_timer
-
         ms = timerValues.getCurrentWatermarkInMs()
         known = ms // self.scale if ms > 0 else None  # Spark starts at 0: no watermark yet
         state, due = _State(self.state), _State(self.due)
@@ -403,50 +386,6 @@ def _named(row: pd.DataFrame, name: str, keys: Sequence[str], extra: Sequence[st
     return row[[*keys, "query", *_OUTPUT, *extra]]
 
 
-def ingest(plan: Plan, lateness: int, key: tuple, batches: Iterator[pd.DataFrame], state: Any,
-           global_watermark: int | None = None) -> SimpleNamespace:
-    """One micro-batch's rows joined to a partition's saved state: unusable rows counted, late
-    events counted and left out, the rest merged into the pending buffer in (timestamp, rank,
-    tie) order, the watermark moved on. ``global_watermark``: Spark's, when due times run on
-    it. Returns the state's fields plus ``minus`` (the batch's retractions, op "-")."""
-    frames = list(batches)
-    pdf = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        {RANK: np.empty(0, "i4"), TS: np.empty(0, "i8"), TIE: np.empty(0, "i8"), VALUE: np.empty(0, "i8")})
-    ranks = pdf[RANK].to_numpy()
-    n_dropped, n_corrupt = int((ranks == DROPPED).sum()), int((ranks == CORRUPT).sum())
-    pdf = pdf[ranks >= 0]  # counted above, never fed
-    if pdf[VALUE].isna().any():  # Spark's own check (raise_error) normally fires first
-        raise suse.InputError(f"partition {tuple(key)}: the value column is NULL for some events; fill or filter them")
-    new = np.empty(len(pdf), dtype=PENDING)
-    new["ts"], new["rank"], new["tie"], new["value"] = pdf[TS], pdf[RANK], pdf[TIE], pdf[VALUE]
-    minus = np.empty(0, PENDING)
-    if OP in pdf:  # a micro-batch has no order: its events go in first, then its retractions
-        is_minus = pdf[OP].to_numpy() < 0
-        minus, new = new[is_minus], new[~is_minus]
-    if state.exists:
-        blob, pending, watermark, max_ts, late, fed, dropped, corrupt = state.get
-        summary = suse.Summary.from_bytes(bytes(blob))
-        pending = np.frombuffer(bytes(pending), dtype=PENDING)
-    else:
-        summary, pending, watermark, max_ts, late, fed = plan.new_summary(), np.empty(0, PENDING), None, None, 0, 0
-        dropped, corrupt = 0, 0
-    if global_watermark is not None:  # Spark's watermark as it stood before this micro-batch
-        watermark = global_watermark if watermark is None else max(watermark, global_watermark)
-    if watermark is not None:
-        is_late = new["ts"] < watermark
-        late += int(is_late.sum())
-        new = new[~is_late]
-    if len(new):
-        top = int(new["ts"].max())
-        max_ts = top if max_ts is None else max(max_ts, top)
-        watermark = max_ts - lateness if watermark is None else max(watermark, max_ts - lateness)
-    pending = np.concatenate([pending, new])
-    pending = pending[np.lexsort((pending["tie"], pending["rank"], pending["ts"]))]
-    return SimpleNamespace(summary=summary, pending=pending, minus=minus, watermark=watermark, max_ts=max_ts,
-                           late=late, fed=fed, dropped=dropped + n_dropped, corrupt=corrupt + n_corrupt,
-                           n_dropped=n_dropped, n_corrupt=n_corrupt)
-
-
 def advance(
     plan: Plan, lateness: int, key: tuple, keys: Sequence[str], batches: Iterator[pd.DataFrame], state: Any,
     flush: bool = False, retractions: Any = None,
@@ -515,14 +454,15 @@ def _retract(pending: np.ndarray, minus: np.ndarray) -> tuple[np.ndarray, int]:
 
 def fingerprint(plan: Plan, lateness: int, characters: Any) -> dict:
     """What a partition's state depends on; compared on every restart."""
+    q, s = plan.spec, plan.summary
     return {
-        "query": plan.regex, "window": plan.window, "aggregate": plan.aggregate, "policy": plan.policy,
-        "summary_size": plan.size, "strategy": plan.strategy,
-        "probabilities": None if plan.probabilities is None else [list(p) for p in plan.probabilities],
-        "seed": plan.seed, "characters": characters if isinstance(characters, str) else dict(characters),
+        "query": q.regex, "window": plan.window, "aggregate": q.aggregate, "policy": q.policy,
+        "summary_size": s.size, "strategy": s.strategy,
+        "probabilities": None if s.probabilities is None else [list(p) for p in s.probabilities],
+        "seed": s.seed, "characters": characters if isinstance(characters, str) else dict(characters),
         "order": plan.order, "lateness": lateness,
         # Newer settings, compared only when the saved state records them.
-        "of": plan.of, "max_missing": plan.max_missing,
+        "of": plan.query().of, "max_missing": q.max_missing,
     }
 
 

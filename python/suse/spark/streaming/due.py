@@ -15,8 +15,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from suse.spark.runners.sorted import Plan, as_float
-from suse.spark.streaming.aggregate import PENDING, ingest
+from suse.spark.runners.plan import Plan, as_float
+from suse.spark.streaming.pending import PENDING, ingest
 
 
 
