@@ -1,0 +1,488 @@
+"""The condition language of ``where``: parser, checks against the query, evaluator, analysis.
+
+The evaluator is checked against ``conditions_oracle``, a second evaluator written
+independently (Python's ``ast`` over a token rewrite), on random conditions and elements with
+NULLs, ties and duplicate values."""
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import conditions_oracle
+from suse.errors import InputError, QueryError
+from suse.query.conditions import (
+    MAX_OFFSET,
+    And,
+    Arithmetic,
+    Boolean,
+    Comparison,
+    ConditionError,
+    IsNull,
+    Negate,
+    Not,
+    Number,
+    Or,
+    Reference,
+    String,
+    data_value,
+    evaluate,
+    evaluate_expression,
+    format_condition,
+    parse_condition,
+    parse_where,
+    truth,
+)
+
+
+def ref(letter, attribute, navigation="last", offset=0):
+    return Reference(letter, attribute, navigation, offset)
+
+
+def p(text, letter="B"):
+    return parse_condition(text, letter).root
+
+
+# --- parsing ------------------------------------------------------------------------------
+
+
+def test_precedence_follows_sql():
+    assert p("B.a = 1 OR B.b = 2 AND NOT B.c = 3") == Or(
+        (
+            Comparison("=", ref("B", "a"), Number(Fraction(1))),
+            And((Comparison("=", ref("B", "b"), Number(Fraction(2))), Not(Comparison("=", ref("B", "c"), Number(Fraction(3)))))),
+        )
+    )
+    assert p("-B.x * 2 + 1 > 0") == Comparison(
+        ">", Arithmetic("+", Arithmetic("*", Negate(ref("B", "x")), Number(Fraction(2))), Number(Fraction(1))), Number(Fraction(0))
+    )
+    assert p("B.x - 1 - 2 < 0").left == Arithmetic("-", Arithmetic("-", ref("B", "x"), Number(Fraction(1))), Number(Fraction(2)))
+
+
+def test_navigation_forms():
+    assert p("B.p = LAST(B.p)") == Comparison("=", ref("B", "p"), ref("B", "p"))
+    assert p("last(B.p, 2) < first(A.q, 1)") == Comparison("<", ref("B", "p", "last", 2), ref("A", "q", "first", 1))
+    assert p("FIRST(A.q) IS NOT NULL") == IsNull(ref("A", "q", "first", 0), True)
+
+
+def test_literals_are_exact():
+    assert p("B.p = 0.1").right == Number(Fraction(1, 10))
+    assert p("B.s = 'it''s'").right == String("it's")
+    assert p("B.f = true OR B.f = FALSE") == Or(
+        (Comparison("=", ref("B", "f"), Boolean(True)), Comparison("=", ref("B", "f"), Boolean(False)))
+    )
+    assert p("B.a != 1").op == "<>"
+
+
+def test_positions_on_every_node():
+    root = p("B.p > LAST(B.p, 1) AND B.s IS NULL")
+    assert root.position == 19  # the AND
+    comparison, is_null = root.operands
+    assert (comparison.position, comparison.left.position, comparison.right.position) == (4, 0, 6)
+    assert (is_null.position, is_null.operand.position) == (27, 23)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "B.p > LAST(B.p, 1)",
+        "LAST(B.p, 1) IS NULL OR B.p > LAST(B.p, 1)",
+        "NOT (B.a = 1 OR B.b = 2) AND B.c <> 'x''y'",
+        "-(-B.p) <= 2.50 * (A.q - 1) / 3",
+        "(B.p > 1) = TRUE",
+        "B.timestamp - LAST(B.timestamp, 1) <= 5",
+    ],
+)
+def test_format_reads_back_the_same_tree(text):
+    root = p(text)
+    assert p(format_condition(root)) == root
+
+
+# --- errors, with their positions ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, position, says",
+    [
+        ("", 0, "empty condition"),
+        ("B.p >", 5, "ends where a value"),
+        ("B.p > > 1", 6, "expected a value"),
+        ("(B.p > 1", 0, "unclosed '('"),
+        ("B.p > 1)", 7, "unmatched ')'"),
+        ("B.p < 1 < 2", 8, "do not chain"),
+        ("B.p = NULL", 6, "IS NULL"),
+        ("B.p IS 1", 7, "expected NULL"),
+        ("avg(B.p) > 1", 0, "AVG() is not supported"),
+        ("B.p > Sum(B.p)", 6, "without enumerating"),
+        ("B.p = PREV(B.p)", 6, "PREV navigates the rows of the stream"),
+        ("B.p = abs(B.p)", 6, "unknown function abs()"),
+        ("LAST(B.p, 1.5) > 1", 10, "non-negative integer"),
+        ("LAST(B.p, -1) > 1", 10, "non-negative integer"),
+        (f"LAST(B.p, {MAX_OFFSET + 1}) > 1", 10, "exceeds the limit"),
+        ("LAST(B) > 1", 5, "is not a value"),
+        ("LAST(B.p > 1", 9, "expected ')'"),
+        ("Bx.p > 1", 0, "is not a letter"),
+        ("p > 1", 0, "is not a value"),
+        ("B. > 1", 3, "attribute name"),
+        ("B.p > 'abc", 6, "unclosed string"),
+        ("B.p > 80%", 8, "0.8 *"),
+        ("B.p > 1.2.3", 6, "malformed number"),
+        ("B.p # 1", 4, "unexpected symbol"),
+        ("B.p + 'a' > 1", 6, "arithmetic needs numbers"),
+        ("-TRUE = B.p", 1, "arithmetic needs numbers"),
+        ("'a' = 1", 4, "compares a string with a number"),
+        ("B.p > 1 = TRUE", 8, "do not chain"),
+        ("B.p + 1", 4, "must be true or false"),
+        ("B.ok AND 'x'", 9, "must be true or false"),
+        ("B.p / 0 > 1", 4, "division by zero"),
+        ("B.p / (1 - 1) > 1", 4, "division by zero"),
+        ("(" * 101 + "B.f" + ")" * 101, 100, "nests deeper"),
+    ],
+)
+def test_errors_name_the_position(text, position, says):
+    with pytest.raises(ConditionError) as info:
+        parse_condition(text, "B")
+    assert info.value.position == position, info.value
+    assert says in str(info.value)
+    assert info.value.letter == "B" and info.value.query == text
+    assert isinstance(info.value, QueryError)
+
+
+def test_not_a_string():
+    with pytest.raises(QueryError):
+        parse_condition(3, "B")
+
+
+# --- checks against the query -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query, where, letter, position, says",
+    [
+        ("A B C", {"D": "D.p > 1"}, "D", 0, "not a letter of the query"),
+        ("A B C", {"BC": "B.p > 1"}, "BC", 0, "not a letter of the query"),
+        ("A !E B", {"E": "E.p > 1"}, "E", 0, "not a letter of the query"),
+        ("A B C", {"B": "B.p > E.p"}, "B", 6, "E is not a letter"),
+        ("A B C", {"B": "B.p > C.p"}, "B", 6, "no C comes before a B"),
+        ("A B C", {"B": "B.p > LAST(B.p, 1)"}, "B", 6, "at most 1"),
+        ("A B{1,3} C", {"B": "B.p > LAST(B.p, 3)"}, "B", 6, "needs 4 B elements"),
+        ("A B{1,3} C", {"C": "C.p > FIRST(B.p, 3)"}, "C", 6, "at most 3"),
+        ("A B{1,3} C", {"C": "C.p > LAST(B.p, 3)"}, "C", 6, "at most 3"),
+        ("(A|B) C", {"B": "B.p > A.p"}, "B", 6, "no A comes before a B"),
+    ],
+)
+def test_where_checks_against_the_query(query, where, letter, position, says):
+    with pytest.raises(ConditionError) as info:
+        parse_where(query, where)
+    assert (info.value.letter, info.value.position) == (letter, position), info.value
+    assert says in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "query, where",
+    [
+        ("A B{1,3} C", {"B": "B.p > LAST(B.p, 2)", "C": "C.p > LAST(B.p, 2) AND C.p > FIRST(B.p, 2)"}),
+        ("A B+ C", {"B": "B.p > LAST(B.p, 999)"}),
+        ("A (B C)* D", {"D": "D.p > LAST(C.p, 50)"}),
+        ("A B+ !C", {"B": "B.p > A.p"}),  # a negation at the end: the words are those of A B+
+        ("A (B | !X C)", {"C": "C.p = A.p"}),
+        ("A . B", {"B": "B.p > LAST(B.p, 1)", "A": "A.p > 0"}),  # '.' can be a B
+    ],
+)
+def test_where_accepts_navigation_a_match_can_fill(query, where):
+    assert set(parse_where(query, where).conditions) == set(where)
+
+
+def test_where_must_be_a_mapping():
+    with pytest.raises(QueryError):
+        parse_where("A B", ["B.p > 1"])
+
+
+# --- analysis -----------------------------------------------------------------------------
+
+
+def uses_of(query, letter, condition):
+    analysis = parse_where(query, {letter: condition}).analyses[letter]
+    return analysis, [(u.letter, u.attribute, u.kind, u.n, u.always_previous) for u in analysis.uses]
+
+
+def test_rising_run_is_adjacent():
+    analysis, uses = uses_of("A B+ C", "B", "LAST(B.p, 1) IS NULL OR B.p > LAST(B.p, 1)")
+    assert uses == [("B", "p", "last", 1, True), ("B", "p", "current", 0, False)]
+    assert analysis.adjacent and not analysis.self_only
+    assert analysis.previous_letters == {"A", "B"} and not analysis.can_be_first
+    compared = analysis.compared
+    assert (format_condition(compared.current), compared.op, compared.null_reference) == ("B.p", ">", True)
+
+
+def test_previous_b_is_not_adjacent_when_another_letter_can_intervene():
+    analysis, uses = uses_of("A (B D)+ C", "B", "B.p > LAST(B.p, 1)")
+    assert uses[1] == ("B", "p", "last", 1, False)
+    assert not analysis.adjacent and analysis.compared.reference.kind == "last"
+
+
+def test_other_letters_and_first():
+    analysis, uses = uses_of("A B* C", "C", "C.p < A.p AND C.q = FIRST(B.q) AND C.k = 'x'")
+    assert uses == [
+        ("C", "p", "current", 0, False),
+        ("A", "p", "last", 1, False),
+        ("C", "q", "current", 0, False),
+        ("B", "q", "first", 0, False),
+        ("C", "k", "current", 0, False),
+    ]
+    assert [c.self_only for c in analysis.conjuncts] == [False, False, True]
+    assert [c.compared.reference.letter for c in analysis.conjuncts[:2]] == ["A", "B"]
+    assert analysis.compared is None  # a conjunction, not one comparison
+
+
+def test_self_only_refines_the_letter():
+    analysis, _ = uses_of("A B+", "B", "B.kind = 'x' AND B.p > 2 * B.q")
+    assert analysis.self_only and not analysis.adjacent and analysis.compared is None
+
+
+@pytest.mark.parametrize(
+    "condition, current, op",
+    [
+        ("C.p < B.p", "C.p", "<"),
+        ("B.p > C.p", "C.p", "<"),
+        ("C.t - B.t <= 5", "C.t - 5", "<="),
+        ("C.v < 0.8 * B.v", "C.v / 0.8", "<"),
+        ("2 * C.v + 1 >= -B.v", "-(2 * C.v + 1)", "<="),
+        ("C.from = B.to", "C.from", "="),
+        ("B.p / 4 + B.p / 4 <> C.p", "C.p / 0.5", "<>"),
+        ("B.p > C.p - 1", "C.p - 1", "<"),
+    ],
+)
+def test_compared_form(condition, current, op):
+    analysis = parse_where("A B+ C", {"C": condition}).analyses["C"]
+    assert (format_condition(analysis.compared.current), analysis.compared.op) == (current, op)
+
+
+@pytest.mark.parametrize("condition", ["C.p < B.p * C.q", "C.p < B.p - B.p", "C.p < A.p + B.p", "C.p < B.p OR C.p > 1", "NOT C.p < B.p"])
+def test_no_compared_form(condition):
+    assert parse_where("A B+ C", {"C": condition}).analyses["C"].compared is None
+
+
+values = st.one_of(
+    st.none(),
+    st.integers(-3, 3),
+    st.fractions(min_value=-3, max_value=3, max_denominator=4),
+    st.sampled_from([0.5, 0.1, -1.25, float("nan")]),
+)
+
+
+@given(
+    condition=st.sampled_from(["C.t - B.t <= 5", "C.v < 0.8 * B.v", "2 * C.v + 1 >= -B.v", "B.p / 4 + B.p / 4 <> C.p", "B.v IS NULL OR C.v > B.v"]),
+    current=values,
+    earlier=values,
+)
+def test_compared_form_means_the_condition(condition, current, earlier):
+    """The compared form holds exactly when the condition does, NULLs included."""
+    analysis = parse_where("A B+ C", {"C": condition}).analyses["C"]
+    compared = analysis.compared
+    names = ("t", "v", "p")
+    before = [("A", 0, {}), ("B", 1, dict.fromkeys(names, earlier))]
+    element = ("C", 2, dict.fromkeys(names, current))
+    cond = parse_where("A B+ C", {"C": condition}).conditions["C"]
+    left = evaluate_expression(compared.current, cond, before, element)
+    right = data_value(earlier, "")
+    if right is None:
+        expected = compared.null_reference
+    elif left is None:
+        expected = False
+    else:
+        from suse.query.conditions import compare
+
+        expected = compare(compared.op, left, right)
+    assert evaluate(cond, before, element) == expected
+
+
+# --- data values and evaluation -----------------------------------------------------------
+
+
+def test_data_values():
+    assert data_value(0.1, "") == Fraction(1, 10)
+    assert data_value(Decimal("2.50"), "") == Fraction(5, 2)
+    assert data_value(float("nan"), "") is None and data_value(None, "") is None
+    assert data_value(True, "") is True and data_value("x", "") == "x"
+    with pytest.raises(InputError, match="infinite"):
+        data_value(float("inf"), "")
+    with pytest.raises(InputError, match="list"):
+        data_value([1], "")
+
+
+def test_numpy_and_pandas_values():
+    np = pytest.importorskip("numpy")
+    pd = pytest.importorskip("pandas")
+    assert data_value(np.int64(3), "") == 3 and data_value(np.float64(0.1), "") == Fraction(1, 10)
+    assert data_value(np.float32(0.1), "") == Fraction(1, 10)
+    assert data_value(np.bool_(True), "") is True and data_value(pd.NA, "") is None
+
+
+def test_navigation_and_nulls():
+    cond = parse_condition("LAST(B.p, 1) IS NULL OR B.p > LAST(B.p, 1)", "B")
+    a = ("A", 0, {"p": 9})
+    assert evaluate(cond, [a], ("B", 1, {"p": 1}))  # the first B
+    assert evaluate(cond, [a, ("B", 1, {"p": 1})], ("B", 2, {"p": 2}))
+    assert not evaluate(cond, [a, ("B", 1, {"p": 2})], ("B", 2, {"p": 2}))  # a tie is not a rise
+    assert evaluate(cond, [a, ("B", 1, {"p": None})], ("B", 2, {"p": 0}))  # a NULL reading
+    strict = parse_condition("B.p > LAST(B.p, 1)", "B")
+    assert truth(strict, [a], ("B", 1, {"p": 1})) is None and not evaluate(strict, [a], ("B", 1, {"p": 1}))
+    first = parse_condition("FIRST(B.p) = B.p AND FIRST(B.p, 1) IS NULL", "B")
+    assert evaluate(first, [a], ("B", 1, {"p": 4}))  # FIRST at the first B is the element itself
+    assert not evaluate(first, [a, ("B", 1, {"p": 4})], ("B", 2, {"p": 4}))
+
+
+def test_division_by_zero_is_null():
+    cond = parse_condition("B.p / B.q > 1 OR B.p / B.q IS NULL", "B")
+    assert evaluate(cond, [], ("B", 0, {"p": 1, "q": 0}))
+    assert evaluate(parse_condition("B.p / 3 * 3 = B.p", "B"), [], ("B", 0, {"p": 1, "q": 0}))  # exact
+
+
+def test_timestamp_is_the_elements_time():
+    cond = parse_condition("B.timestamp - A.timestamp <= 5", "B")
+    assert evaluate(cond, [("A", 10, {})], ("B", 15, {"timestamp": 999}))
+    assert not evaluate(cond, [("A", 10, {})], ("B", 16, {}))
+
+
+def test_missing_attribute_is_an_input_error_naming_it():
+    cond = parse_condition("B.p > A.price OR TRUE", "B")
+    with pytest.raises(InputError, match="'price'"):
+        evaluate(cond, [("A", 0, {"p": 1})], ("B", 1, {"p": 2}))
+    # an element that does not exist is NULL, not an error
+    assert evaluate(cond, [], ("B", 1, {"p": 2}))
+
+
+def test_type_errors_in_the_data():
+    with pytest.raises(InputError, match="compares"):
+        evaluate(parse_condition("B.p > 1", "B"), [], ("B", 0, {"p": "x"}))
+    with pytest.raises(InputError, match="not a number"):
+        evaluate(parse_condition("B.p + 1 > 1", "B"), [], ("B", 0, {"p": True}))
+    with pytest.raises(InputError, match="not true or false"):
+        evaluate(parse_condition("B.flag", "B"), [], ("B", 0, {"flag": 1}))
+    assert evaluate(parse_condition("B.flag AND NOT B.other", "B"), [], ("B", 0, {"flag": True, "other": False}))
+
+
+# --- random conditions: round trips, malformed text, the independent evaluator ------------
+
+LETTERS = "AB"
+_names = {"number": ("p", "q", "timestamp"), "string": ("s",), "boolean": ("f",)}
+
+
+def _references(kind):
+    return st.builds(
+        Reference,
+        st.sampled_from(LETTERS),
+        st.sampled_from(_names[kind]),
+        st.sampled_from(["last", "first"]),
+        st.integers(0, 2),
+    )
+
+
+_numbers = st.builds(Number, st.sampled_from([Fraction(0), Fraction(1), Fraction(2), Fraction(5, 2), Fraction(1, 10), Fraction(7)]))
+_divisors = st.builds(Number, st.sampled_from([Fraction(1), Fraction(2), Fraction(1, 4)]))
+
+
+def _numeric(children):
+    return st.one_of(
+        st.builds(Negate, children),
+        st.builds(Arithmetic, st.sampled_from("+-*"), children, children),
+        st.builds(Arithmetic, st.just("/"), children, st.one_of(_divisors, _references("number"))),
+    )
+
+
+numeric = st.recursive(st.one_of(_numbers, _references("number")), _numeric, max_leaves=5)
+strings = st.one_of(st.builds(String, st.sampled_from(["", "a", "b", "it's", "A"])), _references("string"))
+_comparison_op = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
+
+
+def _boolean(children):
+    return st.one_of(
+        st.builds(Not, children),
+        st.builds(And, st.lists(children, min_size=2, max_size=3).map(tuple)),
+        st.builds(Or, st.lists(children, min_size=2, max_size=3).map(tuple)),
+    )
+
+
+atoms = st.one_of(
+    st.builds(Comparison, _comparison_op, numeric, numeric),
+    st.builds(Comparison, _comparison_op, strings, strings),
+    st.builds(IsNull, st.one_of(numeric, strings, _references("boolean")), st.booleans()),
+    st.builds(Boolean, st.booleans()),
+    _references("boolean"),
+)
+conditions = st.recursive(atoms, _boolean, max_leaves=6)
+
+
+@given(conditions)
+def test_random_conditions_read_back(root):
+    text = format_condition(root)
+    assert parse_condition(text, "B").root == root
+
+
+def test_keywords_ignore_case():
+    assert p("B.p > 1 aNd NoT B.q iS nOt NuLl oR tRuE") == p("B.p > 1 AND NOT B.q IS NOT NULL OR TRUE")
+    assert p("last(B.p, 1) = First(A.p)") == p("LAST(B.p, 1) = FIRST(A.p)")
+
+
+_noise = st.text(alphabet="AB.pq()',<>=!+-*/ 0123456789 ANDORNOTISNULLASTFIRSTavg", max_size=40)
+
+
+@given(_noise)
+def test_malformed_text_only_raises_query_errors(text):
+    try:
+        parse_condition(text, "B")
+    except QueryError as err:
+        assert 0 <= err.position <= len(text)
+
+
+@given(conditions, st.data())
+def test_mutated_conditions_only_raise_query_errors(root, data):
+    text = format_condition(root)
+    i = data.draw(st.integers(0, len(text)))
+    j = data.draw(st.integers(i, min(len(text), i + 3)))
+    mutated = text[:i] + data.draw(st.sampled_from(["", "(", ")", "'", "-", " AND ", "=", "."])) + text[j:]
+    try:
+        parse_condition(mutated, "B")
+    except QueryError as err:
+        assert 0 <= err.position <= len(mutated)
+
+
+_data_numbers = st.one_of(st.none(), st.integers(-2, 2), st.sampled_from([0.5, 2.5, 0.1, float("nan")]), st.fractions(-2, 2, max_denominator=3))
+_attribute_maps = st.fixed_dictionaries(
+    {"p": _data_numbers, "q": _data_numbers, "s": st.one_of(st.none(), st.sampled_from(["", "a", "b", "it's"])), "f": st.one_of(st.none(), st.booleans())}
+)
+
+
+def _element(letter):
+    return st.tuples(st.just(letter), st.integers(0, 3), _attribute_maps)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(conditions, st.sampled_from(LETTERS), st.data())
+def test_evaluator_agrees_with_the_independent_oracle(root, owner, data):
+    text = format_condition(root)
+    before = data.draw(st.lists(st.sampled_from(LETTERS).flatmap(_element), max_size=4))
+    current = data.draw(_element(owner))
+    if data.draw(st.integers(0, 3)) == 0:  # sometimes an element lacks an attribute
+        victim = data.draw(st.sampled_from(before + [current]))
+        victim[2].pop(data.draw(st.sampled_from(sorted(victim[2]))), None)
+    condition = parse_condition(text, owner)
+    try:
+        expected = conditions_oracle.truth(text, owner, before, current)
+    except conditions_oracle.OracleError:
+        with pytest.raises(InputError):
+            truth(condition, before, current)
+        return
+    assert truth(condition, before, current) is expected
+
+
+def test_the_oracle_parses_what_suse_parses():
+    """Each evaluator refuses the other's blind spots: a sanity check on the oracle itself."""
+    for text in ["B.a < 1 < 2", "avg(B.p) > 1", "B.p IS 1"]:
+        with pytest.raises(conditions_oracle.OracleError):
+            conditions_oracle.truth(text, "B", [], ("B", 0, {"p": 1, "a": 1}))
+    assert conditions_oracle.truth("B.from = 'x'", "B", [], ("B", 0, {"from": "x"})) is True
