@@ -434,10 +434,6 @@ def _describe(token: _Token) -> str:
     return "the end of the condition" if token.kind == "end" else repr(token.text)
 
 
-def _position(node: Expression) -> int:
-    return node.position
-
-
 # --- static types ----------------------------------------------------------------------
 
 
@@ -477,7 +473,7 @@ def _check_types(root: Expression, error) -> None:
             for operand in _children(node):
                 kind = _static_type(operand)
                 if kind not in (None, "number"):
-                    raise error(f"arithmetic needs numbers, but {format_condition(operand)} is a {kind}", _position(operand))
+                    raise error(f"arithmetic needs numbers, but {format_condition(operand)} is a {kind}", operand.position)
             if isinstance(node, Arithmetic) and node.op == "/" and _constant(node.right) == 0:
                 raise error("division by zero: the value would always be NULL", node.position)
         elif isinstance(node, Comparison):
@@ -492,7 +488,7 @@ def _check_types(root: Expression, error) -> None:
 def _require_boolean(node: Expression, error) -> None:
     kind = _static_type(node)
     if kind not in (None, "boolean"):
-        raise error(f"a condition must be true or false, but {format_condition(node)} is a {kind}", _position(node))
+        raise error(f"a condition must be true or false, but {format_condition(node)} is a {kind}", node.position)
 
 
 def _constant(node: Expression) -> Optional[Fraction]:
@@ -1105,7 +1101,9 @@ def _linear(node: Expression, use: Use, uses: Mapping[int, Use]):
         else:
             rest = Arithmetic(node.op, left[0], right[0], node.position)
         return rest, left[1] + sign * right[1]
-    factor_side, other = (node.left, node.right) if node.op == "*" and _constant(node.left) is not None else (node.right, node.left)
+    # a product with a constant factor on either side, or a quotient by a constant
+    constant_left = node.op == "*" and _constant(node.left) is not None
+    factor_side, other = (node.left, node.right) if constant_left else (node.right, node.left)
     factor = _constant(factor_side)
     if factor is None or factor == 0:
         return None
@@ -1113,7 +1111,6 @@ def _linear(node: Expression, use: Use, uses: Mapping[int, Use]):
     if inner is None:
         return None
     rest, coefficient = inner
-    scale = factor if node.op == "*" else 1 / factor
     if rest is not None:
-        rest = Arithmetic(node.op, rest, factor_side, node.position) if node.op == "/" or factor_side is node.right else Arithmetic("*", factor_side, rest, node.position)
-    return rest, coefficient * scale
+        rest = Arithmetic(node.op, *((factor_side, rest) if constant_left else (rest, factor_side)), node.position)
+    return rest, coefficient * (factor if node.op == "*" else 1 / factor)
