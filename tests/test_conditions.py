@@ -13,14 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import conditions_oracle
-from suse.errors import InputError, QueryError
+from suse.errors import ConditionError, InputError, QueryError
 from suse.query.conditions import (
+    MAX_DEPTH,
+    MAX_NESTING,
     MAX_OFFSET,
     And,
     Arithmetic,
     Boolean,
     Comparison,
-    ConditionError,
     IsNull,
     Negate,
     Not,
@@ -139,7 +140,9 @@ def test_format_reads_back_the_same_tree(text):
         ("B.ok AND 'x'", 9, "must be true or false"),
         ("B.p / 0 > 1", 4, "division by zero"),
         ("B.p / (1 - 1) > 1", 4, "division by zero"),
-        ("(" * 101 + "B.f" + ")" * 101, 100, "nests deeper"),
+        ("(" * (MAX_NESTING + 1) + "B.f" + ")" * (MAX_NESTING + 1), MAX_NESTING, "nests deeper"),
+        ("NOT " * (MAX_NESTING + 1) + "B.f", 4 * MAX_NESTING, "nests deeper"),
+        ("B.p" + " + 1" * MAX_DEPTH + " > 0", 0, "nests deeper"),
     ],
 )
 def test_errors_name_the_position(text, position, says):

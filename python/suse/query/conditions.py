@@ -50,11 +50,14 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from suse.errors import InputError, QueryError
+from suse.errors import ConditionError, InputError, QueryError
+from suse.query.automaton import compile_regex
+from suse.query.parser import Alternation, Concat, Negation, Repeat, alphabet_of, format_query, parse
 
 MAX_OFFSET = 1000  # largest n in LAST(X.col, n) / FIRST(X.col, n)
-MAX_CONDITION_LENGTH = 10_000  # characters; keeps the recursive parser's depth bounded
-MAX_NESTING = 100
+MAX_CONDITION_LENGTH = 10_000  # characters
+MAX_NESTING = 50  # parentheses, NOT and unary minus inside each other (the parser recurses)
+MAX_DEPTH = 200  # depth of the tree, e.g. 1 + 1 + ... (evaluation and formatting recurse)
 
 #: Functions refused by name, with the reason.
 _AGGREGATE_REASON = (
@@ -74,15 +77,6 @@ _KEYWORDS = {"AND", "OR", "NOT", "IS", "NULL", "TRUE", "FALSE"}
 _NAVIGATIONS = {"LAST", "FIRST"}
 COMPARISONS = ("=", "<>", "<", "<=", ">", ">=")
 _FLIPPED = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-
-
-class ConditionError(QueryError):
-    """A malformed condition: ``position`` is the 0-based offset into the condition text
-    (``query``), ``letter`` the letter whose condition it is."""
-
-    def __init__(self, message: str, position: int, condition: str, letter: str):
-        self.letter = letter
-        super().__init__(f"condition of {letter}: {message}", position, condition)
 
 
 # --- syntax tree ------------------------------------------------------------------------
@@ -234,6 +228,8 @@ def parse_condition(text: str, letter: str) -> Condition:
         raise ConditionError(f"condition longer than {MAX_CONDITION_LENGTH} characters", 0, text, letter)
     parser = _Parser(text, letter)
     root = parser.condition()
+    if _depth(root) > MAX_DEPTH:
+        raise parser.error(f"condition nests deeper than {MAX_DEPTH} levels", 0)
     _check_types(root, parser.error)
     _require_boolean(root, parser.error)
     return Condition(letter, root, text)
@@ -465,6 +461,15 @@ def walk(node: Expression):
         current = stack.pop()
         yield current
         stack.extend(reversed(_children(current)))
+
+
+def _depth(root: Expression) -> int:
+    deepest, stack = 0, [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in _children(node))
+    return deepest
 
 
 def _check_types(root: Expression, error) -> None:
@@ -814,13 +819,12 @@ class _Shape:
     negation filters matches by the events between their elements, never by their word)."""
 
     def __init__(self, query: str):
-        from suse.query.automaton import compile_regex  # the compiler, only where needed
-        from suse.query.parser import alphabet_of, format_query, parse
-
         tree = parse(query)
         self.alphabet = alphabet_of(tree)
-        positive = _without_negations(tree)
-        automaton = compile_regex(format_query(positive))
+        try:
+            automaton = compile_regex(format_query(_without_negations(tree)))
+        except QueryError as err:  # a limit: its position would be in the rewritten query
+            raise QueryError(err.message, 0, query) from None
         self.start = automaton.start
         self.edges = [(s, c, t) for (s, c), t in automaton.transitions.items()]
         self.sources = {c: {s for s, d, _ in self.edges if d == c} for c in self.alphabet}
@@ -886,8 +890,6 @@ class _Shape:
 
 def _without_negations(node):
     """The tree with every negation removed (an emptied alternative becomes optional)."""
-    from suse.query.parser import Alternation, Concat, Negation, Repeat
-
     if isinstance(node, Negation):
         return None
     if isinstance(node, Concat):
