@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import conditions_oracle
-from suse.errors import ConditionError, InputError, QueryError
+from suse.errors import ConditionError, InputError, QueryError, SuseWarning
 from suse.query.conditions import (
     MAX_DEPTH,
     MAX_NESTING,
@@ -489,3 +489,36 @@ def test_the_oracle_parses_what_suse_parses():
         with pytest.raises(conditions_oracle.OracleError):
             conditions_oracle.truth(text, "B", [], ("B", 0, {"p": 1, "a": 1}))
     assert conditions_oracle.truth("B.from = 'x'", "B", [], ("B", 0, {"from": "x"})) is True
+
+
+# --- warnings, the columns to read, the documented example --------------------------------
+
+
+@pytest.mark.parametrize(
+    "condition",
+    ["B.p > LAST(B.p, 1)", "B.ok AND B.p <> LAST(B.p, 2)", "NOT B.p = FIRST(B.p, 1)", "(B.p > LAST(B.p, 1) OR B.q > LAST(B.q, 1)) AND B.r > 0"],
+)
+def test_warns_when_no_first_element_can_pass(condition):
+    with pytest.warns(SuseWarning, match="never satisfied at a match's first B"):
+        parse_where("A B+ C", {"B": condition})
+
+
+@pytest.mark.parametrize(
+    "condition",
+    ["LAST(B.p, 1) IS NULL OR B.p > LAST(B.p, 1)", "B.p > A.p", "B.p = FIRST(B.p)", "NOT (B.p > LAST(B.p, 1) AND FALSE)", "B.p > LAST(B.p, 1) OR B.q > 1"],
+)
+def test_no_warning_when_a_first_element_can_pass(condition, recwarn):
+    parse_where("A B+ C", {"B": condition})
+    assert not [w for w in recwarn if issubclass(w.category, SuseWarning)]
+
+
+def test_attributes_to_read():
+    w = parse_where("A B+ C", {"B": "B.p > A.q AND B.timestamp - A.timestamp < 5", "C": "C.s = FIRST(B.s)"})
+    assert w.attributes() == {"A": ("q",), "B": ("p", "s"), "C": ("s",)}
+
+
+def test_the_documented_example():
+    w = parse_where("A B+ C", {"B": "LAST(B.p, 1) IS NULL OR B.p > LAST(B.p, 1)", "C": "C.p < 0.8 * B.p"})
+    assert evaluate(w.conditions["B"], [("A", 0, {"p": 5}), ("B", 1, {"p": 3})], ("B", 2, {"p": 4}))
+    c = w.analyses["C"].compared
+    assert (format_condition(c.current), c.op, c.reference.letter, c.reference.always_previous) == ("C.p / 0.8", "<", "B", True)

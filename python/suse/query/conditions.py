@@ -45,12 +45,13 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import warnings
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from suse.errors import ConditionError, InputError, QueryError
+from suse.errors import ConditionError, InputError, QueryError, SuseWarning
 from suse.query.automaton import compile_regex
 from suse.query.parser import Alternation, Concat, Negation, Repeat, alphabet_of, format_query, parse
 
@@ -813,6 +814,16 @@ class Where:
     conditions: Mapping[str, Condition]
     analyses: Mapping[str, Analysis]
 
+    def attributes(self) -> dict[str, tuple[str, ...]]:
+        """Per letter, the attributes some condition reads from its elements (sorted;
+        ``timestamp`` left out): the columns an engine must find before it counts."""
+        read: dict[str, set[str]] = {}
+        for analysis in self.analyses.values():
+            for use in analysis.uses:
+                if use.attribute != "timestamp":
+                    read.setdefault(use.letter, set()).add(use.attribute)
+        return {letter: tuple(sorted(names)) for letter, names in sorted(read.items())}
+
 
 class _Shape:
     """What the words of a query allow, from its automaton with negations left out (a
@@ -975,7 +986,49 @@ def parse_where(query: str, where: Mapping[str, str]) -> Where:
         uses = tuple(_check_use(reference, condition, shape) for reference in _references(condition.root))
         conditions[letter] = condition
         analyses[letter] = _analyse(condition, uses, shape)
+        _warn_if_first_fails(condition, uses)
     return Where(query, conditions, analyses)
+
+
+def _warn_if_first_fails(condition: Condition, uses: tuple[Use, ...]) -> None:
+    """Warn when the condition of X can never hold at a match's first X: it reads earlier X's
+    (NULL there) in a way no NULL can satisfy, as ``B.p > LAST(B.p, 1)`` does."""
+    absent = {
+        use.reference
+        for use in uses
+        if use.letter == condition.letter and (use.kind == "last" or (use.kind == "first" and use.n > 0))
+    }
+    if absent and _rejects_null(condition.root, absent):
+        shown = format_condition(next(iter(absent)))
+        warnings.warn(
+            f"condition of {condition.letter}: never satisfied at a match's first {condition.letter}, "
+            f"where {shown} is NULL, so no match with a {condition.letter} counts; to let the first "
+            f"one pass write {shown} IS NULL OR (...)",
+            SuseWarning,
+            stacklevel=3,
+        )
+
+
+def _null_when(node: Expression, absent: set[Reference]) -> bool:
+    """``node`` is NULL whenever the references ``absent`` are."""
+    if isinstance(node, Reference):
+        return node in absent
+    if isinstance(node, (Negate, Arithmetic, Comparison, Not)):
+        return any(_null_when(child, absent) for child in _children(node))
+    if isinstance(node, (And, Or)):
+        return all(_null_when(child, absent) for child in node.operands)
+    return False
+
+
+def _rejects_null(node: Expression, absent: set[Reference]) -> bool:
+    """``node`` is never TRUE while the references ``absent`` are NULL."""
+    if _null_when(node, absent):
+        return True
+    if isinstance(node, And):
+        return any(_rejects_null(child, absent) for child in node.operands)
+    if isinstance(node, Or):
+        return all(_rejects_null(child, absent) for child in node.operands)
+    return False
 
 
 def _references(root: Expression) -> list[Reference]:
