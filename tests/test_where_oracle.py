@@ -87,7 +87,7 @@ def test_oracle_agrees_with_suse_evaluator(events, query, window, data):
         return all(evaluate(parsed[e[0]], chosen[:k], e) for k, e in enumerate(chosen) if e[0] in parsed)
 
     expected = sorted(idx for idx in plain if holds(idx))
-    assert where_matches(query, events, window, where) == expected
+    assert sorted(where_matches(query, events, window, where)) == expected
 
 
 def _absence_by_definition(base: str, negated: str, events, window: int, at):
