@@ -184,6 +184,7 @@ def test_where_checks_against_the_query(query, where, letter, position, says):
     assert says in str(info.value)
 
 
+@pytest.mark.filterwarnings("ignore::suse.errors.SuseWarning")  # navigation is the point here
 @pytest.mark.parametrize(
     "query, where",
     [
@@ -221,6 +222,7 @@ def test_rising_run_is_adjacent():
     assert (format_condition(compared.current), compared.op, compared.null_reference) == ("B.p", ">", True)
 
 
+@pytest.mark.filterwarnings("ignore::suse.errors.SuseWarning")  # navigation is the point here
 def test_previous_b_is_not_adjacent_when_another_letter_can_intervene():
     analysis, uses = uses_of("A (B D)+ C", "B", "B.p > LAST(B.p, 1)")
     assert uses[1] == ("B", "p", "last", 1, False)

@@ -283,18 +283,18 @@ class _Parser:
             raise self.error(f"condition nests deeper than {MAX_NESTING} levels", position)
 
     def disjunction(self) -> Expression:
-        operands, keywords = [self.conjunction()], []
-        while self.keyword("OR"):
-            keywords.append(self.advance().position)
-            operands.append(self.conjunction())
-        return operands[0] if len(operands) == 1 else Or(tuple(operands), keywords[0])
+        return self.connected("OR", self.conjunction, Or)
 
     def conjunction(self) -> Expression:
-        operands, keywords = [self.negation()], []
-        while self.keyword("AND"):
+        return self.connected("AND", self.negation, And)
+
+    def connected(self, word: str, operand, node_type) -> Expression:
+        """``operand (word operand)*``, one n-ary node placed at the first ``word``."""
+        operands, keywords = [operand()], []
+        while self.keyword(word):
             keywords.append(self.advance().position)
-            operands.append(self.negation())
-        return operands[0] if len(operands) == 1 else And(tuple(operands), keywords[0])
+            operands.append(operand())
+        return operands[0] if len(operands) == 1 else node_type(tuple(operands), keywords[0])
 
     def negation(self) -> Expression:
         if self.keyword("NOT"):
@@ -325,17 +325,17 @@ class _Parser:
         return left
 
     def sum(self) -> Expression:
-        node = self.product()
-        while self.peek().kind == "op" and self.peek().text in "+-":
-            token = self.advance()
-            node = Arithmetic(token.text, node, self.product(), token.position)
-        return node
+        return self.arithmetic("+-", self.product)
 
     def product(self) -> Expression:
-        node = self.unary()
-        while self.peek().kind == "op" and self.peek().text in "*/":
+        return self.arithmetic("*/", self.unary)
+
+    def arithmetic(self, ops: str, operand) -> Expression:
+        """``operand (op operand)*`` for ``op`` in ``ops``, left-associative."""
+        node = operand()
+        while self.peek().kind == "op" and self.peek().text in ops:
             token = self.advance()
-            node = Arithmetic(token.text, node, self.unary(), token.position)
+            node = Arithmetic(token.text, node, operand(), token.position)
         return node
 
     def unary(self) -> Expression:
