@@ -15,6 +15,8 @@ import itertools
 import re
 from typing import Callable, Iterable, Mapping
 
+from conditions_oracle import holds
+
 try:  # Python >= 3.11
     import re._parser as _sre_parse
 except ImportError:  # pragma: no cover - Python 3.10
@@ -829,8 +831,6 @@ def _final_gap(events, idx, window: int, at, negated: str) -> str:
 
 def satisfies_where(events, idx, where: Mapping[str, str]) -> bool:
     """Every element of ``idx`` (in time order) satisfies its letter's condition."""
-    from conditions_oracle import holds
-
     chosen = [(events[i][0], events[i][1], _attributes(events[i])) for i in idx]
     return all(
         holds(where[element[0]], element[0], chosen[:k], element)

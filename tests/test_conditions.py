@@ -524,3 +524,29 @@ def test_the_documented_example():
     assert evaluate(w.conditions["B"], [("A", 0, {"p": 5}), ("B", 1, {"p": 3})], ("B", 2, {"p": 4}))
     c = w.analyses["C"].compared
     assert (format_condition(c.current), c.op, c.reference.letter, c.reference.always_previous) == ("C.p / 0.8", "<", "B", True)
+
+
+# --- the query's shape, against every word of a finite language ---------------------------
+
+
+@pytest.mark.parametrize("query", ["A B{1,3} C", "A (B|C){0,2} B", "(A B | B A) C?", "A (B C){1,2} (B|D)", "A !E B{2} C"])
+def test_shape_against_every_word(query):
+    import itertools
+    import re
+
+    from oracle import query_letters, query_to_python_regex
+    from suse.query.conditions import _Shape
+
+    letters, negated = query_letters(query)
+    positive = re.sub(r"!\w", "", query)  # the words of a query do not depend on its negations
+    pattern = re.compile(query_to_python_regex(positive))
+    words = ["".join(w) for n in range(1, 9) for w in itertools.product(letters, repeat=n) if pattern.fullmatch("".join(w))]
+    shape = _Shape(query)
+    for x in letters:
+        spots = [(w, i) for w in words for i, c in enumerate(w) if c == x]
+        assert shape.can_be_first(x) == any(i == 0 for _, i in spots)
+        assert shape.previous_letters(x) == {w[i - 1] for w, i in spots if i > 0}
+        for z in letters:
+            assert shape.most_before(x, z) == max(w[:i].count(z) for w, i in spots)
+            nearest_is_previous = all(w[i - 1] == z for w, i in spots if z in w[:i])
+            assert shape.nearest_is_previous(x, z) == nearest_is_previous, (x, z)
