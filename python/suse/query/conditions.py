@@ -42,6 +42,7 @@ NULL (as in SQLite and MySQL): the condition then fails instead of the count.
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import re
@@ -619,13 +620,20 @@ class _Context:
         return self.read(element, reference)
 
     def read(self, element: Element, reference: Reference) -> Value:
-        where = f"condition of {self.condition.letter}: {format_condition(reference)}"
         if reference.attribute == "timestamp":
-            return data_value(element[1], where)
-        attributes = element[2]
-        if reference.attribute not in attributes:
-            raise InputError(f"{where}: the {element[0]} element has no attribute {reference.attribute!r}")
-        return data_value(attributes[reference.attribute], where)
+            raw = element[1]
+        else:
+            attributes = element[2]
+            if reference.attribute not in attributes:
+                raise InputError(f"{self.where(reference)}: the {element[0]} element has no attribute {reference.attribute!r}")
+            raw = attributes[reference.attribute]
+        kind = type(raw)
+        if kind is int or kind is str or kind is bool or raw is None:  # the common cases, fast
+            return raw
+        return data_value(raw, self.where(reference))
+
+    def where(self, reference: Reference) -> str:
+        return f"condition of {self.condition.letter}: {format_condition(reference)}"
 
 
 def data_value(raw: Any, where: str) -> Value:
@@ -648,11 +656,19 @@ def data_value(raw: Any, where: str) -> Value:
             raise InputError(f"{where}: an infinite value cannot be compared exactly")
         if isinstance(raw, Decimal):
             return Fraction(raw)
-        try:
-            return Fraction(str(raw))  # the shortest decimal that reads back as this float
-        except ValueError:
-            return Fraction(float(raw))
+        return _float_value(raw)
     raise InputError(f"{where}: a value of type {type(raw).__name__} is not a number, string or boolean")
+
+
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: a float32 and a float64 can be equal yet print differently
+def _float_value(raw) -> Union[int, Fraction]:
+    """A finite float as the shortest decimal that reads back as it (an int when whole)."""
+    if float(raw).is_integer():
+        return int(raw)
+    try:
+        return Fraction(str(raw))
+    except ValueError:  # a float type whose str is not a plain decimal
+        return Fraction(float(raw))
 
 
 def _kind(value: Value) -> str:
