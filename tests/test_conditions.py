@@ -554,3 +554,31 @@ def test_shape_against_every_word(query):
             assert shape.most_before(x, z) == max(w[:i].count(z) for w, i in spots)
             nearest_is_previous = all(w[i - 1] == z for w, i in spots if z in w[:i])
             assert shape.nearest_is_previous(x, z) == nearest_is_previous, (x, z)
+
+
+def test_unqualified_names_read_the_current_element_on_request():
+    with pytest.raises(ConditionError, match="is not a value"):
+        parse_condition("price > LAST(B.price, 1)", "B")
+    sql = parse_condition("kind = 'B' AND price > LAST(B.price, 1)", "B", unqualified=True)
+    assert sql.root == p("B.kind = 'B' AND B.price > LAST(B.price, 1)")
+    assert str(sql) == "B.kind = 'B' AND B.price > LAST(B.price, 1)"
+    w = parse_where("A B+", {"B": "price > A.price"}, unqualified=True)
+    assert [(u.letter, u.kind) for u in w.analyses["B"].uses] == [("B", "current"), ("A", "last")]
+
+
+_where_keys = st.sampled_from(["A", "B", "C", "E", "AB", "", 1])
+_where_values = st.one_of(conditions.map(format_condition), _noise, st.none(), st.integers())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["A B+ C", "A !E B* C", "(A|B){1,3} C", "A . B", "A B+ !C"]),
+       st.dictionaries(_where_keys, _where_values, max_size=3), st.booleans())
+def test_parse_where_only_raises_query_errors(query, where, unqualified):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SuseWarning)
+        try:
+            parse_where(query, where, unqualified=unqualified)
+        except QueryError as err:
+            assert 0 <= err.position <= len(err.query)

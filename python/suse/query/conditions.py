@@ -220,15 +220,18 @@ def _tokenize(text: str, error) -> list[_Token]:
 # --- parser -----------------------------------------------------------------------------
 
 
-def parse_condition(text: str, letter: str) -> Condition:
+def parse_condition(text: str, letter: str, *, unqualified: bool = False) -> Condition:
     """Parse the condition of ``letter``; raise ``ConditionError`` (a ``QueryError``) with the
     position of any syntax error, refused function or literal type error. Checks against
-    the query (its letters, what navigation can hold) are ``parse_where``'s."""
+    the query (its letters, what navigation can hold) are ``parse_where``'s.
+
+    ``unqualified=True`` reads a bare attribute name (``price``) as the current element's
+    (``B.price`` in the condition of B), as SQL's DEFINE does; by default it is an error."""
     if not isinstance(text, str):
         raise ConditionError(f"a condition must be a string, not {type(text).__name__}", 0, str(text), str(letter))
     if len(text) > MAX_CONDITION_LENGTH:
         raise ConditionError(f"condition longer than {MAX_CONDITION_LENGTH} characters", 0, text, letter)
-    parser = _Parser(text, letter)
+    parser = _Parser(text, letter, unqualified)
     root = parser.condition()
     if _depth(root) > MAX_DEPTH:
         raise parser.error(f"condition nests deeper than {MAX_DEPTH} levels", 0)
@@ -238,8 +241,8 @@ def parse_condition(text: str, letter: str) -> Condition:
 
 
 class _Parser:
-    def __init__(self, text: str, letter: str):
-        self.text, self.letter = text, letter
+    def __init__(self, text: str, letter: str, unqualified: bool):
+        self.text, self.letter, self.unqualified = text, letter, unqualified
         self.tokens = _tokenize(text, self.error)
         self.index = 0
         self.depth = 0
@@ -389,6 +392,9 @@ class _Parser:
             if upper in _REFUSED_FUNCTIONS:
                 raise self.error(f"{upper}() is not supported: {_REFUSED_FUNCTIONS[upper]}", token.position)
             raise self.error(f"unknown function {token.text}(): the functions are LAST and FIRST", token.position)
+        following_dot = following.kind == "op" and following.text == "."
+        if self.unqualified and not following_dot:
+            return Reference(self.letter, token.text, "last", 0, token.position)
         return self.reference(token, "last", 0, token.position)
 
     def navigation(self, function: _Token, kind: str) -> Reference:
@@ -978,13 +984,14 @@ def _components(n_states: int, edges) -> tuple[list[int], list[int]]:
     return component, order
 
 
-def parse_where(query: str, where: Mapping[str, str]) -> Where:
+def parse_where(query: str, where: Mapping[str, str], *, unqualified: bool = False) -> Where:
     """Parse and check the conditions of ``query``: ``where`` maps letters to conditions.
 
     Beyond ``parse_condition``'s checks, a ``ConditionError`` is raised (with the position in
     the condition) for a letter outside the query's alphabet, and for a reference that no
     match can ever fill: ``LAST(B.p, 3)`` where a match holds at most 3 B's up to the current
-    one, ``C.p`` in the condition of B when no C can come before a B."""
+    one, ``C.p`` in the condition of B when no C can come before a B. ``unqualified`` as in
+    ``parse_condition``."""
     if not isinstance(where, Mapping):
         raise QueryError(f"where must map letters to conditions, not {type(where).__name__}", 0, query)
     shape = _Shape(query)
@@ -998,7 +1005,7 @@ def parse_where(query: str, where: Mapping[str, str]) -> Where:
                 text if isinstance(text, str) else str(text),
                 str(letter),
             )
-        condition = parse_condition(text, letter)
+        condition = parse_condition(text, letter, unqualified=unqualified)
         uses = tuple(_check_use(reference, condition, shape) for reference in _references(condition.root))
         conditions[letter] = condition
         analyses[letter] = _analyse(condition, uses, shape)
