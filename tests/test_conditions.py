@@ -266,6 +266,12 @@ def test_compared_form(condition, current, op):
     assert (format_condition(analysis.compared.current), analysis.compared.op) == (current, op)
 
 
+def test_first_of_the_own_letter_may_be_the_current_element():
+    analysis = parse_where("A B+", {"B": "B.p > FIRST(B.p)"}).analyses["B"]
+    assert analysis.uses[1].may_be_current and analysis.compared is None
+    assert not parse_where("A B+ C", {"C": "C.p > FIRST(B.p)"}).analyses["C"].uses[1].may_be_current
+
+
 @pytest.mark.parametrize("condition", ["C.p < B.p * C.q", "C.p < B.p - B.p", "C.p < A.p + B.p", "C.p < B.p OR C.p > 1", "NOT C.p < B.p"])
 def test_no_compared_form(condition):
     assert parse_where("A B+ C", {"C": condition}).analyses["C"].compared is None

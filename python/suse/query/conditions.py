@@ -764,22 +764,24 @@ def compare(op: str, left, right) -> bool:
 
 @dataclass(frozen=True)
 class Use:
-    """A reference as seen from the condition of ``owner``, resolved against the match.
+    """A reference as seen from the condition it appears in, resolved against the match.
 
     ``kind`` is "current" (the element being judged), "last" (the n-th element with letter
     ``letter`` strictly before the current one, n >= 1: n = 1 is the nearest) or "first"
     (the element at index n >= 0 among the match's ``letter`` elements up to and including
-    the current one: n = 0 is the first; it may be the current one). ``always_previous``:
-    whenever the referenced element exists, it is the match's element immediately before
-    the current one (the pattern forces it), so an engine can serve the reference from the
-    state the previous element left."""
+    the current one: n = 0 is the first). ``may_be_current``: a "first" reference to the
+    condition's own letter, which is the current element when that is the match's n-th of its
+    letter. ``always_previous``: whenever the referenced element exists, it is the match's
+    element immediately before the current one (the pattern forces it), so an engine can
+    serve the reference from the state the previous element left."""
 
     letter: str
     attribute: str
     kind: str
     n: int
     always_previous: bool
-    reference: Reference = field(compare=False)
+    may_be_current: bool = field(default=False)
+    reference: Reference = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -863,13 +865,13 @@ class _Shape:
         self.sources = {c: {s for s, d, _ in self.edges if d == c} for c in self.alphabet}
         self.into = {s: {c for _, c, t in self.edges if t == s} for s in automaton.states}
         self.components, self.order = _components(automaton.n_states, self.edges)
-        self.leaving: dict[int, list[tuple[str, int]]] = {c: [] for c in self.order}
-        self.leaving_state: dict[int, list[tuple[str, int]]] = {}
+        # the moves (letter, target) out of each state and out of each component
+        self.out_of_state: dict[int, list[tuple[str, int]]] = {}
+        self.out_of_component: dict[int, list[tuple[str, int]]] = {c: [] for c in self.order}
         for s, c, t in self.edges:
-            self.leaving_state.setdefault(s, []).append((c, t))
-        for s, c, t in self.edges:
-            self.leaving[self.components[s]].append((c, t))
-        self._most: dict[str, list[float]] = {}
+            self.out_of_state.setdefault(s, []).append((c, t))
+            self.out_of_component[self.components[s]].append((c, t))
+        self._most: dict[str, list[float]] = {}  # per counted letter, per state
 
     def previous_letters(self, letter: str) -> frozenset[str]:
         return frozenset(c for s in self.sources[letter] for c in self.into[s])
@@ -888,7 +890,7 @@ class _Shape:
             state, flag = stack.pop()
             if flag == 2 and state in self.sources[letter]:
                 return False
-            for c, target in self.leaving_state.get(state, ()):
+            for c, target in self.out_of_state.get(state, ()):
                 step = (target, 1 if c == counted else (2 if flag else 0))
                 if step not in seen:
                     seen.add(step)
@@ -910,7 +912,7 @@ class _Shape:
         for component in self.order:
             if component not in best:
                 continue
-            leaving = self.leaving[component]
+            leaving = self.out_of_component[component]
             if any(c == counted and self.components[t] == component for c, t in leaving):
                 best[component] = math.inf
             for c, t in leaving:
@@ -1083,7 +1085,8 @@ def _check_use(reference: Reference, condition: Condition, shape: _Shape) -> Use
     else:
         kind, n = "last", reference.offset + (0 if letter == owner else 1)
     always_previous = kind == "last" and n == 1 and shape.nearest_is_previous(owner, letter)
-    return Use(letter, reference.attribute, kind, n, always_previous, reference)
+    may_be_current = kind == "first" and letter == owner
+    return Use(letter, reference.attribute, kind, n, always_previous, may_be_current, reference)
 
 
 def _analyse(condition: Condition, uses: tuple[Use, ...], shape: _Shape) -> Analysis:
@@ -1126,6 +1129,8 @@ def _compared(node: Expression, uses: Mapping[int, Use]) -> Optional[Compared]:
     if len(others) != 1:
         return None
     (use,) = others
+    if use.may_be_current:  # not always an earlier element
+        return None
     left, right = _linear(node.left, use, uses), _linear(node.right, use, uses)
     if left is None or right is None:
         return None
