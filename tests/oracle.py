@@ -846,8 +846,7 @@ def where_matches(query: str, events, window: int, where: Mapping[str, str], pol
     at or before ``at`` exist."""
     events = [e for e in events if at is None or e[1] <= at]
     if policy == "next":
-        letters, negated = query_letters(query)
-        if negated:
+        if query_letters(query)[1]:
             raise ValueError("the oracle's 'next' has no negations with where")
         return _where_stnm(query, events, window, where)
     _check_policy(policy)
