@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
+
+from conditions_oracle import holds
 
 try:  # Python >= 3.11
     import re._parser as _sre_parse
@@ -28,6 +30,8 @@ __all__ = [
     "stam_aggregate_at",
     "stnm_matches",
     "stnm_aggregate",
+    "where_matches",
+    "where_aggregate",
 ]
 
 _QUERY_META = set("()|*+?.")
@@ -781,3 +785,105 @@ def approx_aggregate(query: str, events, window: int, k: int, policy: str = "any
         elif lang.is_live_prefix(word):
             partial += 1
     return {"count": sum(by_missing), "sum": total, "partial_count": partial, "count_by_missing": by_missing}
+
+
+# =========================================================================== where
+# Conditions between a match's elements (``where={"B": "B.p > LAST(B.p, 1)"}``) and a
+# negation at the end of the pattern (``A B+ !C``), by enumeration. The conditions are judged
+# by ``conditions_oracle`` (an evaluator of its own, not suse's).
+#
+# Events are ``(char, timestamp, attributes)`` or ``(char, timestamp, value, attributes)``
+# with ``attributes`` a mapping. An index set is a match when it is one for
+# ``query_matches`` (negations between elements included), every element e with a letter X
+# in ``where`` satisfies ``where[X]`` over the elements before it (three-valued; NULL fails),
+# and, if the only parses that accept it end with a negation, that negation holds until the
+# window closes:
+# - a match with first element at time f and last element l needs no event of a negated
+#   character after l (in arrival order) up to time f + window inclusive;
+# - evaluated at time ``at`` it counts only if at >= f + window (until then it is pending);
+#   ``at=None`` means the input is complete and every window has closed.
+
+
+def _attributes(event):
+    last = event[-1]
+    return last if isinstance(last, Mapping) else {}
+
+
+def _where_value(event) -> int:
+    value = event[2] if len(event) > 3 or (len(event) == 3 and not isinstance(event[2], Mapping)) else None
+    return 0 if value is None else value
+
+
+def _closing_gap_regex(query: str) -> "re.Pattern[str]":
+    # Every negation also forbids "~", which only the final gap of a pending match holds;
+    # the trailing "<[^>]*>" reads the final gap, so a negation at the end checks it.
+    body = query_to_gap_regex(query).replace("(?=<[^>", "(?=<[^>~")
+    return re.compile(body + "<[^>]*>")
+
+
+def _final_gap(events, idx, window: int, at, negated: str) -> str:
+    closes = events[idx[0]][1] + window
+    if at is not None and at < closes:
+        return "<~>"
+    after = {e[0] for e in events[idx[-1] + 1 :] if e[1] <= closes and e[0] in negated}
+    return "<" + "".join(sorted(after)) + ">"
+
+
+def satisfies_where(events, idx, where: Mapping[str, str]) -> bool:
+    """Every element of ``idx`` (in time order) satisfies its letter's condition."""
+    chosen = [(events[i][0], events[i][1], _attributes(events[i])) for i in idx]
+    return all(
+        holds(where[element[0]], element[0], chosen[:k], element)
+        for k, element in enumerate(chosen)
+        if element[0] in where
+    )
+
+
+def where_matches(query: str, events, window: int, where: Mapping[str, str], policy: str = "any", at=None):
+    """Every match of ``query`` with conditions ``where`` (see above), under
+    ``policy`` "any", "contiguous" or "next" (a run takes an event when the pattern can go on
+    with it and its condition holds; no negations with "next"). With ``at`` only the events
+    at or before ``at`` exist."""
+    events = [e for e in events if at is None or e[1] <= at]
+    if policy == "next":
+        if query_letters(query)[1]:
+            raise ValueError("the oracle's 'next' has no negations with where")
+        return _where_stnm(query, events, window, where)
+    _check_policy(policy)
+    _, negated = query_letters(query)
+    pattern = _closing_gap_regex(query)
+    out = []
+    for idx in _windowed_subsets(events, window):
+        if policy == "contiguous" and not _contiguous(idx):
+            continue
+        gaps = gap_string(events, idx, negated) + _final_gap(events, idx, window, at, negated)
+        if pattern.fullmatch(gaps) and satisfies_where(events, idx, where):
+            out.append(idx)
+    return out
+
+
+def _where_stnm(query: str, events, window: int, where):
+    lang = Language(query_to_python_regex(query))
+    out = []
+    for i, first in enumerate(events):
+        taken = [i]
+        if not lang.is_live_prefix(first[0]) or not satisfies_where(events, taken, where):
+            continue
+        if lang.accepts(first[0]):
+            out.append(tuple(taken))
+        for j in range(i + 1, len(events)):
+            if events[j][1] - first[1] > window:
+                continue
+            word = "".join(events[k][0] for k in taken) + events[j][0]
+            if lang.is_live_prefix(word) and satisfies_where(events, taken + [j], where):
+                taken.append(j)
+                if lang.accepts(word):
+                    out.append(tuple(taken))
+    return out
+
+
+def where_aggregate(query: str, events, window: int, where: Mapping[str, str], policy: str = "any", at=None) -> dict:
+    """COUNT and SUM (of the events' values) over ``where_matches``."""
+    kept = [e for e in events if at is None or e[1] <= at]
+    matches = where_matches(query, kept, window, where, policy, at)
+    return {"count": len(matches), "sum": sum(_where_value(kept[i]) for m in matches for i in m)}

@@ -37,6 +37,15 @@ class QueryError(SuseError, ValueError):
         return f"{''.join(shown)}\n{''.join(pad[: self.position])}^"
 
 
+class ConditionError(QueryError):
+    """A malformed condition of ``where`` (``suse.query.conditions``): ``position`` is the
+    0-based offset into the condition text (``query``), ``letter`` the letter it belongs to."""
+
+    def __init__(self, message: str, position: int, condition: str, letter: str):
+        self.letter = letter
+        super().__init__(f"condition of {letter}: {message}", position, condition)
+
+
 class SqlError(QueryError):
     """A malformed or unsupported SQL statement (``suse.spark.sql``, ``suse sql``). ``line`` and
     ``column`` are 1-based; ``position`` is the 0-based offset into ``query`` (the statement)."""
