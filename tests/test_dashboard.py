@@ -182,7 +182,7 @@ def test_empty_input_is_a_clear_error(small):
     from suse.dashboard.live import Live, QueryEvents, Settings
 
     q = small[2][0]
-    empty = QueryEvents(q.label, q.regex, q.window, q.aggregate, q.policy, [], np.empty(0, np.int32),
+    empty = QueryEvents(q.spec, [], np.empty(0, np.int32),
                         np.empty(0, np.int64), np.empty(0, np.uint8), None)
     with pytest.raises(InputError, match="no events with a character of the query"):
         Live([empty], Settings(5, ["suse"], 0, False), False, 1.0)
@@ -233,3 +233,34 @@ def test_bundled_jobs_are_the_examples():
 
     for name in BUNDLED:
         assert bundled_job(name) == (ROOT / "examples" / f"{name}.toml").read_text(encoding="utf-8")
+
+
+def test_the_live_page_counts_a_feed_with_retractions_as_suse_run_does(spark, tmp_path):
+    """examples/corrections.toml has 8 events and two rows that take one back each (op "-"):
+    the page must feed the 6 events `suse run` counts, not all 10 rows, and end on the same
+    counts (the page once prepared its events without the op column)."""
+    from suse.dashboard.live import Live, Settings
+    from suse.dashboard.source import classify
+    from suse.spark.jobs.load import load_config
+    from suse.spark.jobs.run import run_job
+
+    cfg = load_config(ROOT / "examples" / "corrections.toml")
+    cfg.input.path = str(ROOT / "examples" / "corrections.csv")
+    cfg.output.path = str(tmp_path / "out")
+    cfg.spark.master = None  # the shared session
+    run_job(cfg)
+    out = spark.read.json(str(tmp_path / "out")).toPandas()
+    queries_, datetime_axis = classify(cfg)
+    assert sum(len(q) for q in queries_) == int(out["events"].sum()) == 6
+    live = Live(queries_, Settings(cfg.summary.size, ["suse"], cfg.summary.seed, True), datetime_axis, 7.0)
+    live.advance(0)
+    while not live.finished:
+        live.advance(1e9)
+    live.refresh()
+    rows = {r["key"][0]: r for r in live.table(0)}
+    assert set(rows) == set(out["sensor"])
+    for _, job_row in out.iterrows():
+        row = rows[job_row["sensor"]]
+        assert row["events"] == job_row["events"]
+        assert row["exact"]["exact"] == job_row["exact_count"]
+        assert row["counts"]["suse"]["exact"] == job_row["count"]

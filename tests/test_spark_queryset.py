@@ -96,17 +96,20 @@ def test_a_toml_job_with_two_queries_is_one_aggregate_call(spark, tmp_path, monk
     from suse.spark.jobs.load import load_config
 
     calls = []
+    run_once = jobs.aggregate_job
 
-    def recording(*args, **kwargs):
-        calls.append(kwargs.get("queries"))
-        return aggregate(*args, **kwargs)
+    def recording(df, job):
+        calls.append(job)
+        return run_once(df, job)
 
-    monkeypatch.setattr(jobs, "aggregate", recording)
+    monkeypatch.setattr(jobs, "aggregate_job", recording)
     cfg = load_config(pathlib.Path(__file__).parent.parent / "examples" / "stocks.toml")
     cfg.output.path = str(tmp_path / "stocks")
     jobs.run_job(cfg)
-    same = {"window": "10 days", "aggregate": "count", "policy": "any", "of": None, "max_missing": 0}
-    assert calls == [{"Q0": {"query": "A(B|G)*A", **same}, "Q1": {"query": "A*G(A|B)*G*A", **same}}]
+    (job,) = calls  # one job for the set
+    assert job.query_set
+    assert [(q.label, q.regex, q.window, q.aggregate, q.policy, q.of, q.max_missing) for q in job.queries] == [
+        ("Q0", "A(B|G)*A", "10 days", "count", "any", None, 0), ("Q1", "A*G(A|B)*G*A", "10 days", "count", "any", None, 0)]
     out = spark.read.parquet(cfg.output.path)
     assert out.columns[:2] == ["query", "ticker"]
 

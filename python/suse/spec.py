@@ -198,9 +198,8 @@ class JobSpec:
 
 
 class BatchOptions(TypedDict, total=False):
-    """The keyword arguments of `suse.spark.aggregate` after the first six (docs/SPARK.md)."""
+    """The keyword arguments of `suse.spark.aggregate` after the first seven (docs/SPARK.md)."""
 
-    value: Optional[str]
     op: Optional[str]
     timestamp_format: Optional[str]
     replicate: Optional[Sequence[str]]
@@ -220,9 +219,8 @@ class BatchOptions(TypedDict, total=False):
 
 
 class StreamOptions(TypedDict, total=False):
-    """The keyword arguments of `suse.spark.aggregate_stream` after the first six."""
+    """The keyword arguments of `suse.spark.aggregate_stream` after the first seven."""
 
-    value: Optional[str]
     op: Optional[str]
     timestamp_format: Optional[str]
     summary_size: int
@@ -255,7 +253,7 @@ def job_from_options(caller: str, query: Optional[str], window: Optional[Span], 
     """The job that `caller`'s keyword arguments describe (`accepted`: the TypedDict naming
     the keywords it takes besides the input's first columns); others are refused by name.
     Options that are not the job's (a stream's idle timeout) are the caller's to read."""
-    known = set(accepted.__annotations__) | {"characters", "timestamp", "partition_by"}
+    known = set(accepted.__annotations__) | {"characters", "timestamp", "partition_by", "value"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise InputError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}; "

@@ -24,6 +24,7 @@ def aggregate(
     characters: Mapping[str, str] | str | None = None,
     timestamp: str | None = None,
     partition_by: Sequence[str] | str = (),
+    value: str | None = None,
     **options: Unpack[BatchOptions],
 ) -> DataFrame:
     """Aggregate the subsequence matches of ``query`` within ``window`` per partition.
@@ -62,7 +63,8 @@ def aggregate(
             "aggregate needs a batch DataFrame, but this one is streaming (spark.readStream): "
             "use suse.spark.aggregate_stream for streams"
         )
-    given = {"characters": characters, "timestamp": timestamp, "partition_by": partition_by, **options}
+    given = {"characters": characters, "timestamp": timestamp, "partition_by": partition_by, "value": value,
+             **options}
     return aggregate_job(df, job_from_options("aggregate", query, window, given, BatchOptions))
 
 

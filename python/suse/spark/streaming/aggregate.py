@@ -93,6 +93,7 @@ def aggregate_stream(
     characters: Mapping[str, str] | str | None = None,
     timestamp: str | None = None,
     partition_by: Sequence[str] | str = (),
+    value: str | None = None,
     **options: Unpack[StreamOptions],
 ) -> DataFrame:
     """A streaming DataFrame of per-partition estimates (the batch columns, plus
@@ -126,7 +127,8 @@ def aggregate_stream(
     spark_frame(df, "aggregate_stream")
     if not df.isStreaming:
         raise InputError("aggregate_stream needs a streaming DataFrame (spark.readStream); use aggregate for batch data")
-    given = {"characters": characters, "timestamp": timestamp, "partition_by": partition_by, **options}
+    given = {"characters": characters, "timestamp": timestamp, "partition_by": partition_by, "value": value,
+             **options}
     stream_only = {k: given.pop(k) for k in ("idle_timeout", "on_change") if k in given}
     job = job_from_options("aggregate_stream", query, window, {"evaluate": None, **given}, StreamOptions)
     return aggregate_stream_job(df, job, **stream_only)
