@@ -4,7 +4,12 @@
 Query `a(b*c)*d(e|f)g*`, window 100, size 100, strategy `suse`, Zipf(s=2) characters,
 timestamp = index; each thread feeds its stream in batches of `--batch` events (the native
 work per batch runs without the GIL; the Python around it holds it). The rate is total events
-over wall time, best of `--repeat` runs.
+over wall time, best of `--repeat` runs, with the process's CPU time over wall time beside
+it (near 2 when two threads run at once on two free cores). On a machine busy with other
+work the rates say little about scaling; the last line does not depend on the load: how fast
+a pure-Python thread counts while another thread is inside one native `extend` of all the
+events, against while that thread sleeps: near 0% if the native work held the GIL, near
+100% on a free second core, in between when the cores are busy.
 Usage: python bench/threads.py [--events 200000] [--batch 10000] [--repeat 3]
 """
 from __future__ import annotations
@@ -12,6 +17,8 @@ from __future__ import annotations
 import argparse
 import os
 import threading
+
+import time
 
 from timing import best_time
 
@@ -30,6 +37,36 @@ def in_threads(jobs) -> None:
         t.start()
     for t in threads:
         t.join()
+
+
+def cpu_share(fn) -> float:
+    """Process CPU time over wall time of one run of `fn`."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return (time.process_time() - c0) / (time.perf_counter() - w0)
+
+
+def gil_free(work) -> float:
+    """A spinning Python thread's rate while `work` runs, over its rate while we sleep as long."""
+    count, stop = [0], [False]
+
+    def spin():
+        while not stop[0]:
+            count[0] += 1
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    time.sleep(0.2)
+    before, w0 = count[0], time.perf_counter()
+    work()
+    wall = time.perf_counter() - w0
+    during = count[0] - before
+    before = count[0]
+    time.sleep(wall)
+    idle = count[0] - before
+    stop[0] = True
+    spinner.join()
+    return during / max(idle, 1)
 
 
 def main() -> None:
@@ -69,9 +106,14 @@ def main() -> None:
     one, _ = best_time(own(1), args.repeat)
     two, _ = best_time(own(2), args.repeat)
     both, _ = best_time(shared, args.repeat)
-    print(f"1 thread, own summary:      {args.events / one:>12,.0f} events/s")
-    print(f"2 threads, own summaries:   {2 * args.events / two:>12,.0f} events/s  ({one * 2 / two:.2f}x)")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    print(f"1 thread, own summary:      {args.events / one:>12,.0f} events/s  cpu/wall {cpu_share(own(1)):.2f}")
+    print(f"2 threads, own summaries:   {2 * args.events / two:>12,.0f} events/s  cpu/wall {cpu_share(own(2)):.2f}"
+          f"  ({one * 2 / two:.2f}x)")
     print(f"2 threads, shared summary:  {args.events / both:>12,.0f} events/s  (one stream, taking turns)")
+    whole = gil_free(lambda: summary().extend(chars=chars, timestamps=ts))
+    print(f"a Python thread during one native extend of {args.events} events: {whole:.0%} of its idle rate "
+          "(0% if the GIL were held)")
 
 
 if __name__ == "__main__":

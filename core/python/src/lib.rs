@@ -486,18 +486,20 @@ impl OooExactEngine {
     }
 
     /// Totals over every accepted event.
-    fn totals(&mut self) -> PyResult<NativeTotals> {
-        let (inner, labels) = (&mut self.inner, self.labels.clone());
-        guard(&mut self.dead, || {
-            let me = inner.readout(None)?;
-            Ok(exact_evaluation(&me, 0, labels.as_deref()).into())
+    fn totals(&mut self, py: Python<'_>) -> PyResult<NativeTotals> {
+        let (inner, labels, dead) = (&mut self.inner, self.labels.clone(), &mut self.dead);
+        py.allow_threads(|| {
+            guard(dead, || {
+                let me = inner.readout(None)?; // a replay of the pending events
+                Ok(exact_evaluation(&me, 0, labels.as_deref()).into())
+            })
         })
     }
 
     /// `(events, skipped)` over every accepted event.
-    fn counts(&mut self) -> PyResult<(u64, u64)> {
-        let inner = &mut self.inner;
-        guard(&mut self.dead, || inner.readout(None).map(|me| (me.events, me.skipped)))
+    fn counts(&mut self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        let (inner, dead) = (&mut self.inner, &mut self.dead);
+        py.allow_threads(|| guard(dead, || inner.readout(None).map(|me| (me.events, me.skipped))))
     }
 
     fn copy(&self) -> Self {
@@ -765,8 +767,8 @@ impl SummaryEngine {
         rows.into_iter().map(|r| r.map_err(to_py)).collect()
     }
 
-    fn result(&self) -> PyResult<NativeEvaluation> {
-        guard_ro(|| evaluation(&self.inner, &self.out, self.inner.now().unwrap_or(0), false, self.labels.as_deref()))
+    fn result(&self, py: Python<'_>) -> PyResult<NativeEvaluation> {
+        py.allow_threads(|| guard_ro(|| evaluation(&self.inner, &self.out, self.inner.now().unwrap_or(0), false, self.labels.as_deref())))
     }
 
     /// Process events in arrival order, each going in at its place in time (a late element
@@ -787,16 +789,18 @@ impl SummaryEngine {
 
     /// Evaluations at the (increasing) times, each over the retained elements up to it.
     #[pyo3(signature = (times, with_elements=false))]
-    fn evaluate_upto(&self, times: Vec<i64>, with_elements: bool) -> PyResult<Vec<NativeEvaluation>> {
-        guard_ro(|| {
-            let s = &self.inner;
-            times
-                .iter()
-                .map(|&t| {
-                    let (r, upto) = s.readout_upto(t)?;
-                    evaluation_over(s, r, upto, &self.out, t, with_elements, self.labels.as_deref())
-                })
-                .collect()
+    fn evaluate_upto(&self, py: Python<'_>, times: Vec<i64>, with_elements: bool) -> PyResult<Vec<NativeEvaluation>> {
+        py.allow_threads(|| {
+            guard_ro(|| {
+                let s = &self.inner;
+                times
+                    .iter()
+                    .map(|&t| {
+                        let (r, upto) = s.readout_upto(t)?;
+                        evaluation_over(s, r, upto, &self.out, t, with_elements, self.labels.as_deref())
+                    })
+                    .collect()
+            })
         })
     }
 
@@ -883,8 +887,7 @@ impl SummaryEngine {
 
     /// The saved form (format [`FORMAT_VERSION`]), carrying `meta` (the caller's description).
     fn to_bytes<'py>(&self, py: Python<'py>, meta: String) -> PyResult<Bound<'py, PyBytes>> {
-        let saved = Saved { meta, last_t: self.last_t, summary: self.inner.clone() };
-        let bytes = guard_ro(|| state::save(&saved))?;
+        let bytes = py.allow_threads(|| guard_ro(|| state::save(&Saved { meta, last_t: self.last_t, summary: self.inner.clone() })))?;
         Ok(PyBytes::new(py, &bytes))
     }
 
