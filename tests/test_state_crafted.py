@@ -130,3 +130,23 @@ def test_a_gap_bit_of_no_negated_character_is_named(gap, field):
     payload[at - HEADER:at - HEADER + 4] = struct.pack("<I", gap)
     with pytest.raises(suse.StateError, match=field):
         suse.Summary.from_bytes(with_checksum(bytes(payload), good))
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"max_ts": 0}, "engine holds events past the horizon|do not lie between the horizon"),
+    ({"max_ts": None}, "do not lie between the horizon"),
+    ({"max_ts": 1.5}, "is not an integer"),
+    ({"late": -1}, "negative lateness or counts"),
+    ({"ts_shift": 10**6}, "do not lie between the horizon"),
+])
+def test_an_edited_reorder_buffer_is_refused(change, message):
+    import json
+    s, _ = STATES["lateness"]
+    header = s._header()
+    reorder = header["reorder"]
+    assert reorder["ts"], "the case must leave events pending"
+    shift = change.pop("ts_shift", 0)
+    reorder["ts"] = [t + shift for t in reorder["ts"]]
+    reorder.update(change)
+    with pytest.raises(suse.StateError, match=message):
+        suse.Summary.from_bytes(s._engine.to_bytes(json.dumps(header)))

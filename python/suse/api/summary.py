@@ -217,6 +217,11 @@ class Summary(Locked):
         held = (cfg.window, cfg.size, cfg.strategy, cfg.aggregate, cfg.policy, cfg.time_to_live, cfg.seed)
         if stated != held or not engine.adopt_labels(query._dfa):
             raise StateError("saved summary does not match the query and options it describes")
+        buffered = summary._reorder is not None and not isinstance(summary._reorder, Inserter)
+        if buffered and engine.last_timestamp is not None and (
+                summary._reorder.max_ts is None or engine.last_timestamp > summary._reorder.horizon):
+            raise StateError("saved summary is inconsistent: its engine holds events past the horizon of its "
+                             "pending events")
         engine._set_output(query._extrema, query._of_mask)
         summary._engine = engine
         return summary
