@@ -108,8 +108,7 @@ class Exact(Locked):
 
 
 def _unpickle_exact(query: Query, memory_limit: Optional[int], lateness: int, disorder: str, state: dict) -> Exact:
-    engine = Exact(query, memory_limit, lateness, _disorder=disorder)
-    q = query
+    engine, q = Exact(query, memory_limit, lateness, _disorder=disorder), query
     if engine._ooo is not None:
         engine._ooo = _core.OooExactEngine._restore(q._dfa, q.window, q.policy, lateness, memory_limit, q._extrema,
                                                     q._of_mask, state["engine"])
