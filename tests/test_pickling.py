@@ -99,7 +99,6 @@ def _continue(engine, events):
     return totals(engine.result())
 
 
-@pytest.mark.slow
 def test_engines_travel_to_spawned_processes():
     engines = [suse.Exact(QUERIES[0]), suse.Exact(QUERIES[4], lateness=3), suse.Summary(QUERIES[1], size=3, seed=1)]
     for e in engines:
