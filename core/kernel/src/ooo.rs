@@ -70,6 +70,19 @@ impl<E: Replay> OutOfOrder<E> {
         Ok(OutOfOrder { lateness, done: engine, recent: VecDeque::new(), live: None, since_readout: 0, max_ts: None })
     }
 
+    /// An engine as it was: `done` fed the final events, the largest timestamp seen and the
+    /// pending events in (timestamp, arrival) order (a pickled `suse.Exact`).
+    pub fn resume(done: E, lateness: i64, max_ts: Option<i64>, pending: &[Pending]) -> Result<Self, Error> {
+        let mut me = OutOfOrder::new(done, lateness)?;
+        me.max_ts = max_ts;
+        let h = me.horizon();
+        if pending.iter().any(|p| max_ts.map_or(true, |m| p.t > m) || h.is_some_and(|h| p.t <= h)) || pending.windows(2).any(|w| w[1].t < w[0].t) {
+            return Err(Error::State("saved pending events do not lie in order between the horizon and the largest timestamp".into()));
+        }
+        me.recent = pending.iter().copied().collect();
+        Ok(me)
+    }
+
     pub fn lateness(&self) -> i64 {
         self.lateness
     }

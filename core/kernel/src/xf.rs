@@ -78,6 +78,12 @@ impl Xf {
         x
     }
 
+    /// Whether the value is one [`Xf::norm`] can produce: zero, or a finite mantissa in
+    /// [2^-256, 2^256) (what a loaded saved state must hold; others make `renorm` loop).
+    pub fn is_well_formed(self) -> bool {
+        (self.m == 0.0 && self.e == 0) || ((LO..HI).contains(&self.m) && self.e.unsigned_abs() <= i32::MAX as u32 / 2)
+    }
+
     /// The nearest `f64` (infinity past 10^308): for display and tests only.
     pub fn to_f64(self) -> f64 {
         let (mut m, mut e) = (self.m, self.e);

@@ -14,12 +14,13 @@ use suse_kernel::batch::{Batch, Raw};
 use suse_kernel::dfa::{Dfa, DfaSpec, GAP_BREAK, UNKNOWN};
 use suse_kernel::engine::{ExactEngine as KExact, SummaryEngine as KSummary};
 use suse_kernel::error::Error;
-use suse_kernel::extrema::{check_mask, Extrema};
+use suse_kernel::dual::Dual;
+use suse_kernel::extrema::{check_mask, Ext, Extrema};
 use suse_kernel::limits::{Limits, DEFAULT_MAX_BYTES};
 use suse_kernel::multi::{Merge, MultiExact as KMulti};
-use suse_kernel::ooo::{OutOfOrder, Replay, Retracted};
+use suse_kernel::ooo::{OutOfOrder, Pending, Replay, Retracted};
 use suse_kernel::semantics::{Ev, Policy};
-use suse_kernel::state::{self, Saved, FORMAT_VERSION};
+use suse_kernel::state::{self, ExactSnapshot, Saved, FORMAT_VERSION};
 use suse_kernel::summary::selection::StrategyKind;
 use suse_kernel::summary::{Aggregate, Config, Readout};
 use suse_kernel::window::{per_initiator_totals, split_totals};
@@ -270,6 +271,53 @@ impl ExactState {
     fn extremes(&self) -> (Option<u64>, Option<u64>) {
         self.extrema.as_ref().and_then(|x| x.result()).map_or((None, None), |(lo, hi)| (Some(lo), Some(hi)))
     }
+
+    fn snapshot(&self) -> ExactPickle {
+        let s = state::snapshot_exact(&self.engine);
+        let window = s.window.iter().map(|e| (e.sym, e.t, e.v, e.gap)).collect();
+        let totals = s.totals.into_iter().map(|d| (d.c, d.s)).collect();
+        let total = self.extrema.as_ref().map(|x| (x.total.ok, x.total.lo, x.total.hi));
+        (window, totals, s.gap, self.events, self.skipped, total)
+    }
+
+    /// The state of [`ExactState::snapshot`] for an engine made with these arguments. MIN/MAX
+    /// follow from the same window: its events replayed, the total over earlier ones restored.
+    fn restore(spec: EngineSpec<'_>, pickled: ExactPickle) -> Result<Self, Error> {
+        let mut me = ExactState::new(spec.dfa, spec.window, spec.policy, spec.memory_limit, spec.extrema, spec.of)?;
+        let (window, totals, gap, events, skipped, total) = pickled;
+        let window: Vec<Ev> = window.into_iter().map(|(sym, t, v, gap)| Ev { sym, t, v, gap }).collect();
+        let snap = ExactSnapshot { window, totals: totals.into_iter().map(|(c, s)| Dual { c, s }).collect(), gap };
+        me.engine = state::restore_exact(spec.dfa.inner.clone(), spec.window, policy(spec.policy)?, &limits(spec.memory_limit), &snap)?;
+        match (&mut me.extrema, total) {
+            (Some(x), Some((ok, lo, hi))) => {
+                snap.window.iter().for_each(|e| x.push(*e));
+                x.feed(Raw::Gap(gap));
+                x.total = Ext { ok, lo, hi };
+            }
+            (None, None) => {}
+            _ => return Err(Error::state("saved exact engine does not match the query: MIN/MAX held by one only")),
+        }
+        if skipped > events {
+            return Err(Error::state("saved exact engine is inconsistent: more events skipped than seen"));
+        }
+        (me.events, me.skipped) = (events, skipped);
+        Ok(me)
+    }
+}
+
+/// A pickled exact engine: the events in its window `(symbol, time, value, gap)`, its totals
+/// per state `(count, sum)`, the gap since its last element, events, skipped, and the MIN/MAX
+/// total `(ok, lo, hi)` when it has one.
+type ExactPickle = (Vec<(u8, i64, u64, u32)>, Vec<(BigUint, BigUint)>, u32, u64, u64, Option<(bool, u64, u64)>);
+
+/// What an exact engine is made from (the constructor's arguments).
+struct EngineSpec<'a> {
+    dfa: &'a PyDfa,
+    window: i64,
+    policy: &'a str,
+    memory_limit: Option<u64>,
+    extrema: bool,
+    of: Option<Vec<bool>>,
 }
 
 /// Two lists of `(count, sum)` pairs.
@@ -317,6 +365,23 @@ impl ExactEngine {
             |me, raw| me.feed(raw),
             |me, t| exact_evaluation(me, t, labels.as_deref()),
         )
+    }
+
+    /// What pickling keeps: `(engine state, last timestamp)` ([`ExactPickle`]).
+    fn _snapshot(&self) -> (ExactPickle, Option<i64>) {
+        (self.state.snapshot(), self.last_t)
+    }
+
+    /// An engine as [`ExactEngine::_snapshot`] saw it, made with the constructor's arguments.
+    #[staticmethod]
+    #[pyo3(signature = (dfa, window, policy_name, memory_limit, extrema, of, snapshot))]
+    #[allow(clippy::too_many_arguments)]
+    fn _restore(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>, extrema: bool, of: Option<Vec<bool>>, snapshot: (ExactPickle, Option<i64>)) -> PyResult<Self> {
+        guard_ro(|| {
+            let spec = EngineSpec { dfa, window, policy: policy_name, memory_limit, extrema, of };
+            let state = ExactState::restore(spec, snapshot.0)?;
+            Ok(ExactEngine { state, last_t: snapshot.1, dead: None, labels: dfa.labels.clone() })
+        })
     }
 
     /// An independent copy (the out-of-order layer evaluates provisional events on one).
@@ -421,22 +486,53 @@ impl OooExactEngine {
     }
 
     /// Totals over every accepted event.
-    fn totals(&mut self) -> PyResult<NativeTotals> {
-        let (inner, labels) = (&mut self.inner, self.labels.clone());
-        guard(&mut self.dead, || {
-            let me = inner.readout(None)?;
-            Ok(exact_evaluation(&me, 0, labels.as_deref()).into())
+    fn totals(&mut self, py: Python<'_>) -> PyResult<NativeTotals> {
+        let (inner, labels, dead) = (&mut self.inner, self.labels.clone(), &mut self.dead);
+        py.allow_threads(|| {
+            guard(dead, || {
+                let me = inner.readout(None)?; // a replay of the pending events
+                Ok(exact_evaluation(&me, 0, labels.as_deref()).into())
+            })
         })
     }
 
     /// `(events, skipped)` over every accepted event.
-    fn counts(&mut self) -> PyResult<(u64, u64)> {
-        let inner = &mut self.inner;
-        guard(&mut self.dead, || inner.readout(None).map(|me| (me.events, me.skipped)))
+    fn counts(&mut self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        let (inner, dead) = (&mut self.inner, &mut self.dead);
+        py.allow_threads(|| guard(dead, || inner.readout(None).map(|me| (me.events, me.skipped))))
     }
 
     fn copy(&self) -> Self {
         OooExactEngine { inner: self.inner.clone(), dead: self.dead.clone(), labels: self.labels.clone() }
+    }
+
+    /// What pickling keeps: the final events' engine, the pending events `(byte, time, value)`
+    /// in order, and the largest timestamp seen.
+    fn _snapshot(&self) -> (ExactPickle, Vec<(u8, i64, u64)>, Option<i64>) {
+        let pending = self.inner.pending().map(|p| (p.byte, p.t, p.v)).collect();
+        (self.inner.done().snapshot(), pending, self.inner.max_timestamp())
+    }
+
+    #[staticmethod]
+    #[pyo3(signature = (dfa, window, policy_name, lateness, memory_limit, extrema, of, snapshot))]
+    #[allow(clippy::too_many_arguments)]
+    fn _restore(
+        dfa: &PyDfa,
+        window: i64,
+        policy_name: &str,
+        lateness: i64,
+        memory_limit: Option<u64>,
+        extrema: bool,
+        of: Option<Vec<bool>>,
+        snapshot: (ExactPickle, Vec<(u8, i64, u64)>, Option<i64>),
+    ) -> PyResult<Self> {
+        guard_ro(|| {
+            let (done, pending, max_ts) = snapshot;
+            let spec = EngineSpec { dfa, window, policy: policy_name, memory_limit, extrema, of };
+            let pending: Vec<Pending> = pending.into_iter().map(|(byte, t, v)| Pending { t, byte, v }).collect();
+            let inner = OutOfOrder::resume(ExactState::restore(spec, done)?, lateness, max_ts, &pending)?;
+            Ok(OooExactEngine { inner, dead: None, labels: dfa.labels.clone() })
+        })
     }
 
     #[getter]
@@ -671,8 +767,8 @@ impl SummaryEngine {
         rows.into_iter().map(|r| r.map_err(to_py)).collect()
     }
 
-    fn result(&self) -> PyResult<NativeEvaluation> {
-        guard_ro(|| evaluation(&self.inner, &self.out, self.inner.now().unwrap_or(0), false, self.labels.as_deref()))
+    fn result(&self, py: Python<'_>) -> PyResult<NativeEvaluation> {
+        py.allow_threads(|| guard_ro(|| evaluation(&self.inner, &self.out, self.inner.now().unwrap_or(0), false, self.labels.as_deref())))
     }
 
     /// Process events in arrival order, each going in at its place in time (a late element
@@ -693,16 +789,18 @@ impl SummaryEngine {
 
     /// Evaluations at the (increasing) times, each over the retained elements up to it.
     #[pyo3(signature = (times, with_elements=false))]
-    fn evaluate_upto(&self, times: Vec<i64>, with_elements: bool) -> PyResult<Vec<NativeEvaluation>> {
-        guard_ro(|| {
-            let s = &self.inner;
-            times
-                .iter()
-                .map(|&t| {
-                    let (r, upto) = s.readout_upto(t)?;
-                    evaluation_over(s, r, upto, &self.out, t, with_elements, self.labels.as_deref())
-                })
-                .collect()
+    fn evaluate_upto(&self, py: Python<'_>, times: Vec<i64>, with_elements: bool) -> PyResult<Vec<NativeEvaluation>> {
+        py.allow_threads(|| {
+            guard_ro(|| {
+                let s = &self.inner;
+                times
+                    .iter()
+                    .map(|&t| {
+                        let (r, upto) = s.readout_upto(t)?;
+                        evaluation_over(s, r, upto, &self.out, t, with_elements, self.labels.as_deref())
+                    })
+                    .collect()
+            })
         })
     }
 
@@ -789,8 +887,7 @@ impl SummaryEngine {
 
     /// The saved form (format [`FORMAT_VERSION`]), carrying `meta` (the caller's description).
     fn to_bytes<'py>(&self, py: Python<'py>, meta: String) -> PyResult<Bound<'py, PyBytes>> {
-        let saved = Saved { meta, last_t: self.last_t, summary: self.inner.clone() };
-        let bytes = guard_ro(|| state::save(&saved))?;
+        let bytes = py.allow_threads(|| guard_ro(|| state::save(&Saved { meta, last_t: self.last_t, summary: self.inner.clone() })))?;
         Ok(PyBytes::new(py, &bytes))
     }
 

@@ -179,7 +179,18 @@ class Reorder:
         r.vals = np.asarray(d["vals"], np.int64)
         if not (len(r.chars) == len(r.ts) == len(r.vals)) or np.any(r.ts[1:] < r.ts[:-1]):
             raise ValueError("the pending events are inconsistent")
+        r._check_counts()
+        if len(r.ts) and (r.max_ts is None or int(r.ts[0]) <= r.horizon or int(r.ts[-1]) > r.max_ts
+                          or int(r.vals.min()) < 0):
+            raise ValueError("the pending events do not lie between the horizon and the largest timestamp seen")
         return r
+
+    def _check_counts(self) -> None:
+        """Numbers of a loaded buffer (ValueError: the caller names the state as unreadable)."""
+        if self.lateness < 0 or self.late < 0 or self.retracted < 0:
+            raise ValueError("negative lateness or counts of late or retracted events")
+        if self.max_ts is not None and not isinstance(self.max_ts, int):
+            raise ValueError(f"largest timestamp seen {self.max_ts!r} is not an integer")
 
 
 PLACEMENTS = ("buffer", "insert")
@@ -230,4 +241,5 @@ class Inserter(Reorder):
     def load(cls, d: dict) -> "Inserter":
         r = cls(int(d["lateness"]))
         r.max_ts, r.late, r.retracted = d["max_ts"], int(d["late"]), int(d.get("retracted", 0))
+        r._check_counts()
         return r

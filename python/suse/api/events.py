@@ -20,6 +20,15 @@ from suse.errors import InputError
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _SECOND = dt.timedelta(seconds=1)
+INT64_MIN = -(2**63)
+
+# Seconds per tick of each linear datetime64 unit, as a fraction (numerator, denominator).
+_UNIT_SECONDS = {"W": (604800, 1), "D": (86400, 1), "h": (3600, 1), "m": (60, 1), "s": (1, 1), "ms": (1, 10**3),
+                 "us": (1, 10**6), "ns": (1, 10**9), "ps": (1, 10**12), "fs": (1, 10**15), "as": (1, 10**18)}
+# Calendar units (Y, M) are no fixed number of seconds: numpy turns them into days, which is
+# exact within these many units (days stay far inside int64); beyond them the seconds cannot
+# fit in int64 anyway (2**63 s is about 2.9e11 years).
+_CALENDAR_LIMIT = {"Y": 300_000_000_000, "M": 12 * 300_000_000_000}
 
 
 def datetime_seconds(v: Any) -> Optional[int]:
@@ -27,7 +36,7 @@ def datetime_seconds(v: Any) -> Optional[int]:
     if isinstance(v, np.datetime64):
         if np.isnat(v):
             raise ValueError("NaT")
-        return int(v.astype("datetime64[s]").astype(np.int64))
+        return int(datetime64_seconds(np.array([v]), "timestamp")[0])
     if isinstance(v, dt.datetime):
         if v.tzinfo is None:
             v = v.replace(tzinfo=dt.timezone.utc)
@@ -38,6 +47,39 @@ def datetime_seconds(v: Any) -> Optional[int]:
     if isinstance(v, dt.date):
         return (v - _EPOCH.date()).days * 86400
     return None
+
+
+def datetime64_seconds(arr: np.ndarray, one: str) -> np.ndarray:
+    """Whole seconds since the epoch (rounded down, as numpy and Spark do) of a datetime64 array
+    without NaT, for every unit; `InputError` naming the event whose seconds leave int64 (numpy's
+    own cast would wrap silently or raise a bare OverflowError)."""
+    unit, count = np.datetime_data(arr.dtype)
+    ticks = arr.view(np.int64)
+
+    def outside(i: int) -> InputError:
+        return InputError(f"{one} {arr[i]} ({arr.dtype}) is outside the 64-bit range of seconds since 1970", event=i)
+
+    if unit in _CALENDAR_LIMIT:
+        beyond = np.flatnonzero(np.abs(ticks) > _CALENDAR_LIMIT[unit] // count)
+        if len(beyond):
+            raise outside(int(beyond[0]))
+        unit, count, ticks = "D", 1, arr.astype("datetime64[D]").view(np.int64)
+    num, den = _UNIT_SECONDS[unit]
+    num *= count
+    shared = math.gcd(num, den)
+    num, den = num // shared, den // shared
+    if num == 1:
+        return ticks // den  # floor division: rounds down, and cannot leave the range
+    if den == 1:  # whole seconds per tick: the product must stay in int64
+        beyond = np.flatnonzero((ticks > INT64_MAX // num) | (ticks < -(-INT64_MIN // num)))
+        if len(beyond):
+            raise outside(int(beyond[0]))
+        return ticks * num
+    seconds = [t * num // den for t in ticks.tolist()]  # a multi-tick unit such as [3ms]: exact
+    beyond = [i for i, x in enumerate(seconds) if not INT64_MIN <= x <= INT64_MAX]
+    if beyond:
+        raise outside(beyond[0])
+    return np.array(seconds, np.int64)
 
 
 def as_array(data: Any) -> np.ndarray:
@@ -57,6 +99,8 @@ def to_int64(name: str, data: Any, n: int, datetimes: bool = False) -> np.ndarra
         for i, v in enumerate(data):
             if isinstance(v, bool):  # numpy would silently read True as 1
                 raise InputError(f"{one} {v!r} is not an integer", event=i)
+            if isinstance(v, numbers.Integral) and not INT64_MIN <= v <= INT64_MAX:  # numpy would make floats
+                raise InputError(f"{one} {v} is outside the 64-bit integer range", event=i)
     arr = as_array(data)
     if arr.ndim != 1:
         raise InputError(f"{name} must be a one-dimensional sequence")
@@ -77,7 +121,7 @@ def to_int64(name: str, data: Any, n: int, datetimes: bool = False) -> np.ndarra
         nat = np.flatnonzero(np.isnat(arr))
         if len(nat):
             raise InputError(f"{one} is missing (NaT)", event=int(nat[0]))
-        return arr.astype("datetime64[s]").astype(np.int64)  # numpy rounds down, like Spark
+        return datetime64_seconds(arr, one)
     if arr.dtype.kind == "f":
         bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.floor(arr)))
         if len(bad):

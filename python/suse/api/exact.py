@@ -8,13 +8,14 @@ from suse.api.checks import check_int, check_memory_limit
 from suse.api.disorder import Reorder, check_late_mode
 from suse.api.events import coerce_events, eval_times, in_input_order
 from suse.api.feeding import extend_in_order, ooo_extend, ooo_retract, retract
+from suse.api.locking import Locked, locked
 from suse.api.query import Query
 from suse.api.queryset import QuerySet, exact_set
 from suse.api.results import Evaluation, ExactResult, evaluation_of
 from suse.errors import InputError
 
 
-class Exact:
+class Exact(Locked):
     """Incremental exact aggregation (the ground truth); `exact()` is the one-shot form."""
 
     def __init__(self, query: Query, memory_limit: Optional[int] = None, lateness: int = 0, *,
@@ -23,7 +24,7 @@ class Exact:
             raise InputError(f"expected a suse.Query, got {type(query).__name__}")
         self.query = query
         self.lateness = check_int("lateness", lateness)
-        limit = check_memory_limit(memory_limit)
+        self.memory_limit = limit = check_memory_limit(memory_limit)
         self._engine = _core.ExactEngine(query._dfa, query.window, query.policy, limit, query._extrema, query._of_mask)
         # lateness > 0: the kernel's out-of-order layer (`_disorder="buffer"`: the Python
         # buffer of disorder.py, kept as the benchmark's baseline)
@@ -32,6 +33,7 @@ class Exact:
         self._reorder = Reorder(self.lateness) if self.lateness and self._ooo is None else None
         self._late = 0  # late events counted with lateness=0 or by the native layer
 
+    @locked
     def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
                evaluate_at: Any = None, late: str = "error") -> list[Evaluation]:
         """Process a batch; returns one `Evaluation` per entry of `evaluate_at`, in its order.
@@ -57,6 +59,7 @@ class Exact:
                                         lambda e, t: self._reorder.settled(e, t)[1])
         return in_input_order([evaluation_of(r) for r in rows], order)
 
+    @locked
     def retract(self, char: str, timestamp: int, value: int = 1) -> None:
         """Take back one earlier event equal to (char, timestamp, value), the latest to arrive
         if several are: afterwards every result equals processing the stream without it. Only
@@ -70,16 +73,19 @@ class Exact:
         return self._engine if self._reorder is None else self._reorder.settled(self._engine)[0]
 
     @property
+    @locked
     def late(self) -> int:
         return self._late if self._reorder is None else self._reorder.late
 
     @property
+    @locked
     def pending(self) -> int:
         """Events newer than the horizon, not final yet (0 with lateness=0)."""
         if self._ooo is not None:
             return self._ooo.pending
         return 0 if self._reorder is None else len(self._reorder)
 
+    @locked
     def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
         if self._ooo is not None:
             t = self._ooo.totals()
@@ -89,6 +95,30 @@ class Exact:
             t, events, skipped = engine.totals(), engine.events, engine.skipped
         return ExactResult(t.count, t.sum, t.partial_count, skipped, events, evaluations or [],
                            t.min, t.max, t.count_by_missing, late=self.late)
+
+    @locked
+    def __reduce__(self):
+        """Pickled as its query and options with the engine's state: the events still in its
+        window, its totals and, with lateness, the events not yet final."""
+        engine = self._ooo if self._ooo is not None else self._engine
+        state = {"engine": engine._snapshot(), "late": self._late,
+                 "reorder": None if self._reorder is None else self._reorder.to_dict()}
+        disorder = "buffer" if self._reorder is not None else "native"
+        return (_unpickle_exact, (self.query, self.memory_limit, self.lateness, disorder, state))
+
+
+def _unpickle_exact(query: Query, memory_limit: Optional[int], lateness: int, disorder: str, state: dict) -> Exact:
+    engine, q = Exact(query, memory_limit, lateness, _disorder=disorder), query
+    if engine._ooo is not None:
+        engine._ooo = _core.OooExactEngine._restore(q._dfa, q.window, q.policy, lateness, memory_limit, q._extrema,
+                                                    q._of_mask, state["engine"])
+    else:
+        engine._engine = _core.ExactEngine._restore(q._dfa, q.window, q.policy, memory_limit, q._extrema, q._of_mask,
+                                                    state["engine"])
+    if state["reorder"] is not None:
+        engine._reorder = Reorder.from_dict(state["reorder"])
+    engine._late = state["late"]
+    return engine
 
 
 def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,

@@ -98,6 +98,10 @@ class Query:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Query) and self.to_dict() == other.to_dict()
 
+    def __reduce__(self):
+        """Pickled as its specification; loading compiles it again (cached per process)."""
+        return (Query, (self.regex, self.window, self.aggregate, self.policy, self.of, self.max_missing))
+
     def __hash__(self) -> int:
         return hash(tuple(self.to_dict().items()))
 

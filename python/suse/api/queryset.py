@@ -17,6 +17,7 @@ from suse import _core
 from suse.api.checks import check_choice, check_int, check_memory_limit
 from suse.api.events import coerce_events, eval_times, in_input_order
 from suse.api.feeding import check_order
+from suse.api.locking import Locked, locked
 from suse.api.query import Query
 from suse.api.results import Evaluation, ExactResult, SummaryResult, evaluation_of
 from suse.api.summary import Summary
@@ -100,6 +101,9 @@ class QuerySet(Mapping[str, Query]):
     def __repr__(self) -> str:
         return f"QuerySet({self._queries!r})"
 
+    def __reduce__(self):
+        return (QuerySet, (dict(self._queries),))
+
 
 def _shares(q: Query) -> bool:
     """Whether a query's result is what the shared engine computes: count, sum, partial count.
@@ -108,7 +112,7 @@ def _shares(q: Query) -> bool:
     return not (q._extrema or q.of is not None or q.max_missing)
 
 
-class ExactSet:
+class ExactSet(Locked):
     """Incremental exact aggregation of a query set; `suse.exact(query_set, ...)` is the
     one-shot form. A batch is decoded and checked once, then fed to every engine.
 
@@ -123,8 +127,8 @@ class ExactSet:
             raise InputError(f"expected a suse.QuerySet, got {type(queries).__name__}")
         self.queries = queries
         self._names = list(queries)
-        limit = check_memory_limit(memory_limit)
-        merge = check_choice("merge", merge, ("never", "auto", "always"))
+        self.memory_limit = limit = check_memory_limit(memory_limit)
+        self.merge = merge = check_choice("merge", merge, ("never", "auto", "always"))
         shared = [name for name, q in queries.items() if _shares(q)]
         self._shared = {name: i for i, name in enumerate(shared)}
         self._engine = _core.MultiExactEngine(
@@ -134,12 +138,24 @@ class ExactSet:
                      for name, q in queries.items() if not _shares(q)}
         self._last: Optional[int] = None
 
+    @locked
+    def __reduce__(self):
+        """A set that has taken no events pickles as its queries and options; afterwards its
+        shared engines (several queries over one automaton) have no saved form."""
+        if self._last is not None:
+            raise InputError("an ExactSet that has taken events cannot be pickled: its shared engines (one "
+                             "automaton for several queries) have no saved form; pickle it before its first batch, "
+                             "or hold one suse.Exact per query, which pickles at any time")
+        return (ExactSet, (self.queries, self.memory_limit, self.merge))
+
     @property
+    @locked
     def engines(self) -> int:
         """Distinct native engines: queries that count the same sets share one."""
         return (self._engine.engines if self._engine else 0) + len(self._own)
 
     @property
+    @locked
     def merged(self) -> int:
         """Native engines that run a merged (product) automaton of several queries."""
         return self._engine.merged if self._engine else 0
@@ -162,6 +178,7 @@ class ExactSet:
             self._last = int(ts[-1])
         return {name: rows[name] for name in self._names}
 
+    @locked
     def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
                evaluate_at: Any = None) -> dict[str, list[Evaluation]]:
         """Process a batch; per query, one `Evaluation` per entry of `evaluate_at`, in its order."""
@@ -171,6 +188,7 @@ class ExactSet:
         rows = self._feed(raw, ts, vals, times)
         return {name: in_input_order([evaluation_of(r) for r in q_rows], order) for name, q_rows in rows.items()}
 
+    @locked
     def result(self, evaluations: Optional[Mapping[str, list[Evaluation]]] = None) -> dict[str, ExactResult]:
         out = {}
         for name in self._names:
@@ -217,7 +235,7 @@ def _per_query(setting: str, value: Any, names: list[str]) -> dict[str, Any]:
     return {k: value.get(k) for k in names}
 
 
-class SummarySet:
+class SummarySet(Locked):
     """One bounded summary per query of a set, fed together: a batch is decoded and validated
     once. `size`, `strategy`, `time_to_live` and `probabilities` are one value for all queries
     or a mapping from query name (probabilities: name -> {char: p}). Queries with identical
@@ -242,6 +260,7 @@ class SummarySet:
             self.summaries[name] = shared.setdefault(key, s)
         self._last: Optional[int] = None
 
+    @locked
     def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
                evaluate_at: Any = None, elements: bool = False) -> dict[str, list[Evaluation]]:
         """Process a batch; per query, one `Evaluation` per entry of `evaluate_at`, in its order
@@ -253,15 +272,18 @@ class SummarySet:
         out = {}
         for name, s in self.summaries.items():
             if id(s) not in done:
-                rows = s._engine.extend(raw, ts, vals, times, bool(elements))
+                with s._lock:  # a summary of the set may also be used on its own
+                    rows = s._engine.extend(raw, ts, vals, times, bool(elements))
                 done[id(s)] = in_input_order([evaluation_of(r) for r in rows], order)
             out[name] = done[id(s)]
         if len(ts):
             self._last = int(ts[-1])
         return out
 
+    @locked
     def result(self) -> dict[str, SummaryResult]:
         return {name: s.result() for name, s in self.summaries.items()}
 
+    @locked
     def __repr__(self) -> str:
         return f"SummarySet({list(self.summaries)!r})"

@@ -12,12 +12,13 @@ from suse.api.checks import STRATEGIES, check_choice, check_int, check_memory_li
 from suse.api.disorder import PLACEMENTS, Inserter, Reorder, check_late_mode
 from suse.api.events import coerce_events, eval_times, in_input_order
 from suse.api.feeding import extend_in_order, retract
+from suse.api.locking import Locked, locked
 from suse.api.query import Query
 from suse.api.results import Evaluation, SummaryResult, evaluation_of
 from suse.errors import InputError, StateError
 
 
-class Summary:
+class Summary(Locked):
     """A bounded summary of one stream (one partition) for one query.
 
     It retains at most `size` elements, chosen by `strategy`, and keeps exact counters over the
@@ -64,9 +65,11 @@ class Summary:
         self._reorder = (Inserter if self.placement == "insert" else Reorder)(self.lateness) if self.lateness else None
         self._late = 0  # late events counted with lateness=0
 
+    @locked
     def insert(self, char: str, timestamp: int, value: int = 1, *, late: str = "error") -> None:
         self.extend([char], [timestamp], [value], late=late)
 
+    @locked
     def retract(self, char: str, timestamp: int, value: int = 1) -> None:
         """Take back one earlier event equal to (char, timestamp, value), as `Exact.retract`.
         Events newer than the horizon have not reached the summary yet (they wait in order), so
@@ -74,10 +77,12 @@ class Summary:
         retract(self._reorder, char, timestamp, value)
 
     @property
+    @locked
     def late(self) -> int:
         return self._late if self._reorder is None else self._reorder.late
 
     @property
+    @locked
     def pending(self) -> int:
         """Events newer than the horizon, waiting to be fed in order (0 with lateness=0)."""
         return 0 if self._reorder is None else len(self._reorder)
@@ -86,6 +91,7 @@ class Summary:
         """The engine as it is after every accepted event (a copy fed the pending ones)."""
         return self._engine if not self.pending else self._reorder.settled(self._engine)[0]
 
+    @locked
     def extend(self, chars: Any = None, timestamps: Any = None, values: Any = None, evaluate_at: Any = None,
                *, events: Any = None, elements: bool = False, late: str = "error") -> list[Evaluation]:
         """Process a batch in one native call.
@@ -111,6 +117,7 @@ class Summary:
                                         lambda e, t: self._reorder.settled(e, t, with_elements=bool(elements))[1])
         return in_input_order([evaluation_of(r) for r in rows], order)
 
+    @locked
     def result(self) -> SummaryResult:
         engine = self._settled()
         r = engine.result()
@@ -118,12 +125,15 @@ class Summary:
                              engine.events, len(engine), r.min, r.max, r.count_by_missing,
                              late=self.late)
 
+    @locked
     def elements(self) -> list[tuple[str, int, int]]:
         return self._settled().elements()
 
+    @locked
     def __len__(self) -> int:
         return len(self._settled())
 
+    @locked
     def with_query(self, query: Optional[Query] = None, *, size: Optional[int] = None, strategy: Optional[str] = None,
                    window: Optional[int] = None) -> "Summary":
         """A summary for a new query (or window, size, strategy) that keeps what this one knows:
@@ -151,6 +161,7 @@ class Summary:
         new._late = self._late
         return new
 
+    @locked
     def __repr__(self) -> str:
         return f"Summary({self.query!r}, size={self.size}, strategy={self.strategy!r}, retained={len(self)})"
 
@@ -172,6 +183,7 @@ class Summary:
             header["late"] = self._late
         return header
 
+    @locked
     def to_bytes(self) -> bytes:
         """The saved form: versioned, checksummed, and carrying the query and options."""
         return self._engine.to_bytes(json.dumps(self._header()))
@@ -205,6 +217,11 @@ class Summary:
         held = (cfg.window, cfg.size, cfg.strategy, cfg.aggregate, cfg.policy, cfg.time_to_live, cfg.seed)
         if stated != held or not engine.adopt_labels(query._dfa):
             raise StateError("saved summary does not match the query and options it describes")
+        buffered = summary._reorder is not None and not isinstance(summary._reorder, Inserter)
+        if buffered and engine.last_timestamp is not None and (
+                summary._reorder.max_ts is None or engine.last_timestamp > summary._reorder.horizon):
+            raise StateError("saved summary is inconsistent: its engine holds events past the horizon of its "
+                             "pending events")
         engine._set_output(query._extrema, query._of_mask)
         summary._engine = engine
         return summary

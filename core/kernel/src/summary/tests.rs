@@ -199,15 +199,15 @@ fn consistent_checksum_with_inconsistent_content_is_refused() {
             c.g[4].c += 1;
         }
     }
-    let err = load(&save(&Saved { meta: String::new(), last_t: None, summary: lying }).unwrap(), &limits).err().unwrap();
+    let err = load(&save(&Saved { meta: String::new(), last_t: Some(2), summary: lying }).unwrap(), &limits).err().unwrap();
     assert!(err.to_string().contains("counters do not match"), "{err}");
     let mut oversized = s.clone();
     if let SummaryEngine::Any(x) = &mut oversized {
         x.cfg.size = 2; // three retained elements
     }
-    let err = load(&save(&Saved { meta: String::new(), last_t: None, summary: oversized }).unwrap(), &limits).err().unwrap();
+    let err = load(&save(&Saved { meta: String::new(), last_t: Some(2), summary: oversized }).unwrap(), &limits).err().unwrap();
     assert!(err.to_string().contains("exceed the summary size"), "{err}");
-    let big_dfa = save(&Saved { meta: String::new(), last_t: None, summary: s }).unwrap();
+    let big_dfa = save(&Saved { meta: String::new(), last_t: Some(2), summary: s }).unwrap();
     assert!(load(&big_dfa, &Limits { max_bytes: 10 }).is_err());
     assert!(load(b"SUSE\x10\x00\x00\x00{\"query\": 1}", &limits).err().unwrap().to_string().contains("suse 0.1"));
     assert!(load(b"garbage", &limits).err().unwrap().to_string().contains("not a serialised suse summary"));
