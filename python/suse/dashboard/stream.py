@@ -21,7 +21,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from suse.dashboard.checkpoint import VERSION, check_job, fingerprint, read_state, write_state
-from suse.dashboard.live import Live, LiveQuery, Partition, Settings, _jsonable
+from suse.dashboard.live import MAX_EVALUATIONS, Live, LiveQuery, Partition, Settings, _jsonable
 from suse.errors import InputError
 from suse.spark.config import JobConfig
 
@@ -131,6 +131,7 @@ class StreamLive(Live):
         self.first = self.last = None
         self.clock: float = 0.0
         self.evaluations: list[dict] = []
+        self.keep = MAX_EVALUATIONS
         self.lock = threading.RLock()
         self.batches = 0
         self.last_batch = -1  # the id of the last micro-batch taken in
@@ -165,7 +166,7 @@ class StreamLive(Live):
             return {
                 "clock": int(self.clock) if sq.pos else None, "first": self.first, "last": self.last,
                 "finished": False, "streaming": True, "speed": None, "fed": sq.pos, "total": None,
-                "late": sq.late, "batches": self.batches, "evaluations": len(self.evaluations),
+                "late": sq.late, "batches": self.batches, "evaluations": self.evaluation_count,
                 "last_evaluation": self.evaluations[-1] if self.evaluations else None,
             }
 
