@@ -86,6 +86,38 @@ class SavedReplay(BaseModel):
     queries: list[SavedQuery]
 
 
+class StreamRow(BaseModel):
+    model_config = _STRICT
+    count: Count
+    events: NonNegativeInt
+    late: NonNegativeInt
+    pending: NonNegativeInt
+    max_ts: StrictInt
+    elements: list[Element]
+
+
+class SavedStreamPartition(SavedPartition):
+    # per strategy: the counters of streaming.advance's state tuple after summary and buffer
+    states: dict[StrictStr, tuple[Optional[StrictInt], Optional[StrictInt], NonNegativeInt, NonNegativeInt,
+                                  NonNegativeInt, NonNegativeInt]]
+    rows: dict[StrictStr, StreamRow]
+
+
+class SavedStream(BaseModel):
+    model_config = _STRICT
+    version: StrictInt
+    fingerprint: StrictStr
+    clock: float
+    first: Optional[StrictInt]
+    evaluations: list[Evaluation]
+    batches: NonNegativeInt
+    last_batch: StrictInt
+    pos: NonNegativeInt
+    late: NonNegativeInt
+    keys: list[list]
+    parts: dict[NonNegativeInt, SavedStreamPartition]
+
+
 def parse_state(path: Path, model: type[BaseModel], state: object) -> BaseModel:
     """``state`` checked against ``model``; the first problems in one line."""
     from suse.spark.config import format_errors
@@ -98,9 +130,9 @@ def parse_state(path: Path, model: type[BaseModel], state: object) -> BaseModel:
 
 
 def check_history(path: Path, where: str, part: SavedPartition, evaluations: list[Evaluation],
-                  strategies: list[str]) -> None:
+                  strategies: list[str], events: int) -> None:
     """A partition's history must follow the evaluations: increasing ids, none past the last
-    evaluation, a count for every strategy, counts that are integers."""
+    evaluation, at most ``events`` events, a count for every strategy, counts that are integers."""
     last_id = evaluations[-1].id if evaluations else -1
     previous = -1
     for row in part.history:
@@ -108,13 +140,30 @@ def check_history(path: Path, where: str, part: SavedPartition, evaluations: lis
         if not previous < eid <= last_id:
             raise invalid(path, f"{where}: history row for evaluation {eid} is out of order or after the last evaluation")
         previous = eid
-        if fed > part.fed or sorted(counts) != sorted(strategies):
+        if fed > events or sorted(counts) != sorted(strategies):
             raise invalid(path, f"{where}: history row {eid} does not match the partition's events or strategies")
         for text in [*counts.values(), *([exact] if exact is not None else [])]:
             if not (text.isascii() and text.isdigit() and len(text) <= 4000):
                 raise invalid(path, f"{where}: count {text[:30]!r} is not a non-negative integer")
     if not set(part.elements) <= set(strategies) or any(len(c) != 1 for els in part.elements.values() for c, _, _ in els):
         raise invalid(path, f"{where}: retained elements name an unknown strategy or a character that is not one letter")
+
+
+def check_stream(path: Path, state: SavedStream, strategies: list[str]) -> None:
+    """A stream's saved state against itself: partitions named by its keys, a state and a row
+    for every strategy, counters no larger than what was received."""
+    import math
+
+    if not math.isfinite(state.clock) or state.last_batch < -1:
+        raise invalid(path, f"clock {state.clock} or last micro-batch {state.last_batch} is impossible")
+    check_evaluations(path, state.evaluations)
+    for pid, part in state.parts.items():
+        where = f"parts.{pid}"
+        if pid >= len(state.keys):
+            raise invalid(path, f"{where}: no such partition; the state names {len(state.keys)}")
+        if sorted(part.states) != sorted(strategies) or sorted(part.rows) != sorted(strategies):
+            raise invalid(path, f"{where}: states for {sorted(part.states)}, the page runs {sorted(strategies)}")
+        check_history(path, where, part, state.evaluations, strategies, state.pos)
 
 
 def check_evaluations(path: Path, evaluations: list[Evaluation]) -> None:
@@ -282,4 +331,4 @@ def check_replay(path: Path, state: SavedReplay, live: Live) -> None:
                 raise invalid(path, f"{where}: no such partition; the query has {len(lq.events.keys)}")
             if part.fed != played[pid]:
                 raise invalid(path, f"{where}.fed: {part.fed}, but {played[pid]} of its events come before the position")
-            check_history(path, where, part, state.evaluations, lq.settings.strategies)
+            check_history(path, where, part, state.evaluations, lq.settings.strategies, part.fed)
