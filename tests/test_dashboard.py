@@ -86,6 +86,12 @@ def test_speed():
         parse_speed("1day/s", False, 10)
     with pytest.raises(InputError, match="expected stream time per second"):
         parse_speed("fast", False, 10)
+    # the stream clock is a float and the page's JSON has no infinity: a speed has a ceiling
+    for text, datetime_axis in (("9" * 400 + "/s", False), ("10000000000000000/s", False),
+                                ("99999999999999 weeks/s", True), ("0 days/s", True), ("000/s", False)):
+        with pytest.raises(InputError, match="positive"):
+            parse_speed(text, datetime_axis, 10)
+    assert parse_speed("0007/s", False, 10) == 7
 
 
 # --- the replay against the batch job ----------------------------------------------------------
@@ -153,6 +159,50 @@ def test_history_keeps_every_evaluation_and_only_changes(small):
     assert set(detail["elements"]) == {"suse", "fifo"}
 
 
+def test_refreshes_keep_a_bounded_history(small):
+    """Many refreshes cannot grow the state: only the last `keep` evaluations stay, and the
+    series of every partition over them is the one an unbounded page shows over the same."""
+    bounded, full = _live(small, ("suse", "fifo")), _live(small, ("suse", "fifo"))
+    bounded.keep, full.keep = 7, 10**9
+    rng = random.Random(5)
+    for live in (bounded, full):
+        live.advance(0)
+    for _ in range(60):
+        step = rng.choice([0, 0, 0.3, 2])
+        for live in (bounded, full):
+            live.advance(step)
+            live.refresh()
+        kept = {e["id"] for e in bounded.evaluations}
+        assert len(kept) <= 7 and bounded.status()["evaluations"] == full.status()["evaluations"]
+        for pid, part in full.query(0).parts.items():
+            if not part.history:
+                continue
+            expected = [p for p in full.partition(0, pid)["series"] if p["evaluation"] in kept]
+            assert bounded.partition(0, pid)["series"] == expected
+            assert len(bounded.query(0).parts[pid].history) <= 8
+
+
+def test_five_thousand_refreshes_do_not_grow_the_checkpoint_or_an_answer(small, tmp_path):
+    import json
+
+    from suse.dashboard import checkpoint as ckpt
+    from suse.dashboard.live import MAX_EVALUATIONS
+
+    live = _live(small)
+    live.advance(0)
+    sizes = []
+    for total in (2 * MAX_EVALUATIONS, 5000):
+        while live.status()["evaluations"] < total:
+            live.advance(0.01)
+            live.refresh()
+        ckpt.save_state(tmp_path, live)
+        sizes.append(((tmp_path / "state.json").stat().st_size, len(json.dumps(live.partition(0, 0)))))
+    assert len(live.evaluations) == MAX_EVALUATIONS
+    (state_then, answer_then), (state_now, answer_now) = sizes
+    assert state_now <= 1.05 * state_then and answer_now <= 1.05 * answer_then, sizes
+    assert answer_now < 300_000  # about 200 bytes per kept evaluation
+
+
 def test_checkpoint_resumes_where_it_stopped(small, tmp_path):
     from suse.dashboard import checkpoint as ckpt
 
@@ -176,6 +226,70 @@ def test_checkpoint_resumes_where_it_stopped(small, tmp_path):
     assert b.partition(0, 1) == a.partition(0, 1)
     with pytest.raises(InputError, match="written for a different job"):
         ckpt.load_events(tmp_path, {"job": "other"})
+
+
+def _edit(path, change) -> None:
+    import json
+
+    state = json.loads(path.read_text())
+    change(state)
+    path.write_text(json.dumps(state))
+
+
+def _first_part(state) -> dict:
+    return next(iter(state["queries"][0]["parts"].values()))
+
+
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        (lambda s: s["queries"][0]["parts"].update(abc=_first_part(s)), "parts.abc: Input should be a valid integer"),
+        (lambda s: s["queries"][0]["parts"].update({"99": _first_part(s)}), "no such partition"),
+        (lambda s: s["queries"][0].update(pos=10**9), "pos: 1000000000 is past the"),
+        (lambda s: s["queries"][0].update(pos=-1), "pos: Input should be greater than or equal to 0"),
+        (lambda s: s.update(clock=1e300), "outside the input's time range"),
+        (lambda s: s.update(clock="soon"), "clock: Input should be a valid number"),
+        (lambda s: _first_part(s).update(fed=_first_part(s)["fed"] + 1), "come before the position"),
+        (lambda s: _first_part(s)["history"][0].__setitem__(0, 10**6), "after the last evaluation"),
+        (lambda s: _first_part(s)["history"][0][2].update(suse="12x"), "is not a non-negative integer"),
+        (lambda s: _first_part(s)["history"].append("junk"), "history[1]: Input should be a valid"),
+        (lambda s: _first_part(s)["elements"]["suse"].append(["ab", 1, 1]), "not one letter"),
+        (lambda s: s["evaluations"].append(s["evaluations"][0]), "evaluation ids must increase"),
+        (lambda s: s.update(queries=[]), "0 queries, the job has 1"),
+        (lambda s: s.update(surprise=1), "surprise: unknown key"),
+    ],
+)
+def test_an_edited_checkpoint_is_a_state_error(small, tmp_path, change, problem):
+    from suse.dashboard import checkpoint as ckpt
+    from suse.errors import StateError
+
+    a = _live(small)
+    a.advance(0)
+    a.advance(5)
+    a.refresh()
+    ckpt.save_state(tmp_path, a)
+    _edit(tmp_path / "state.json", change)
+    with pytest.raises(StateError) as err:
+        ckpt.load_state(tmp_path, _live(small))
+    message = str(err.value)
+    assert message.startswith(f"checkpoint {tmp_path / 'state.json'} is not valid: ") and "\n" not in message
+    assert problem in message, message
+
+
+def test_a_checkpoint_missing_a_summary_is_a_state_error(small, tmp_path):
+    import zipfile
+
+    from suse.dashboard import checkpoint as ckpt
+    from suse.errors import StateError
+
+    a = _live(small)
+    a.advance(0)
+    a.advance(5)
+    ckpt.save_state(tmp_path, a)
+    with zipfile.ZipFile(tmp_path / "summaries.zip", "w") as z:  # the summaries lost
+        z.writestr("other", b"")
+    with pytest.raises(StateError, match="saved summary '0/suse/0' cannot be read"):
+        ckpt.load_state(tmp_path, _live(small))
 
 
 def test_empty_input_is_a_clear_error(small):
@@ -226,6 +340,38 @@ def test_bad_arguments(args, message):
     proc = run("serve", *args, "--port", "0", timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert message in proc.stderr
+
+
+@pytest.mark.parametrize("refresh", [float("inf"), float("-inf"), float("nan"), -1.0, 1e300, 86401.0])
+def test_refresh_must_be_a_finite_number_of_seconds(refresh):
+    from suse.dashboard import check_refresh
+
+    with pytest.raises(InputError, match="give a number of seconds from 0 \\(no auto-refresh\\) to 86400"):
+        check_refresh(refresh)
+    check_refresh(0.0), check_refresh(86400.0), check_refresh(2.5)
+
+
+def test_refresh_inf_is_one_line_before_any_work():
+    proc = run("serve", "--replay", "flights", "--port", "0", "--refresh", "inf", timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "error: --refresh inf: give a number of seconds from 0 (no auto-refresh) to 86400\n"
+
+
+def test_an_internal_error_exits_1_as_documented(capsys):
+    import typer
+
+    from suse.cli.app import friendly_errors
+    from suse.errors import InternalError
+
+    @friendly_errors
+    def broken():
+        raise InternalError("an invariant of the kernel did not hold")
+
+    with pytest.raises(typer.Exit) as exit_:
+        broken()
+    assert exit_.value.exit_code == 1
+    assert "internal error: InternalError: an invariant of the kernel did not hold. This is a bug in suse" in (
+        " ".join(capsys.readouterr().err.split()))
 
 
 def test_bundled_jobs_are_the_examples():

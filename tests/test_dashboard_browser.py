@@ -97,6 +97,15 @@ def test_table_is_the_job_output(page, served):
     shot(page, served["work"] / "table.png")
 
 
+def test_match_buttons_wait_for_a_partition(page):
+    # `hidden` must win over the toolbar's display: flex (it did not: issue 26)
+    for button in ("#prev-match", "#next-match"):
+        assert not page.is_visible(button), button
+    page.click("#partitions tbody tr:has(td.key:text-is('0'))")
+    page.wait_for_selector("#next-match", state="visible")
+    assert page.is_visible("#prev-match")
+
+
 def test_search_and_sort(page):
     page.fill("#search", "2")
     page.wait_for_function("document.querySelectorAll('#partitions tbody tr').length === 1")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 
 import pytest
 
-from serving import Server
+from serving import ENV, Server
 
 JOB = """
 name = "watched"
@@ -102,6 +104,17 @@ def test_a_watched_directory_across_a_restart(tmp_path):
         assert [p["evaluation"] for p in series] == [0, 1, 2]
     finally:
         assert again.stop() == 0
+
+    state = tmp_path / "out.live" / "stream.json"  # edited by hand: one line, exit 2
+    saved = json.loads(state.read_text())
+    saved["parts"]["abc"] = saved["parts"].pop("0")
+    state.write_text(json.dumps(saved))
+    proc = subprocess.run([sys.executable, "-m", "suse", "serve", "job.toml", *ARGS], cwd=tmp_path,
+                          capture_output=True, text=True, env=ENV, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error")]  # after Spark's start-up notes
+    assert len(errors) == 1 and proc.stderr.splitlines()[-1] == errors[0], proc.stderr
+    assert errors[0].startswith("error: checkpoint out.live/stream.json is not valid: parts.abc: "), proc.stderr
 
 
 def test_streaming_refusals_are_those_of_suse_run(spark, tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand
 
-from suse.errors import InputError, QueryError, SuseError
+from suse.errors import InputError, InternalError, QueryError, SuseError
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -122,6 +122,8 @@ def friendly_errors(func: F) -> F:
             print_error(f"{exc.message} (position {exc.position})", "query error")
             err_console.print(Text(exc.caret()))
             raise typer.Exit(2) from None
+        except InternalError as exc:  # the kernel's own check failed: a bug, not bad input
+            _report_bug(exc)
         except SuseError as exc:
             print_error(str(exc))
             raise typer.Exit(2) from None
@@ -134,16 +136,21 @@ def friendly_errors(func: F) -> F:
         except (typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug of ours: say so plainly; SUSE_DEBUG=1 shows the traceback
-            if os.environ.get("SUSE_DEBUG"):
-                raise
-            print_error(
-                f"{type(exc).__name__}: {exc}. This is a bug in suse; rerun with SUSE_DEBUG=1 "
-                "for the traceback and report it.",
-                "internal error",
-            )
-            raise typer.Exit(1) from None
+            _report_bug(exc)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _report_bug(exc: Exception) -> NoReturn:
+    """Exit code 1 and one line asking for a report (docs/CLI.md); SUSE_DEBUG=1 re-raises."""
+    if os.environ.get("SUSE_DEBUG"):
+        raise exc
+    print_error(
+        f"{type(exc).__name__}: {exc}. This is a bug in suse; rerun with SUSE_DEBUG=1 "
+        "for the traceback and report it.",
+        "internal error",
+    )
+    raise typer.Exit(1) from None
 
 
 def _usage_error(exc: typer.TyperException) -> int:

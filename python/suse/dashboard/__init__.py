@@ -10,6 +10,7 @@ start resumes from it.
 """
 from __future__ import annotations
 
+import math
 import re
 import signal
 import sys
@@ -26,6 +27,8 @@ DEFAULT_PORT = 8050
 REPLAY_SECONDS = 300  # default speed: the whole input in five minutes
 SAVE_EVERY = 30.0  # seconds between checkpoints while running
 TICK = 0.1  # seconds between feeds of the replay
+MAX_REFRESH = 86_400  # seconds: a day
+MAX_SPEED = 10**15  # stream time units per second
 
 __all__ = ["serve", "parse_speed", "bundled_job"]
 
@@ -54,10 +57,25 @@ def parse_speed(text: Optional[str], datetime_axis: bool, span: int) -> float:
     if datetime_axis:
         if not is_duration(amount):
             raise InputError(f"--speed {text!r}: the job's time is a date-time column; give a duration per second, e.g. '1day/s'")
-        return float(parse_duration(amount))
-    if is_duration(amount) or not amount.isdigit() or int(amount) == 0:
+        return _finite_speed(text, parse_duration(amount))
+    digits = amount.lstrip("0")
+    if is_duration(amount) or not amount.isascii() or not amount.isdigit() or not digits:
         raise InputError(f"--speed {text!r}: the job's time is an integer column; give a positive number of its units per second, e.g. '500/s'")
+    return _finite_speed(text, int(digits) if len(digits) <= 16 else MAX_SPEED + 1)
+
+
+def _finite_speed(text: str, amount: int) -> float:
+    """A speed the stream clock (a float, exact to 2^53) can move by."""
+    if not 0 < amount <= MAX_SPEED:
+        raise InputError(f"--speed {text!r}: give a positive amount of stream time per second, at most {MAX_SPEED:.0e} units")
     return float(amount)
+
+
+def check_refresh(seconds: float) -> None:
+    """The page's auto-refresh: 0 (off) to a day; a browser timer cannot go past 24.8 days and
+    the page's JSON cannot carry an infinity or NaN."""
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and 0 <= seconds <= MAX_REFRESH):
+        raise InputError(f"--refresh {seconds!r}: give a number of seconds from 0 (no auto-refresh) to {MAX_REFRESH}")
 
 
 def serve(
@@ -80,7 +98,10 @@ def serve(
     from suse.api import STRATEGIES
     from suse.dashboard import checkpoint as ckpt
     from suse.dashboard.live import Settings
-    from suse.dashboard.server import bind
+    try:
+        from suse.dashboard.server import PageServer
+    except ModuleNotFoundError as exc:
+        raise InputError(f"`suse serve` needs {exc.name}: pip install 'suse[dashboard]'") from None
     from suse.spark.jobs.load import load_config, parse_config, tomllib
 
     if (job is None) == (replay is None):
@@ -103,8 +124,7 @@ def serve(
             raise InputError(f"--strategies: {s!r} is not one of {', '.join(STRATEGIES)}")
         if s not in names:
             names.append(s)
-    if not refresh_seconds >= 0:
-        raise InputError("--refresh must be a number of seconds >= 0 (0: no auto-refresh)")
+    check_refresh(refresh_seconds)
     settings = Settings(cfg.summary.size, names, cfg.summary.seed, cfg.evaluate.exact)
     identity = {
         **cfg.model_dump(mode="json", by_alias=True, include={"input", "characters", "query", "summary"}),
@@ -115,8 +135,8 @@ def serve(
         for name in ("events.json", "events.npz", "state.json", "summaries.zip"):
             (directory / name).unlink(missing_ok=True)
 
-    server = bind(port)  # before the slow part: a busy port is reported at once
-    server.refresh_seconds = refresh_seconds
+    server = PageServer(port)  # before the slow part: a busy port is reported at once
+    server.page.refresh_seconds = refresh_seconds
     live = None
     query = None  # the Structured Streaming query of a streaming job
     stop = threading.Event()
@@ -124,7 +144,7 @@ def serve(
 
     def fail(exc: BaseException) -> None:  # from a worker thread: the main thread reports it
         failure.append(exc)
-        threading.Thread(target=server.shutdown, daemon=True).start()
+        server.shutdown()
 
     def save() -> None:
         if query is not None:
@@ -134,7 +154,14 @@ def serve(
         else:
             ckpt.save_state(directory, live)
 
-    previous = _on_signals()
+    serving = threading.Event()  # from then on a signal stops the server instead of interrupting
+
+    def stop_serving() -> bool:
+        if serving.is_set():
+            server.shutdown()
+        return serving.is_set()
+
+    previous = _on_signals(stop_serving)
     try:
         if cfg.mode == "streaming":
             from suse.dashboard import stream
@@ -144,8 +171,8 @@ def serve(
             where = f"resumed after micro-batch {live.last_batch}, {live.status()['fed']:,} events"
         else:
             live, resumed = _replay(cfg, settings, directory, identity, speed, log)
-            where = f"resumed at evaluation {len(live.evaluations)}, {live.status()['fed']:,} events played"
-        server.live = live
+            where = f"resumed at evaluation {live.evaluation_count}, {live.status()['fed']:,} events played"
+        server.page.live = live
 
         def play() -> None:
             last = time.monotonic()
@@ -164,17 +191,21 @@ def serve(
                 fail(exc)
 
         threading.Thread(target=play, name="suse-live", daemon=True).start()
-        host, bound = server.server_address[:2]
+        host, bound = server.address
         log(f"{cfg.name}: {where if resumed else 'new'}; checkpoint {directory}")
         log(f"suse serve: http://{host}:{bound}/  (Ctrl-C stops)")
-        server.serve_forever(poll_interval=0.2)
+        serving.set()
+        if not failure:
+            server.serve()
     except KeyboardInterrupt:
-        pass
+        if live is None:  # stopped while loading: nothing to save, and no Spark traceback
+            log("stopped before the page was ready; nothing saved")
+            raise Interrupted from None
     finally:
         stop.set()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        server.server_close()
+        server.close()
         if query is not None:
             try:
                 query.stop()
@@ -212,13 +243,19 @@ def _replay(cfg, settings, directory: Path, identity: dict, speed: Optional[str]
     return live, resumed
 
 
-def _on_signals() -> dict:
-    """SIGINT and SIGTERM stop the server cleanly (checkpoint written). SIGINT explicitly too:
-    a process started in the background by a shell inherits SIGINT ignored."""
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C before the page was ready (already reported in one line)."""
+
+
+def _on_signals(stop_serving: Callable[[], bool]) -> dict:
+    """SIGINT and SIGTERM stop the server cleanly (checkpoint written): while it serves,
+    ``stop_serving`` asks it to finish; before that the start-up is interrupted. SIGINT
+    explicitly too: a process started in the background by a shell inherits SIGINT ignored."""
     if threading.current_thread() is not threading.main_thread():
         return {}
 
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        if not stop_serving():
+            raise KeyboardInterrupt
 
     return {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -5,6 +5,10 @@ Events arrive already classified (``source.py``), as arrays sorted by time. ``ad
 feeds every event up to a stream time; ``refresh`` is an evaluation trigger at the current
 stream time. A partition's result only changes when it gets events, so each evaluation
 stores a row only for partitions whose numbers changed; the chart fills in the rest.
+
+The page keeps the last ``MAX_EVALUATIONS`` evaluations (and of each partition's history only
+what they need): refreshes cannot grow the memory, the checkpoint or an answer without bound
+(issue 26: 5,000 refreshes had grown one partition's answer to 0.9 MB).
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from suse.dashboard.numbers import duration_text, number, recall
 from suse.errors import InputError
 from suse.spec import QuerySpec
 
+MAX_EVALUATIONS = 1000  # kept for the charts; about 200 bytes each in a partition's answer
 
 @dataclass
 class QueryEvents:
@@ -129,6 +134,17 @@ class LiveQuery:
             part.elements = elements
             part.dirty = False
 
+    def forget_before(self, oldest: int) -> None:
+        """Drop history rows that no evaluation from ``oldest`` on needs: of the rows before
+        it, only the last (the numbers in force at ``oldest``) stays."""
+        for part in self.parts.values():
+            history = part.history
+            drop = 0
+            while drop + 1 < len(history) and history[drop + 1][0] <= oldest:
+                drop += 1
+            if drop:
+                del history[:drop]
+
     def rows(self) -> list[dict]:
         """The partition table: the latest evaluated numbers of every partition seen."""
         primary = self.settings.strategies[0]
@@ -172,8 +188,14 @@ class Live:
         self.first = min(int(q.ts[0]) for q in queries if len(q))
         self.last = max(int(q.ts[-1]) for q in queries if len(q))
         self.clock: float = float(self.first)
-        self.evaluations: list[dict] = []
+        self.evaluations: list[dict] = []  # the last `keep`, ids increasing
+        self.keep = MAX_EVALUATIONS
         self.lock = threading.RLock()
+
+    @property
+    def evaluation_count(self) -> int:
+        """Evaluations made since the start (the oldest may have been dropped)."""
+        return self.evaluations[-1]["id"] + 1 if self.evaluations else 0
 
     @property
     def finished(self) -> bool:
@@ -191,13 +213,17 @@ class Live:
         """An evaluation trigger at the current stream time."""
         with self.lock:
             ev = {
-                "id": len(self.evaluations),
+                "id": self.evaluation_count,
                 "at": int(self.clock),
                 "wall": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             }
             self.evaluations.append(ev)
             for lq in self.queries:
                 lq.evaluate(ev["id"])
+            if len(self.evaluations) > self.keep:
+                del self.evaluations[:-self.keep]
+                for lq in self.queries:
+                    lq.forget_before(self.evaluations[0]["id"])
             return ev
 
     # --- what the page reads --------------------------------------------------------------
@@ -212,7 +238,7 @@ class Live:
                 "speed": self.speed,
                 "fed": sum(lq.pos for lq in self.queries),
                 "total": sum(len(lq.events) for lq in self.queries),
-                "evaluations": len(self.evaluations),
+                "evaluations": self.evaluation_count,
                 "last_evaluation": self.evaluations[-1] if self.evaluations else None,
             }
 
@@ -241,16 +267,20 @@ class Live:
             return self.query(q).rows()
 
     def partition(self, q: int, pid: int) -> dict:
-        """A partition's numbers at every evaluation since its first, and its retained elements."""
+        """A partition's numbers at every kept evaluation since its first, and its retained
+        elements."""
         with self.lock:
             lq = self.query(q)
             part = lq.parts.get(pid)
             if part is None or not part.history:
                 raise InputError(f"partition {pid} has not been evaluated yet")
-            by_id = {h[0]: h for h in part.history}
-            series, current = [], None
-            for ev in self.evaluations[part.history[0][0]:]:
-                current = by_id.get(ev["id"], current)
+            history = part.history
+            series, current, i = [], None, 0
+            for ev in self.evaluations:
+                while i < len(history) and history[i][0] <= ev["id"]:
+                    current, i = history[i], i + 1
+                if current is None:  # before the partition's first evaluation
+                    continue
                 _, fed, counts, exact = current
                 series.append({
                     "evaluation": ev["id"], "at": ev["at"], "events": fed,

@@ -1,29 +1,55 @@
-"""The HTTP side: a static page and JSON endpoints, from the standard library's threading
-server (one local user; nothing here needs more)."""
+"""The HTTP side: a static page and JSON endpoints, a Starlette app served by uvicorn.
+
+Why not the standard library's ``http.server`` (what this was until issue 26): its listen
+backlog of 5 left a burst of readers waiting on SYN retries (13-45 of 200 concurrent
+``GET /api/status`` timed out after 40 s; here all 200 answer, bench/dashboard_load.py), it
+has no graceful shutdown, and every check below would have been hand-written. Starlette
+gives routing, JSON that refuses NaN and infinities, and the trusted-host check; uvicorn a
+real backlog and a shutdown that lets answers in flight finish.
+
+Only the local user may read or change the page:
+* the socket listens on 127.0.0.1 only;
+* the Host header must be 127.0.0.1 or localhost, so a page on another site that rebinds its
+  DNS name to 127.0.0.1 gets ``400`` instead of the data;
+* ``POST`` (an evaluation) is refused with ``403`` when the browser says it comes from
+  another site (``Sec-Fetch-Site``, ``Origin``); a tool such as curl sends neither and is
+  the local user's own.
+"""
 from __future__ import annotations
 
+import contextlib
 import errno
-import json
+import socket
 import sys
 import traceback
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Callable, Optional
-from urllib.parse import parse_qs, urlparse
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from suse.dashboard.live import Live
 from suse.dashboard.matches import SearchLimit, nth_match
 from suse.errors import InputError, SuseError
 
 HOST = "127.0.0.1"
+TRUSTED_HOSTS = ["127.0.0.1", "localhost"]
+BACKLOG = 1024  # pending connections the kernel keeps (capped by net.core.somaxconn)
+SHUTDOWN_SECONDS = 5  # answers in flight get this long to finish after Ctrl-C
 MAX_MATCH_INDEX = 100_000
 STATIC = {  # name -> content type; files shipped in suse/dashboard/static
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
+NO_STORE = {"Cache-Control": "no-store"}
 
 
 def plotly_js() -> Path:
@@ -38,121 +64,175 @@ def plotly_js() -> Path:
     return path
 
 
-def bind(port: int) -> ThreadingHTTPServer:
+@dataclass
+class Page:
+    """What the endpoints read: the job's live state once it is loaded."""
+
+    plotly: Path
+    refresh_seconds: float = 5.0
+    live: Optional[Live] = None
+
+
+def bind(port: int) -> socket.socket:
     """The listening socket, before any slow start-up work, so a busy port fails at once."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        server = ThreadingHTTPServer((HOST, port), Handler)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart need not wait for TIME_WAIT
+        sock.bind((HOST, port))
+        sock.listen(BACKLOG)
     except OverflowError:
+        sock.close()
         raise InputError(f"port {port} is out of range (0-65535)") from None
     except OSError as exc:
+        sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise InputError(f"port {port} on {HOST} is in use; pick another with --port") from None
         raise InputError(f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
-    server.daemon_threads = True
-    server.live = None  # set once the job is loaded
-    server.plotly = plotly_js()
-    server.refresh_seconds = 5.0
-    return server
+    return sock
 
 
-class Handler(BaseHTTPRequestHandler):
-    server_version = "suse"
+class PageServer:
+    """The bound socket and the server that answers on it once ``serve`` is called."""
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002  (quiet: one request a second)
-        pass
+    def __init__(self, port: int):
+        self.socket = bind(port)
+        self.page = Page(plotly_js())
+        config = uvicorn.Config(
+            app(self.page), log_config=None, log_level="warning", access_log=False, lifespan="off",
+            backlog=BACKLOG, timeout_graceful_shutdown=SHUTDOWN_SECONDS, server_header=False,
+        )
+        self._server = _Uvicorn(config)
 
     @property
-    def live(self) -> Live:
-        live = self.server.live  # type: ignore[attr-defined]
-        if live is None:
-            raise _NotReady
-        return live
+    def address(self) -> tuple[str, int]:
+        host, port = self.socket.getsockname()[:2]
+        return host, port
 
-    def do_GET(self) -> None:  # noqa: N802
-        url = urlparse(self.path)
-        args = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        path = url.path
-        if path in ("/", "/index.html"):
-            return self._static("index.html")
-        if path == "/favicon.ico":
-            return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
-        if path.startswith("/static/"):
-            name = path.removeprefix("/static/")
-            if name == "plotly.min.js":
-                return self._file(self.server.plotly, "text/javascript; charset=utf-8")  # type: ignore[attr-defined]
-            if name in STATIC:
-                return self._static(name)
-            return self._error(HTTPStatus.NOT_FOUND, f"no such file: {path}")
-        routes: dict[str, Callable[[dict], object]] = {
-            "/api/meta": lambda a: {**self.live.meta(), "refresh_seconds": self.server.refresh_seconds},  # type: ignore[attr-defined]
-            "/api/status": lambda a: self.live.status(),
-            "/api/table": lambda a: self.live.table(_int(a, "q", 0)),
-            "/api/partition": lambda a: self.live.partition(_int(a, "q", 0), _int(a, "pid")),
-            "/api/match": self._match,
-        }
-        if path not in routes:
-            return self._error(HTTPStatus.NOT_FOUND, f"no such page: {path}")
-        self._answer(lambda: routes[path](args))
+    def serve(self) -> None:
+        """Answer requests until ``shutdown``; answers in flight then finish."""
+        self._server.run(sockets=[self.socket])
 
-    def do_POST(self) -> None:  # noqa: N802
-        if urlparse(self.path).path != "/api/refresh":
-            return self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: {self.path}")
-        self._answer(lambda: self.live.refresh())
+    def shutdown(self) -> None:
+        """Ask ``serve`` to return (from a signal handler or another thread)."""
+        self._server.should_exit = True
 
-    def _match(self, args: dict) -> dict:
-        q, pid = _int(args, "q", 0), _int(args, "pid")
-        strategy = args.get("strategy", self.live.settings.strategies[0])
-        n = _int(args, "n", 0)
-        if n > MAX_MATCH_INDEX:
-            raise InputError(f"n: at most {MAX_MATCH_INDEX}")
-        containing = _int(args, "containing") if "containing" in args else None
-        elements = self.live.elements(q, pid, strategy)
-        if containing is not None and not 0 <= containing < len(elements):
-            raise InputError(f"containing: no element {containing}; the summary retains {len(elements)}")
-        try:
-            match = nth_match(self.live.query(q).query, elements, n, containing)
-        except SearchLimit:
-            return {"match": None, "n": n, "gave_up": True}
-        return {"match": match, "n": n, "gave_up": False}
-
-    # --- replies --------------------------------------------------------------------------
-
-    def _answer(self, make: Callable[[], object]) -> None:
-        try:
-            body = make()
-        except _NotReady:
-            return self._error(HTTPStatus.SERVICE_UNAVAILABLE, "the job is still loading")
-        except SuseError as exc:
-            return self._error(HTTPStatus.BAD_REQUEST, str(exc))
-        except Exception as exc:  # a bug of ours: answer and say so on the server's stderr
-            traceback.print_exc(file=sys.stderr)
-            return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"internal error: {type(exc).__name__}: {exc}")
-        self._send(HTTPStatus.OK, json.dumps(body).encode(), "application/json")
-
-    def _error(self, status: HTTPStatus, message: str) -> None:
-        self._send(status, json.dumps({"error": message}).encode(), "application/json")
-
-    def _static(self, name: str) -> None:
-        data = resources.files("suse.dashboard").joinpath("static", name).read_bytes()
-        self._send(HTTPStatus.OK, data, STATIC[name])
-
-    def _file(self, path: Path, kind: str) -> None:
-        self._send(HTTPStatus.OK, path.read_bytes(), kind, cache=True)
-
-    def _send(self, status: HTTPStatus, data: bytes, kind: str, cache: bool = False) -> None:
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Cache-Control", "max-age=3600" if cache else "no-store")
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the browser went away mid-answer
-            pass
+    def close(self) -> None:
+        self.socket.close()
 
 
-class _NotReady(Exception):
-    pass
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handling: `serve` owns SIGINT and SIGTERM (they also
+    interrupt the start-up, before uvicorn runs)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        yield
+
+
+# --- the application --------------------------------------------------------------------------
+
+
+def app(page: Page):
+    """The Starlette application over ``page``."""
+    def api(make: Callable[[Live, dict], object]):
+        def endpoint(request):  # a plain function: Starlette runs it in a worker thread
+            return _answer(page, make, dict(request.query_params))
+        return endpoint
+
+    routes = [
+        Route("/", _static("index.html")),
+        Route("/index.html", _static("index.html")),
+        Route("/favicon.ico", lambda request: _response(b"", 204, "image/x-icon")),
+        Route("/static/{name}", lambda request: _static_file(page, request.path_params["name"])),
+        Route("/api/meta", api(lambda live, a: {**live.meta(), "refresh_seconds": page.refresh_seconds})),
+        Route("/api/status", api(lambda live, a: live.status())),
+        Route("/api/table", api(lambda live, a: live.table(_int(a, "q", 0)))),
+        Route("/api/partition", api(lambda live, a: live.partition(_int(a, "q", 0), _int(a, "pid")))),
+        Route("/api/match", api(_match)),
+        Route("/api/refresh", api(lambda live, a: live.refresh()), methods=["POST"]),
+    ]
+    handlers = {
+        404: lambda request, exc: _error(404, f"no such page: {request.url.path}"),
+        405: lambda request, exc: _error(405, f"{request.method} is not allowed on {request.url.path}"),
+    }
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=TRUSTED_HOSTS), Middleware(SameSiteWrites)]
+    return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers)
+
+
+class SameSiteWrites:
+    """Refuse a request that changes something (any method but GET/HEAD) when the browser
+    says another site sent it. Browsers send ``Sec-Fetch-Site`` (and ``Origin`` on a POST);
+    a page of ours sends ``same-origin`` and its own origin."""
+
+    SAFE = ("GET", "HEAD", "OPTIONS")
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] not in self.SAFE and not _same_site(scope):
+            await _error(403, "refused: a request from another site may not change the page")(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _same_site(scope) -> bool:
+    headers = Headers(scope=scope)
+    site, origin = headers.get("sec-fetch-site"), headers.get("origin")
+    if site is not None and site not in ("same-origin", "none"):  # "none": typed by the user
+        return False
+    return origin is None or origin == f"http://{headers.get('host', '')}"  # the Host is trusted already
+
+
+def _answer(page: Page, make: Callable[[Live, dict], object], args: dict):
+    try:
+        if page.live is None:
+            return _error(503, "the job is still loading")
+        return JSONResponse(make(page.live, args), headers=NO_STORE)  # refuses NaN and infinities
+    except SuseError as exc:
+        return _error(400, str(exc))
+    except Exception as exc:  # a bug of ours: answer and say so on the server's stderr
+        traceback.print_exc(file=sys.stderr)
+        return _error(500, f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _match(live: Live, args: dict) -> dict:
+    q, pid = _int(args, "q", 0), _int(args, "pid")
+    strategy = args.get("strategy", live.settings.strategies[0])
+    n = _int(args, "n", 0)
+    if n > MAX_MATCH_INDEX:
+        raise InputError(f"n: at most {MAX_MATCH_INDEX}")
+    containing = _int(args, "containing") if "containing" in args else None
+    elements = live.elements(q, pid, strategy)
+    if containing is not None and not 0 <= containing < len(elements):
+        raise InputError(f"containing: no element {containing}; the summary retains {len(elements)}")
+    try:
+        match = nth_match(live.query(q).query, elements, n, containing)
+    except SearchLimit:
+        return {"match": None, "n": n, "gave_up": True}
+    return {"match": match, "n": n, "gave_up": False}
+
+
+def _error(status: int, message: str):
+    return JSONResponse({"error": message}, status_code=status, headers=NO_STORE)
+
+
+def _response(data: bytes, status: int, kind: str, cache: bool = False):
+    return Response(data, status, {"Cache-Control": "max-age=3600" if cache else "no-store"}, kind)
+
+
+def _static(name: str):
+    def endpoint(request):
+        return _response(resources.files("suse.dashboard").joinpath("static", name).read_bytes(), 200, STATIC[name])
+    return endpoint
+
+
+def _static_file(page: Page, name: str):
+    if name == "plotly.min.js":
+        return _response(page.plotly.read_bytes(), 200, "text/javascript; charset=utf-8", cache=True)
+    if name in STATIC:  # only the shipped files: no path from the request reaches the disk
+        return _static(name)(None)
+    return _error(404, f"no such file: /static/{name}")
 
 
 def _int(args: dict, name: str, default: Optional[int] = None) -> int:
@@ -160,7 +240,7 @@ def _int(args: dict, name: str, default: Optional[int] = None) -> int:
         if default is None:
             raise InputError(f"missing parameter {name!r}")
         return default
-    try:
-        return int(args[name])
-    except ValueError:
-        raise InputError(f"{name}: {args[name]!r} is not an integer") from None
+    text = args[name]
+    if len(text) > 30 or not text.strip().lstrip("+-").isdecimal() or not text.strip().isascii():
+        raise InputError(f"{name}: {text[:30]!r} is not an integer")
+    return int(text)

@@ -8,6 +8,7 @@ preparation (``load_input`` + ``prepare``).
 """
 from __future__ import annotations
 
+import subprocess
 from dataclasses import replace
 from typing import Optional
 
@@ -15,6 +16,8 @@ import numpy as np
 
 from suse.dashboard.live import QueryEvents
 from suse.spark.jobs.config import JobConfig
+
+JVM_EXIT_SECONDS = 30
 
 
 def classify(cfg: JobConfig, console=None) -> tuple[list[QueryEvents], bool]:
@@ -74,9 +77,25 @@ def _null_values() -> Exception:
 
 
 def stop_spark() -> None:
-    """The replay needs Spark only to classify; free the JVM's memory afterwards."""
+    """The replay needs Spark only to classify: stop the session and end the JVM that
+    pyspark started for it (``spark.stop()`` alone keeps the JVM and its heap, ~0.5 GB).
+    The JVM's gateway exits when its standard input closes; a JVM pyspark did not start
+    (spark-submit, Spark Connect) is left alone."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     spark: Optional[SparkSession] = SparkSession.getActiveSession()
     if spark is not None:
         spark.stop()
+    gateway = SparkContext._gateway
+    jvm = getattr(gateway, "proc", None)
+    if jvm is None:
+        return
+    gateway.shutdown()
+    SparkContext._gateway = SparkContext._jvm = None  # a later session starts a new JVM
+    jvm.stdin.close()
+    try:
+        jvm.wait(timeout=JVM_EXIT_SECONDS)
+    except subprocess.TimeoutExpired:
+        jvm.kill()
+        jvm.wait()

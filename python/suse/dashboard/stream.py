@@ -20,8 +20,11 @@ from typing import Any, Optional
 
 import pandas as pd
 
-from suse.dashboard.checkpoint import VERSION, check_job, fingerprint, read_state, write_state
-from suse.dashboard.live import Live, LiveQuery, Partition, Settings, _jsonable
+from suse.dashboard.checkpoint import (
+    VERSION, SavedStream, check_job, check_stream, fingerprint, invalid, parse_state, read_blob, read_state,
+    write_state,
+)
+from suse.dashboard.live import MAX_EVALUATIONS, Live, LiveQuery, Partition, Settings, _jsonable
 from suse.errors import InputError
 from suse.spark.jobs.config import JobConfig
 
@@ -132,6 +135,7 @@ class StreamLive(Live):
         self.first = self.last = None
         self.clock: float = 0.0
         self.evaluations: list[dict] = []
+        self.keep = MAX_EVALUATIONS
         self.lock = threading.RLock()
         self.batches = 0
         self.last_batch = -1  # the id of the last micro-batch taken in
@@ -166,7 +170,7 @@ class StreamLive(Live):
             return {
                 "clock": int(self.clock) if sq.pos else None, "first": self.first, "last": self.last,
                 "finished": False, "streaming": True, "speed": None, "fed": sq.pos, "total": None,
-                "late": sq.late, "batches": self.batches, "evaluations": len(self.evaluations),
+                "late": sq.late, "batches": self.batches, "evaluations": self.evaluation_count,
                 "last_evaluation": self.evaluations[-1] if self.evaluations else None,
             }
 
@@ -201,28 +205,39 @@ def save(directory: Path, live: StreamLive, job: dict) -> None:
 
 
 def load(directory: Path, live: StreamLive, job: dict) -> bool:
+    """Restore a saved stream state; an edited or damaged one is a StateError naming the field."""
+    import suse
+
     saved_state = read_state(directory, "stream.json", "stream-summaries.zip")
     if saved_state is None:
         return False
-    state, z = saved_state
-    check_job(directory, state, job)
-    with z, live.lock:
-        sq = live.queries[0]
-        live.clock, live.first, live.evaluations = state["clock"], state["first"], state["evaluations"]
-        live.last = int(live.clock)
-        live.batches, live.last_batch = state["batches"], state["last_batch"]
-        sq.pos, sq.late = state["pos"], state["late"]
-        sq.events.keys = [tuple(k) for k in state["keys"]]
-        sq.index = {k: i for i, k in enumerate(sq.events.keys)}
-        for pid_text, p in state["parts"].items():
-            pid = int(pid_text)
-            part = sq.parts[pid] = sq.new_partition()
-            for name, counters in p["states"].items():
-                part.states[name].value = (z.read(f"{name}/{pid}/summary"), z.read(f"{name}/{pid}/pending"),
-                                           *counters)
-            part.rows = {n: {**r, "elements": [tuple(e) for e in r["elements"]]} for n, r in p["rows"].items()}
-            part.fed, part.dirty, part.history = p["fed"], p["dirty"], p["history"]
-            part.elements = {n: [tuple(e) for e in els] for n, els in p["elements"].items()}
+    raw, z = saved_state
+    path = directory / "stream.json"
+    with z:
+        if not isinstance(raw, dict):
+            raise invalid(path, "not a JSON object")
+        check_job(directory, raw, job)
+        state = parse_state(path, SavedStream, raw)
+        check_stream(path, state, live.settings.strategies)
+        with live.lock:
+            sq = live.queries[0]
+            live.clock, live.first = state.clock, state.first
+            live.evaluations = [e.model_dump() for e in state.evaluations]
+            live.last = int(live.clock)
+            live.batches, live.last_batch = state.batches, state.last_batch
+            sq.pos, sq.late = state.pos, state.late
+            sq.events.keys = [tuple(k) for k in state.keys]
+            sq.index = {k: i for i, k in enumerate(sq.events.keys)}
+            for pid, p in state.parts.items():
+                part = sq.parts[pid] = sq.new_partition()
+                for name, counters in p.states.items():
+                    blob = read_blob(path, z, f"{name}/{pid}/summary")
+                    suse.Summary.from_bytes(blob)  # a damaged summary fails here, not in a micro-batch
+                    part.states[name].value = (blob, read_blob(path, z, f"{name}/{pid}/pending"), *counters)
+                part.rows = {n: {**r.model_dump(), "elements": [tuple(e) for e in r.elements]} for n, r in p.rows.items()}
+                part.fed, part.dirty = p.fed, p.dirty
+                part.history = [[eid, fed, counts, exact] for eid, fed, counts, exact in p.history]
+                part.elements = {n: [tuple(e) for e in els] for n, els in p.elements.items()}
     return True
 
 
