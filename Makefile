@@ -25,7 +25,7 @@ $(FLINK): $(STAMP)
 		| $(PY) -m pip install --quiet -r /dev/stdin
 	touch $(FLINK)
 
-# Rebuild only the Rust extension in place (after editing core/src).
+# Rebuild only the Rust extension in place (after editing core/kernel/src or core/python/src).
 native:
 	$(PY) -m pip install --quiet -e . --no-deps
 	touch $(STAMP)

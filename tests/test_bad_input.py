@@ -1,4 +1,4 @@
-"""Bad input of every kind, generated (issue 13): every outcome is a result or a suse error.
+"""Bad input of every kind, generated: every outcome is a result or a suse error.
 
 For the API: a result or ``suse.SuseError``, never another exception, and a result never drops
 an event silently. For the command line: exit code 0, or 2 with one line on standard error

@@ -1,4 +1,4 @@
-"""`suse exact` / `suse eval` with --lateness, --late and a CSV `op` column (issue 11), run in
+"""`suse exact` / `suse eval` with --lateness, --late and a CSV `op` column, run in
 a subprocess and checked against the oracle on the sorted, retraction-free stream."""
 from __future__ import annotations
 

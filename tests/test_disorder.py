@@ -1,4 +1,4 @@
-"""Out-of-order events, retraction and with_query (issue 11) against the sorted, retraction-free
+"""Out-of-order events, retraction and with_query against the sorted, retraction-free
 stream: the oracle for the exact engine, an in-order summary for the summary."""
 from __future__ import annotations
 

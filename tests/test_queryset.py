@@ -1,4 +1,4 @@
-"""Query sets (issue 12): many queries over one stream equal each query run alone."""
+"""Query sets: many queries over one stream equal each query run alone."""
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,5 @@
 """Job files with retractions (`[input] op`), batch and streaming, against the batch result
-over the events that remain; a batch job refuses a [streaming] table (issue 11)."""
+over the events that remain; a batch job refuses a [streaming] table."""
 from __future__ import annotations
 
 import tomllib

@@ -1,4 +1,4 @@
-"""Spark as users start it (issue 13, item 1): a session whose Python workers cannot import
+"""Spark as users start it: a session whose Python workers cannot import
 suse, or import another version, is refused before any job with a message that says how to
 fix it, by ``aggregate`` and ``aggregate_stream`` alike."""
 from __future__ import annotations

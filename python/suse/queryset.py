@@ -1,4 +1,4 @@
-"""Many queries over one stream (issue 12): `QuerySet`, exact aggregation and summaries.
+"""Many queries over one stream: `QuerySet`, exact aggregation and summaries.
 
 The events are decoded, validated and ordered once for the whole set. Exact aggregation then
 runs every query in one native call (`_core.MultiExactEngine`), where queries that count the

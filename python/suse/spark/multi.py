@@ -1,4 +1,4 @@
-"""``aggregate(df, queries={...})``: many queries in one Spark job (issue 12).
+"""``aggregate(df, queries={...})``: many queries in one Spark job.
 
 Rows are classified over the union of the queries' letters, shuffled and sorted once; each
 partition is then evaluated for every query in the same Python pass. A query sees exactly
