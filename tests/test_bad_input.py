@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import suse
+from helpers import ENV, run
 from suse.cli.app import main
 from suse.io.formats import read_csv_stream, read_probabilities, read_stream, read_text_stream
-from helpers import ENV, run
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

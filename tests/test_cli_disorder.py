@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from oracle import query_aggregate
 from helpers import run
+from oracle import query_aggregate
 from test_cli import run_json
 
 # arrival order (file order): a@3 arrives after b@5; b@6 (value 4) is taken back

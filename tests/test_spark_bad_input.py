@@ -15,7 +15,6 @@ pytest.importorskip("pyspark")
 
 from pyspark.errors import PySparkException  # noqa: E402
 
-import suse  # noqa: E402
 from suse.errors import InputError, SuseWarning  # noqa: E402
 from suse.spark import aggregate, aggregate_stream, latest  # noqa: E402
 

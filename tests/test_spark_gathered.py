@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from helpers import in_partition_order  # noqa: E402
 from suse import _core  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
@@ -19,8 +20,6 @@ from suse.spark.characters import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa
 from suse.spark.grouped import PACKED, WIDE, rank_bits, run_gathered  # noqa: E402
 from suse.spark.runner import Plan, run_sorted  # noqa: E402
 from suse.spark.triggers import Trigger  # noqa: E402
-
-from helpers import in_partition_order  # noqa: E402
 
 
 def random_rows(rng, n_parts: int, order: str, far: bool = False) -> list[tuple]:

@@ -9,10 +9,9 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from helpers import synthetic_input  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
-
-from helpers import synthetic_input  # noqa: E402
 
 CHARS = {"A": "x < 3", "B": "x >= 3 AND x < 6", "C": "x >= 6"}
 

@@ -9,9 +9,8 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from suse.spark.config import ConfigError, parse_config  # noqa: E402
-
 from helpers import run  # noqa: E402
+from suse.spark.config import ConfigError, parse_config  # noqa: E402
 
 try:
     import tomllib

@@ -2,10 +2,9 @@
 over the events that remain; a batch job refuses a [streaming] table."""
 from __future__ import annotations
 
-import tomllib
-
 import pandas as pd
 import pytest
+import tomllib
 
 pytest.importorskip("pyspark")
 

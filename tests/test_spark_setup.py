@@ -14,8 +14,10 @@ import pytest
 pytest.importorskip("pyspark")
 
 import suse  # noqa: E402
-from suse.spark import check_workers  # noqa: E402
-from suse.spark import workers  # noqa: E402
+from suse.spark import (
+    check_workers,  # noqa: E402
+    workers,  # noqa: E402
+)
 
 # Two sessions in one process, one after the other: workers without suse, then workers
 # with a suse of another version. The session is built the way users build it, not with

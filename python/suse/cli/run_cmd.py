@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 import typer
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 

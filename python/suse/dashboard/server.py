@@ -133,7 +133,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps({"error": message}).encode(), "application/json")
 
     def _static(self, name: str) -> None:
-        data = resources.files("suse.dashboard").joinpath("static", name).read_bytes()
+        data = resources.files("suse.dashboard").joinpath("static").joinpath(name).read_bytes()  # one step each: Python 3.10
         self._send(HTTPStatus.OK, data, STATIC[name])
 
     def _file(self, path: Path, kind: str) -> None:

@@ -11,11 +11,11 @@ from pyspark.sql import types as T
 
 import suse
 from suse.errors import InputError
-from suse.spark.characters import CORRUPT, DROPPED, OP, RANK, TIE, TS, VALUE, Events, quoted, to_events
+from suse.spark.characters import OP, RANK, TIE, TS, VALUE, Events, quoted, to_events
 from suse.spark.letters import check_column_letters, check_predicates, warn_letters
-from suse.spark.workers import check_workers
 from suse.spark.runner import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, Plan, run_sorted
 from suse.spark.triggers import parse_trigger
+from suse.spark.workers import check_workers
 
 
 def aggregate(

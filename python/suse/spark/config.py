@@ -4,6 +4,7 @@ A full, commented example is in docs/SPARK.md ("Job files"); examples/*.toml run
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
@@ -12,10 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from suse.api import STRATEGIES
 from suse.errors import InputError
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:
+    import tomli as tomllib
 
 Format = Literal["parquet", "csv", "json"]
 DATASETS = ("flights", "stocks", "synthetic")
@@ -64,7 +65,7 @@ class InputConfig(_Strict):
         return [v] if isinstance(v, str) else v
 
     @model_validator(mode="after")
-    def _one_source(self) -> "InputConfig":
+    def _one_source(self) -> InputConfig:
         if (self.dataset is None) == (self.path is None):
             raise ValueError("give exactly one of 'dataset' (flights, stocks, synthetic) or 'path'")
         return self
@@ -139,7 +140,7 @@ class JobConfig(_Strict):
         return self.query if isinstance(self.query, list) else [self.query]
 
     @model_validator(mode="after")
-    def _consistent(self) -> "JobConfig":
+    def _consistent(self) -> JobConfig:
         labels = [q.label for q in self.queries]
         if not labels:
             raise ValueError("query: give at least one query")
