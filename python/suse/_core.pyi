@@ -4,7 +4,8 @@ The binding converts and maps errors only: kernel errors arrive as ``suse.InputE
 ``StateError``, ``LimitError``, and a kernel bug as ``suse.InternalError``. Arrays must be
 one-dimensional and of exactly the dtype given (no conversion happens in the binding);
 ``chars`` is one byte per event. Counts and sums are exact Python integers.
-``tests/test_typing.py`` checks this file against the built module (mypy's stubtest).
+`make lint` checks this file against the built module (mypy's stubtest: names,
+parameters, defaults); keep it in step with the binding.
 """
 from collections.abc import Sequence
 from typing import Final, Literal, TypedDict, final
