@@ -23,9 +23,10 @@ esac
 built=$SECONDS
 echo "wheel_smoke: built $(basename "$wheel") in $((built - start)) s"
 
-# pip's cache makes the dependencies a local copy after `make install` downloaded them.
+# pip's cache makes the dependencies a local copy after `make install` downloaded them;
+# --no-compile: no bytecode for pyspark's thousands of modules, most of which never run here.
 "$python" -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel[spark]"
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile "$wheel[spark]"
 installed=$SECONDS
 echo "wheel_smoke: installed with the spark extra in $((installed - built)) s"
 
