@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.suse-installed
 FLINK  := $(VENV)/.suse-flink-installed
 NATIVE := $(shell find core -name "*.rs" -not -path "*/target/*") $(wildcard core/*/Cargo.toml) core/Cargo.toml pyproject.toml
 
-.PHONY: install demo dashboard browser test bench native clean
+.PHONY: install demo dashboard browser lint wheel-smoke test bench native clean
 
 install: $(STAMP)
 
@@ -25,7 +25,7 @@ $(FLINK): $(STAMP)
 		| $(PY) -m pip install --quiet -r /dev/stdin
 	touch $(FLINK)
 
-# Rebuild only the Rust extension in place (after editing core/src).
+# Rebuild only the Rust extension in place (after editing core/kernel/src or core/python/src).
 native:
 	$(PY) -m pip install --quiet -e . --no-deps
 	touch $(STAMP)
@@ -43,10 +43,25 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "the browser tests need Debian's chromium: sudo apt-get install chromium" >&2; exit 1; fi; }
 
-# The kernel's Rust tests (unit and property tests, no Python needed), then pytest.
+# ruff, mypy over python/suse (settings in pyproject.toml), and the native module's stub
+# (python/suse/_core.pyi) against the built module: names, parameters and defaults.
+lint: install
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest suse._core --mypy-config-file pyproject.toml
+
+# The abi3 wheel installed with the `spark` extra in a fresh environment outside the checkout:
+# the CLI, a Spark job on local[1], package data, py.typed and the stub (tests/wheel_smoke.sh).
+wheel-smoke: install
+	bash tests/wheel_smoke.sh $(PY)
+
+# The kernel's Rust tests (unit and property tests, no Python needed), lint and types, pytest,
+# then the wheel as users install it.
 test: install browser $(FLINK)
 	cargo test --quiet --manifest-path core/Cargo.toml -p suse-kernel
+	$(MAKE) --no-print-directory lint
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory wheel-smoke
 
 bench: install
 	$(PY) bench/exact_abcd.py

@@ -71,7 +71,10 @@ def main() -> None:
                 cache[task] = out
     cache_path.write_bytes(pickle.dumps(cache))
     res = {**cache, **res}
-    ratio = lambda x, y: float(np.mean([math.log10((p + 1) / (q + 1)) for p, q in zip(x, y)]))
+
+    def ratio(x, y):
+        return float(np.mean([math.log10((p + 1) / (q + 1)) for p, q in zip(x, y)]))
+
     allv = {"suse": [], "present": [], "ceiling": [], "cap": []}
     for (sz, w, d) in cells:
         row = {}

@@ -1,4 +1,4 @@
-"""MAX (A-Seq's MAX(X.weight), issue 10) against COUNT on the paper's synthetic workload.
+"""MAX (A-Seq's MAX(X.weight)) against COUNT on the paper's synthetic workload.
 
 Query `a(b*c)*d(e|f)g*`, Zipf(s=2) characters over `abcdefg` (a most frequent, g rarest),
 uniform integer values, timestamp = index. Runs COUNT, MAX over every letter, MAX `of` the

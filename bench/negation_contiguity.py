@@ -1,4 +1,4 @@
-"""Negation and contiguity on the paper's workload (issue 9), with and without each feature.
+"""Negation and contiguity on the paper's workload, with and without each feature.
 
 Stream: characters drawn Zipf(s=2) over `abcdefg` (the paper's alphabet), timestamp = index.
 Queries: the paper's `a(b*c)*d(e|f)g*`; a negated variant `a(b*c)*d!e f g*` (no `e` between

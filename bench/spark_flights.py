@@ -7,7 +7,7 @@ The Spark side is the full `aggregate` job (classification, shuffle, sort, engin
 batches) on the cached input, written to Spark's no-op sink; the direct side produces the
 same result table (one Arrow table of the same columns) from the engine's rows. JVM start-up
 (the session, and JIT warm-up: the first runs of a job are slower) is not counted: the job
-runs `--warmup` times before it is timed. Bar (issue 4): Spark costs at most 2x the direct run.
+runs `--warmup` times before it is timed. Bar: Spark costs at most 2x the direct run.
 
     python bench/spark_flights.py [--job examples/flights.toml] [--master local[2]] [--repeat 3]
                                   [--size N] [--window W]

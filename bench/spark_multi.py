@@ -17,11 +17,10 @@ from __future__ import annotations
 import argparse
 
 from spark_scale import data
-from timing import best_time
-
 from suse.io import aseq_queries
 from suse.spark import aggregate, get_session
 from suse.spark.jobs.datasets import load
+from timing import best_time
 
 FLIGHT_CHARACTERS = {"C": "dep_time IS NULL", "D": "dep_delay >= 60", "A": "arr_delay >= 30", "O": "dep_delay <= 0"}
 FLIGHT_ITEMS = ("C", "A", "O", "D", "(C|O)", "(A|C)", "(A|O)", "O*", "A*", "C*")

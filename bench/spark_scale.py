@@ -1,6 +1,6 @@
 """Spark at scale: `aggregate` against a bare shuffle-sort-collect of the same data.
 
-The synthetic job of issue 14: N events in P partitions with the paper's workload characters
+The synthetic scale job: N events in P partitions with the paper's workload characters
 (`a(b*c)*d(e|f)g*`, Zipf s = 2 over the sorted letters), timestamp = index within the
 partition, |S| = 100, tau = 100. The baseline is what any per-partition job pays at least:
 `repartition(k) + sortWithinPartitions(k, t) + groupBy(k).agg(collect_list(c))`. Prints

@@ -1,4 +1,4 @@
-"""The state summary with selection on the paper's synthetic workload (issue 3 bar).
+"""The state summary with selection on the paper's synthetic workload, against its bars.
 
 Query `a(b*c)*d(e|f)g*`, Zipf(s=2) characters over its sorted letters, timestamp = index,
 10,000 events fed through one `extend` call, strategy `suse`. Each (|S|, tau) and seed runs
@@ -8,7 +8,7 @@ the cost. The `all` row is total events / total time over the seeds.
 Bars (10x the paper's C++ on this machine class): 240,000 / 20,000 / 440 events/s at
 (|S|, tau) = (100,100) / (500,100) / (500,500), with exact counts.
 `--probabilities given` passes the Zipf(2) letter probabilities instead of estimating them
-online (the issue 8 target is stated for given probabilities). `--build DIR` runs another
+online (the bars above are stated for given probabilities). `--build DIR` runs another
 build of the package (e.g. a copy of a previous release) for before/after figures.
 Usage: python bench/summary_synthetic.py [--configs 100:100,500:100,500:500] [--strategy suse]
 """

@@ -1,4 +1,5 @@
-"""Issue 13, items 14-17: the Python API with input a user can easily give."""
+"""The Python API with input a user can easily give: evaluation times before processed events,
+probabilities, datetimes of every unit, pandas frames and events given positionally."""
 from __future__ import annotations
 
 import datetime as dt

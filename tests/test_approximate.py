@@ -1,4 +1,4 @@
-"""Approximate matching (`max_missing=k`, issue 10) against the independent oracle in
+"""Approximate matching (`max_missing=k`) against the independent oracle in
 tests/oracle.py (least missing letters by search over supersequences, then brute force over
 index sets): the compiler's labels, the exact engine under every policy, summaries larger than
 the stream, and the summary invariants after every step."""

@@ -1,4 +1,4 @@
-"""Bad input of every kind, generated (issue 13): every outcome is a result or a suse error.
+"""Bad input of every kind, generated: every outcome is a result or a suse error.
 
 For the API: a result or ``suse.SuseError``, never another exception, and a result never drops
 an event silently. For the command line: exit code 0, or 2 with one line on standard error
@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import suse
+from helpers import ENV, run
 from suse.cli.app import main
 from suse.io.formats import read_csv_stream, read_probabilities, read_stream, read_text_stream
-from helpers import ENV, run
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,4 +1,4 @@
-"""`suse exact` / `suse eval` with --lateness, --late and a CSV `op` column (issue 11), run in
+"""`suse exact` / `suse eval` with --lateness, --late and a CSV `op` column, run in
 a subprocess and checked against the oracle on the sorted, retraction-free stream."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from oracle import query_aggregate
 from helpers import run
+from oracle import query_aggregate
 from test_cli import run_json
 
 # arrival order (file order): a@3 arrives after b@5; b@6 (value 4) is taken back

@@ -1,4 +1,5 @@
-"""Issue 13, items 8-13: the command line with awkward input, run in a subprocess as a user would."""
+"""The command line with awkward input, run in a subprocess as a user would: markup-like text,
+closed pipes, directories, line numbers, byte-order marks, help texts and piped tables."""
 from __future__ import annotations
 
 import json

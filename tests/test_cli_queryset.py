@@ -1,7 +1,6 @@
-"""`suse exact --queries FILE` and `suse eval --queries FILE`, in a subprocess (issue 12)."""
+"""`suse exact --queries FILE` and `suse eval --queries FILE`, in a subprocess."""
 from __future__ import annotations
 
-import json
 import pathlib
 
 import pytest

@@ -11,13 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import suse
-from suse.dashboard.matches import iter_matches, nth_match
-from suse.dashboard.numbers import compact, number, recall
-from suse.errors import InputError
-
 from helpers import ROOT, run, synthetic_input
 from oracle import query_to_python_regex, stam_matches, stnm_matches
 from strategies import queries, streams
+from suse.dashboard.matches import iter_matches, nth_match
+from suse.dashboard.numbers import compact, number, recall
+from suse.errors import InputError
 
 JOB = synthetic_input(300, 3) + """[query]
 regex = "a(b*c)*d(e|f)g*"

@@ -1,4 +1,4 @@
-"""Out-of-order events, retraction and with_query (issue 11) against the sorted, retraction-free
+"""Out-of-order events, retraction and with_query against the sorted, retraction-free
 stream: the oracle for the exact engine, an in-order summary for the summary."""
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import math
 import pickle
 import random
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st

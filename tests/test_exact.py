@@ -60,7 +60,7 @@ def test_evaluations_while_processing(query, events, window, data):
     q = suse.Query(query, window=window)
     got = suse.exact(q, events, evaluate_at=times)
     regex = query_to_python_regex(query)
-    assert [e.timestamp for e in got.evaluations] == times  # in the order given (issue 13, item 17)
+    assert [e.timestamp for e in got.evaluations] == times  # in the order given, not sorted
     for ev in got.evaluations:
         want = stam_aggregate_at(regex, events, window, ev.timestamp)
         assert (ev.count, ev.sum, ev.partial_count) == (want["count"], want["sum"], want["partial_count"])

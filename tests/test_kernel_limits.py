@@ -1,5 +1,5 @@
 """Inputs at the edges of the kernel's ranges: huge automata, timestamps near ±2^63, counts
-past 10^308 (issue 8, item 5). Each gets an exact answer or a clear `suse` error."""
+past 10^308. Each gets an exact answer or a clear `suse` error."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""MIN/MAX over the elements in at least one match, and `of=` (issue 10): differential tests
+"""MIN/MAX over the elements in at least one match, and `of=`: differential tests
 against the brute-force oracle for the exact engine and summaries, under every policy."""
 from __future__ import annotations
 

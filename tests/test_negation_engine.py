@@ -1,4 +1,4 @@
-"""Negation and contiguity in the engines (issue 9), against the independent oracle in
+"""Negation and contiguity in the engines, against the independent oracle in
 tests/oracle.py: the exact engine, summaries larger than the stream, and the summary
 invariants after every step (counters == a recount from the retained elements and what they
 carry about the stream, checked by a save/load round trip; never more matches than the

@@ -114,7 +114,7 @@ def _alt(options):
     return VOID if not unique else unique[0] if len(unique) == 1 else Alternation(unique)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def derivative(node, ch: str, alphabet: str):
     """The words w such that ch+w is in the node's language."""
     if isinstance(node, Char):

@@ -1,6 +1,7 @@
 """Parser: valid syntax, precedence, and every error kind with its exact position."""
 import pytest
 
+from helpers import error_of
 from suse.errors import QueryError
 from suse.query import (
     MAX_REPEAT,
@@ -14,9 +15,6 @@ from suse.query import (
     format_query,
     parse,
 )
-
-from helpers import error_of
-
 
 # --- valid queries -----------------------------------------------------------------------
 

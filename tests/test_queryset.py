@@ -1,4 +1,4 @@
-"""Query sets (issue 12): many queries over one stream equal each query run alone."""
+"""Query sets: many queries over one stream equal each query run alone."""
 from __future__ import annotations
 
 import pytest
@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import suse
-from suse.io import synthetic_stream
 from strategies import query_sets, streams
+from suse.io import synthetic_stream
 
 
 def _set(spec, aggregate="count"):

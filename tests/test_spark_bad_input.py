@@ -1,4 +1,4 @@
-"""Bad input on the Spark path (issue 13, items 2-6): letters no event can get, bad values,
+"""Bad input on the Spark path: letters no event can get, bad values,
 unreadable timestamps, corrupt records, the wrong kind of DataFrame, and the documented
 character order. Nothing may vanish silently or fail with a worker traceback."""
 from __future__ import annotations
@@ -15,7 +15,6 @@ pytest.importorskip("pyspark")
 
 from pyspark.errors import PySparkException  # noqa: E402
 
-import suse  # noqa: E402
 from suse.errors import InputError, SuseWarning  # noqa: E402
 from suse.spark import aggregate, aggregate_stream, latest  # noqa: E402
 

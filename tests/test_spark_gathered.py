@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from helpers import in_partition_order  # noqa: E402
 from suse import _core  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
@@ -20,8 +21,6 @@ from suse.spark.runners.gathered import PACKED, WIDE, rank_bits, run_gathered  #
 from suse.spark.runners.plan import plan_of  # noqa: E402
 from suse.spark.runners.sorted import run_sorted  # noqa: E402
 from suse.spark.events.triggers import Trigger  # noqa: E402
-
-from helpers import in_partition_order  # noqa: E402
 
 
 def random_rows(rng, n_parts: int, order: str, far: bool = False) -> list[tuple]:

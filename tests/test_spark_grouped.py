@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from helpers import in_partition_order  # noqa: E402
 from suse import _core  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark.events.rows import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
@@ -17,8 +18,6 @@ from suse.spark.runners.gathered import serves  # noqa: E402
 from suse.spark.runners.plan import plan_of  # noqa: E402
 from suse.spark.runners.sorted import run_sorted  # noqa: E402
 from suse.spark.events.triggers import Trigger  # noqa: E402
-
-from helpers import in_partition_order  # noqa: E402
 
 
 def sorted_batches(rng, n_parts, order, with_value, chunk):
@@ -28,7 +27,7 @@ def sorted_batches(rng, n_parts, order, with_value, chunk):
     for p in range(n_parts):
         a = None if p % 5 == 0 else f"k{p // 3}"
         b = p % 3
-        for i in range(int(rng.integers(0, 40))):
+        for _ in range(int(rng.integers(0, 40))):
             rank = int(rng.integers(0, len(order)))
             if rng.random() < 0.05:
                 rank = DROPPED if rng.random() < 0.5 else CORRUPT

@@ -1,4 +1,5 @@
-"""Issue 13, items 15 and 17 in the Spark pipeline (shared local session)."""
+"""The API's input checks in the Spark pipeline (shared local session): probabilities,
+`timestamp_format`, durations, and how `suse run` shows its table and job name."""
 from __future__ import annotations
 
 import datetime as dt
@@ -8,10 +9,9 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from helpers import synthetic_input  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
-
-from helpers import synthetic_input  # noqa: E402
 
 CHARS = {"A": "x < 3", "B": "x >= 3 AND x < 6", "C": "x >= 6"}
 
@@ -73,7 +73,7 @@ path = "{out}"
 
 
 def test_run_table_is_not_cut_when_piped(spark, tmp_path):
-    # issue 13.13: piped output got 80 columns, so cells read 'que…' and 'exact_cou…'.
+    # Piped output used to get 80 columns, so cells read 'que…' and 'exact_cou…'.
     from typer.testing import CliRunner
 
     from suse.cli import commands  # noqa: F401  (registers `run`)
@@ -88,7 +88,7 @@ def test_run_table_is_not_cut_when_piped(spark, tmp_path):
 
 
 def test_progress_shows_a_job_name_as_text(spark):
-    # issue 13.8: the job name went into rich markup, so a name like '[/x]' crashed `suse run` in a terminal.
+    # The job name used to go into rich markup, so a name like '[/x]' crashed `suse run` in a terminal.
     import io
 
     from rich.console import Console

@@ -1,5 +1,6 @@
-"""`suse run` checks everything that needs no data before Spark starts (issue 13, item 7),
-and reports warnings and dropped rows of a job that does run (items 2 and 4)."""
+"""`suse run` checks everything that needs no data (query, window, evaluation times, columns,
+probabilities, option types) before Spark starts, and reports warnings (letters no event can
+get) and dropped rows (unreadable timestamps) of a job that does run."""
 from __future__ import annotations
 
 import time
@@ -12,6 +13,7 @@ from suse.spark.jobs.config import ConfigError  # noqa: E402
 from suse.spark.jobs.load import parse_config  # noqa: E402
 
 from helpers import run  # noqa: E402
+from suse.spark.config import ConfigError, parse_config  # noqa: E402
 
 try:
     import tomllib

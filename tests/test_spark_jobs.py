@@ -8,13 +8,12 @@ pytest.importorskip("pyspark")
 
 from typer.testing import CliRunner  # noqa: E402
 
-from suse.cli.app import app  # noqa: E402
+from helpers import ROOT, run, synthetic_input  # noqa: E402
 from suse.cli import commands  # noqa: E402,F401  (registers `run`)
+from suse.cli.app import app  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark.jobs.load import load_config, parse_config  # noqa: E402
 from suse.spark.jobs.run import run_job  # noqa: E402
-
-from helpers import ROOT, run, synthetic_input  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
 

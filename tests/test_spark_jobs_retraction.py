@@ -1,11 +1,10 @@
 """Job files with retractions (`[input] op`), batch and streaming, against the batch result
-over the events that remain; a batch job refuses a [streaming] table (issue 11)."""
+over the events that remain; a batch job refuses a [streaming] table."""
 from __future__ import annotations
-
-import tomllib
 
 import pandas as pd
 import pytest
+import tomllib
 
 pytest.importorskip("pyspark")
 

@@ -3,11 +3,10 @@ against the engine run directly per partition (itself checked against the oracle
 test_minmax.py)."""
 from __future__ import annotations
 
-import tomllib
-
 import numpy as np
 import pandas as pd
 import pytest
+import tomllib
 
 pytest.importorskip("pyspark")
 

@@ -1,4 +1,4 @@
-"""Negation and contiguity on Spark (issue 9): negated characters reach the engine, and under
+"""Negation and contiguity on Spark: negated characters reach the engine, and under
 contiguity rows that match no character break matches instead of being dropped."""
 from __future__ import annotations
 

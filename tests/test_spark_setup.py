@@ -1,4 +1,4 @@
-"""Spark as users start it (issue 13, item 1): a session whose Python workers cannot import
+"""Spark as users start it: a session whose Python workers cannot import
 suse, or import another version, is refused before any job with a message that says how to
 fix it, by ``aggregate`` and ``aggregate_stream`` alike."""
 from __future__ import annotations
@@ -14,8 +14,10 @@ import pytest
 pytest.importorskip("pyspark")
 
 import suse  # noqa: E402
-from suse.spark import check_workers  # noqa: E402
-from suse.spark import workers  # noqa: E402
+from suse.spark import (
+    check_workers,  # noqa: E402
+    workers,  # noqa: E402
+)
 
 # Two sessions in one process, one after the other: workers without suse, then workers
 # with a suse of another version. The session is built the way users build it, not with

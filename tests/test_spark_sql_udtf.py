@@ -14,6 +14,7 @@ from pyspark.errors import PySparkException  # noqa: E402
 
 from suse.spark import aggregate, register  # noqa: E402
 
+
 def grpc_error() -> type:
     try:
         import grpc

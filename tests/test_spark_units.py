@@ -38,14 +38,14 @@ def test_bad_durations(text):
 
 
 def test_durations_are_summed_exactly():
-    # issue 13.17: summed as floats, 1.1 * 3600 = 3960.0000000000005 was "not whole".
+    # Summed as floats, 1.1 * 3600 = 3960.0000000000005 would be "not whole".
     assert parse_duration("1.1 hours") == 3960
     assert parse_duration("0.1 minutes 0.2 minutes") == 18
     assert DATES.span(dt.timedelta(hours=1.1), "window") == 3960
 
 
 def test_zero_and_negative_durations():
-    # issue 13.17: "0 days" was refused while 0 was allowed; "-3 days" could not be read.
+    # "0 days" is allowed as 0 is; "-3 days" is read and refused as not positive.
     assert parse_duration("0 days") == 0
     assert DATES.span("0 days", "window") == DATES.span(0, "window") == 0
     for bad in ("-3 days", "1 day -2 hours", dt.timedelta(days=-3)):

@@ -1,4 +1,4 @@
-"""Saved summaries cannot hurt the process that loads them (issue 8, item 4).
+"""Saved summaries cannot hurt the process that loads them.
 
 Every corruption of a real saved state (flipped, truncated, extended, inserted bytes) either
 loads to an equal summary or is refused with `suse.StateError`: never a crash, a panic, a

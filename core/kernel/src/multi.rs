@@ -1,4 +1,4 @@
-//! Several exact queries over one stream in one pass (a query set, issue 12).
+//! Several exact queries over one stream in one pass (a query set).
 //!
 //! The batch is validated once and every distinct engine is fed from the same arrays.
 //! Queries that would count the same sets share one engine: equal automaton, window and

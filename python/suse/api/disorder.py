@@ -169,7 +169,7 @@ class Reorder:
                 "chars": self.chars.tobytes().decode("latin-1"), "ts": self.ts.tolist(), "vals": self.vals.tolist()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Reorder":
+    def from_dict(cls, d: dict) -> Reorder:
         if d.get("placement") == "insert":
             return Inserter.load(d)
         r = cls(int(d["lateness"]))
@@ -238,7 +238,7 @@ class Inserter(Reorder):
                 "retracted": self.retracted}
 
     @classmethod
-    def load(cls, d: dict) -> "Inserter":
+    def load(cls, d: dict) -> Inserter:
         r = cls(int(d["lateness"]))
         r.max_ts, r.late, r.retracted = d["max_ts"], int(d["late"]), int(d.get("retracted", 0))
         r._check_counts()

@@ -23,6 +23,7 @@ from suse.api.results import Evaluation, ExactResult, SummaryResult, evaluation_
 from suse.api.summary import Summary
 from suse.errors import InputError, QueryError
 
+
 def check_name(name: Any) -> str:
     """Any text names a query (job files name queries by their regex), but not blank or multi-line."""
     if not isinstance(name, str) or not name.strip() or name != name.strip() or "\n" in name:
@@ -57,7 +58,7 @@ class QuerySet(Mapping[str, Query]):
 
     @classmethod
     def parse(cls, text: str, window: int, aggregate: str = "count", policy: str = "any", of: Any = None,
-              max_missing: int = 0) -> "QuerySet":
+              max_missing: int = 0) -> QuerySet:
         """A set from lines `name = regex` (blank lines and `#` comments ignored), every query
         with the given window, aggregate, policy, `of` and `max_missing`. Errors name the
         1-based line."""

@@ -156,7 +156,7 @@ def _report_bug(exc: Exception) -> NoReturn:
 def _usage_error(exc: typer.TyperException) -> int:
     """Option-parser errors as one line, without the validation library's wording."""
     if type(exc).__name__ == "NoArgsIsHelpError":  # bare `suse` or `suse run`: show the help
-        exc.show()
+        exc.show()  # type: ignore[attr-defined]  # click's NoArgsIsHelpError, a TyperException subclass
         return 2
     ctx = getattr(exc, "ctx", None)
     message = exc.format_message().replace("Value error, ", "")

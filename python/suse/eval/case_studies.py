@@ -58,7 +58,7 @@ def case_study(task: dict) -> list[dict]:
     theirs_all: dict[str, list[int]] = {b: [] for b in task["strategies"][1:]}
     exact_all: list[int] = []  # with ``ceiling``: the exact count (an unbounded summary)
     seconds, events, overflowing = 0.0, 0, 0
-    for key, (chars, ts) in streams.items():
+    for chars, ts in streams.values():
         events += len(chars)
         if len(chars) <= task["size"]:
             continue  # nothing is ever evicted: every strategy keeps every match (ratio 1)

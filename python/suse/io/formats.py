@@ -21,13 +21,13 @@ errors the engine finds later (decreasing timestamps).
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import math
 import os
 import re
 import sys
-import contextlib
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -116,7 +116,7 @@ def _no_bom(text: str) -> str:
 def _tokens(text: str) -> list[tuple[str, int, int]]:
     """(token, line, token number), both 1-based."""
     text = _no_bom(text)
-    out = []
+    out: list[tuple[str, int, int]] = []
     for line_no, line in enumerate(text.splitlines(), start=1):
         for tok in line.split():
             out.append((tok, line_no, len(out) + 1))

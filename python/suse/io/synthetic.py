@@ -1,4 +1,4 @@
-"""Synthetic streams for the paper's workloads (DESIGN.md, "Performance method").
+"""Synthetic streams for the paper's workloads (docs/RESULTS.md, "How we measure").
 
 Characters are drawn independently from a distribution over the query's *sorted*,
 de-duplicated letters, and the timestamp of event i is i:

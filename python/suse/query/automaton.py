@@ -60,11 +60,12 @@ class Automaton(Symbols):
 
     def accepts(self, word: Sequence[str]) -> bool:
         """Run a word: a str of letters, or a sequence of symbols such as ``["A", "!B", "C"]``."""
-        state: Optional[int] = self.start
+        state = self.start
         for ch in word:
-            state = self.transitions.get((state, ch))
-            if state is None:
+            moved = self.transitions.get((state, ch))
+            if moved is None:
                 return False
+            state = moved
         return state in self.finals
 
     def edges(self) -> Iterable[tuple[int, str, int]]:
@@ -78,11 +79,12 @@ class Automaton(Symbols):
     def missing_of(self, word: Sequence[str]) -> Optional[int]:
         """The least number of missing letters of ``word`` (letters only), or None if more
         than ``max_missing`` letters would be missing."""
-        state: Optional[int] = self.start
+        state = self.start
         for ch in word:
-            state = self.transitions.get((state, ch))
-            if state is None:
+            moved = self.transitions.get((state, ch))
+            if moved is None:
                 return None
+            state = moved
         return self.missing.get(state, 0) if state in self.finals else None
 
     def to_dot(self, title: Optional[str] = None) -> str:

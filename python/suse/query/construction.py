@@ -5,7 +5,7 @@ can hold thousands of states, and OR-ing Python ints keeps that fast."""
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Hashable, Iterable, Mapping, Optional
+from typing import Callable, Hashable, Iterable, Mapping, Optional, TypeVar
 
 from suse.errors import QueryError
 from suse.query.nfa import NFA, bfs_numbering, freeze, negation_label, renumber
@@ -267,8 +267,8 @@ def _remove_epsilon_guarded(nfa: NFA, query: str) -> NFA:
             )
     copies: dict[int, list[int]] = {}  # q -> its guards; copy ids follow this order
     for q in sorted(entered):
-        gs = set(outs.get(q, {})) | ({0} if q in finals or q == nfa.start else set())
-        copies[q] = sorted(gs)
+        guards = set(outs.get(q, {})) | ({0} if q in finals or q == nfa.start else set())
+        copies[q] = sorted(guards)
     ids: dict[tuple[int, int], int] = {}
     for q, gs in copies.items():
         for g in gs:
@@ -278,7 +278,7 @@ def _remove_epsilon_guarded(nfa: NFA, query: str) -> NFA:
         for g, by_char in by_guard.items():
             for ch, targets in by_char.items():
                 moves[(ids[(q, g)], ch)] = {ids[(t, h)] for t in targets for h in copies[t]}
-    for (q, g), copy in ids.items():
+    for (_, g), copy in ids.items():
         for ch in nfa.negated:
             if not g & bit[ch]:
                 moves[(copy, "!" + ch)] = {copy}
@@ -314,7 +314,7 @@ class _GuardMasks:
         self.final = _mask(nfa.finals)
 
     @classmethod
-    def build(cls, nfa: NFA, guarded: Mapping[int, list[tuple[int, int]]]) -> Optional["_GuardMasks"]:
+    def build(cls, nfa: NFA, guarded: Mapping[int, list[tuple[int, int]]]) -> Optional[_GuardMasks]:
         labels = {m for moves in guarded.values() for _, m in moves}
         candidates = {0}
         for label in labels:
@@ -458,8 +458,11 @@ def _reachable(starts: Iterable[int], moves: Mapping[tuple[int, str], Iterable[i
 # --- determinisation and minimisation ----------------------------------------------------
 
 
-def explore(start: Hashable, symbols: Iterable[str], step: Callable[[Hashable, str], Hashable],
-            too_big: str, query: str = "") -> tuple[dict, dict[tuple[int, str], frozenset[int]]]:
+State = TypeVar("State", bound=Hashable)
+
+
+def explore(start: State, symbols: Iterable[str], step: Callable[[State, str], State],
+            too_big: str, query: str = "") -> tuple[dict[State, int], dict[tuple[int, str], frozenset[int]]]:
     """The work list of every determinisation: the states reachable from ``start`` by ``step``
     (any hashable description of a state: a subset, a cost map), numbered in breadth-first order
     from 0, and the complete transition table over ``symbols``. More than MAX_DFA_STATES states

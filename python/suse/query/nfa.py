@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional
+from typing import AbstractSet, Iterable, Mapping, Optional, TypeVar
 
 NfaMoves = dict[tuple[int, str], frozenset[int]]  # (state, char) -> target states
+Key = TypeVar("Key")
 
 
 class Symbols:
@@ -41,7 +42,7 @@ class NFA(Symbols):
     start: int
     finals: frozenset[int]
     transitions: NfaMoves
-    epsilon: Mapping[int, frozenset[int]] = field(default_factory=dict)
+    epsilon: Mapping[int, AbstractSet[int]] = field(default_factory=dict)
     negated: str = ""  # sorted negated characters; each has a symbol "!x"
     negations: Mapping[tuple[int, int], str] = field(default_factory=dict)  # (from, to) -> chars
 
@@ -73,8 +74,8 @@ class NFA(Symbols):
         for (source, ch), targets in self.transitions.items():
             for target in targets:
                 yield source, ch, target
-        for source, targets in self.epsilon.items():
-            for target in targets:
+        for source, reached in self.epsilon.items():
+            for target in reached:
                 yield source, "ε", target
         for (source, target), chars in self.negations.items():
             yield source, negation_label(chars), target
@@ -88,7 +89,7 @@ def negation_label(chars: str) -> str:
     return "!" + chars if len(chars) == 1 else "!(" + "|".join(chars) + ")"
 
 
-def freeze(moves: Mapping[tuple[int, str], Iterable[int]]) -> NfaMoves:
+def freeze(moves: Mapping[Key, Iterable[int]]) -> dict[Key, frozenset[int]]:
     """Immutable target sets, dropping empty ones (a missing key means no move)."""
     return {key: frozenset(targets) for key, targets in moves.items() if targets}
 

@@ -22,7 +22,7 @@ last, not before a letter it forbids) is checked on the automaton, see
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import NoReturn, Optional, Union
 
 from suse.errors import QueryError
 
@@ -59,13 +59,13 @@ class AnyChar:
 
 @dataclass(frozen=True)
 class Concat:
-    parts: tuple["Node", ...]
+    parts: tuple[Node, ...]
     pos: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
 class Alternation:
-    options: tuple["Node", ...]
+    options: tuple[Node, ...]
     pos: int = field(default=0, compare=False)
 
 
@@ -73,7 +73,7 @@ class Alternation:
 class Repeat:
     """``node{min,max}``; ``max is None`` means unbounded. ``*``, ``+``, ``?`` are sugar."""
 
-    node: "Node"
+    node: Node
     min: int
     max: Optional[int]
     pos: int = field(default=0, compare=False)  # position of the operator
@@ -329,7 +329,7 @@ class _Parser:
             return options[0]
         return Alternation(tuple(options), options[0].pos)
 
-    def empty_branch(self, group: Optional[Token], last_bar: Optional[Token]) -> None:
+    def empty_branch(self, group: Optional[Token], last_bar: Optional[Token]) -> NoReturn:
         """Raise the error that fits an alternative with nothing in it."""
         token = self.peek()
         if group is None:

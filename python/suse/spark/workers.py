@@ -34,7 +34,7 @@ def _probe():
         import sys as _sys
 
         try:
-            import suse as _suse
+            import suse as _suse  # noqa: I001  (suse first: the error names what users must fix)
             import suse._core  # noqa: F401
             import numpy  # noqa: F401
             import pandas  # noqa: F401

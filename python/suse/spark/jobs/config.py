@@ -60,7 +60,7 @@ class InputConfig(_Strict):
         return [v] if isinstance(v, str) else v
 
     @model_validator(mode="after")
-    def _one_source(self) -> "InputConfig":
+    def _one_source(self) -> InputConfig:
         if (self.dataset is None) == (self.path is None):
             raise ValueError("give exactly one of 'dataset' (flights, stocks, synthetic) or 'path'")
         return self
@@ -149,7 +149,7 @@ class JobConfig(_Strict):
         return JobSpec(queries, given, summary, output, query_set=len(queries) > 1)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "JobConfig":
+    def _consistent(self) -> JobConfig:
         labels = [q.label for q in self.queries]
         if not labels:
             raise ValueError("query: give at least one query")

@@ -19,7 +19,6 @@ from suse.spark.runners.plan import Plan, as_float
 from suse.spark.streaming.pending import PENDING, ingest
 
 
-
 def first_due(ts: int, period: int) -> int:
     """The first multiple of ``period`` at or after ``ts`` (the batch trigger's rule)."""
     return -(-ts // period) * period

@@ -1,0 +1,318 @@
+"""Types of the native module ``suse._core`` (core/python/src/lib.rs and grouped.rs).
+
+The binding converts and maps errors only: kernel errors arrive as ``suse.InputError``,
+``StateError``, ``LimitError``, and a kernel bug as ``suse.InternalError``. Arrays must be
+one-dimensional and of exactly the dtype given (no conversion happens in the binding);
+``chars`` is one byte per event. Counts and sums are exact Python integers.
+`make lint` checks this file against the built module (mypy's stubtest: names,
+parameters, defaults); keep it in step with the binding.
+"""
+from collections.abc import Sequence
+from typing import Final, Literal, TypedDict, final
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "per_initiator_exact", "summary_memory", "summary_groups", "summary_set_groups", "sort_groups",
+    "sort_packed_groups", "Dfa", "ExactEngine", "MultiExactEngine", "OooExactEngine", "SummaryEngine",
+    "Evaluation", "Totals", "SummaryConfig", "STRATEGIES", "POLICIES", "AGGREGATES", "STATE_FORMAT",
+    "DEFAULT_MEMORY_LIMIT", "MAX_SIZE",
+]
+
+_Int64Array = NDArray[np.int64]
+_Element = tuple[str, int, int]  # (character, timestamp, value)
+
+STRATEGIES: Final[list[str]]
+POLICIES: Final[list[str]]
+AGGREGATES: Final[list[str]]
+STATE_FORMAT: Final[int]
+DEFAULT_MEMORY_LIMIT: Final[int]
+MAX_SIZE: Final[int]
+
+@final
+class Dfa:
+    """A validated automaton; ``final_cost`` labels final states for approximate matching."""
+
+    def __new__(
+        cls,
+        n_states: int,
+        alphabet: str,
+        negated: str,
+        start: int,
+        finals: Sequence[bool],
+        table: Sequence[int],
+        final_cost: Sequence[int] | None = None,
+        max_missing: int = 0,
+    ) -> Dfa: ...
+    @property
+    def n_states(self) -> int: ...
+
+@final
+class Evaluation:
+    """The aggregate at an evaluation time."""
+
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def sum(self) -> int: ...
+    @property
+    def partial_count(self) -> int: ...
+    @property
+    def detected_count(self) -> int | None: ...
+    @property
+    def detected_sum(self) -> int | None: ...
+    @property
+    def elements(self) -> list[_Element] | None: ...
+    @property
+    def min(self) -> int | None: ...
+    @property
+    def max(self) -> int | None: ...
+    @property
+    def count_by_missing(self) -> list[int] | None: ...
+
+@final
+class Totals:
+    """Counts over everything processed."""
+
+    @property
+    def count(self) -> int: ...
+    @property
+    def sum(self) -> int: ...
+    @property
+    def partial_count(self) -> int: ...
+    @property
+    def min(self) -> int | None: ...
+    @property
+    def max(self) -> int | None: ...
+    @property
+    def count_by_missing(self) -> list[int] | None: ...
+
+@final
+class SummaryConfig:
+    """A summary's configuration as the kernel holds it."""
+
+    @property
+    def window(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def aggregate(self) -> str: ...
+    @property
+    def policy(self) -> str: ...
+    @property
+    def time_to_live(self) -> int | None: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def probabilities(self) -> list[float] | None: ...
+
+@final
+class ExactEngine:
+    """Exact aggregation over a whole stream (the ground truth)."""
+
+    def __new__(
+        cls,
+        dfa: Dfa,
+        window: int,
+        policy_name: str,
+        memory_limit: int | None = None,
+        extrema: bool = False,
+        of: Sequence[bool] | None = None,
+    ) -> ExactEngine: ...
+    def extend(
+        self,
+        chars: bytes,
+        timestamps: _Int64Array,
+        values: _Int64Array | None = None,
+        evaluate_at: _Int64Array | None = None,
+    ) -> list[Evaluation]: ...
+    def copy(self) -> ExactEngine: ...
+    def totals(self) -> Totals: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def skipped(self) -> int: ...
+    @property
+    def tier(self) -> str: ...
+    @property
+    def is_big(self) -> bool: ...
+    @property
+    def last_timestamp(self) -> int | None: ...
+
+@final
+class OooExactEngine:
+    """The exact engine with ``lateness``: newer events wait in order in the kernel."""
+
+    def __new__(
+        cls,
+        dfa: Dfa,
+        window: int,
+        policy_name: str,
+        lateness: int,
+        memory_limit: int | None = None,
+        extrema: bool = False,
+        of: Sequence[bool] | None = None,
+    ) -> OooExactEngine: ...
+    def extend(
+        self,
+        chars: bytes,
+        timestamps: _Int64Array,
+        values: _Int64Array | None = None,
+        evaluate_at: _Int64Array | None = None,
+    ) -> list[Evaluation]: ...
+    def retract(self, byte: int, timestamp: int, value: int) -> Literal["removed", "final", "missing"]: ...
+    def totals(self) -> Totals: ...
+    def counts(self) -> tuple[int, int]:
+        """``(events, skipped)`` over every accepted event."""
+    def copy(self) -> OooExactEngine: ...
+    @property
+    def max_timestamp(self) -> int | None: ...
+    @property
+    def horizon(self) -> int | None: ...
+    @property
+    def lateness(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def tier(self) -> str: ...
+
+@final
+class MultiExactEngine:
+    """Several exact queries over one stream; ``queries``: ``(dfa, window, policy)`` each."""
+
+    def __new__(
+        cls,
+        queries: Sequence[tuple[Dfa, int, str]],
+        memory_limit: int | None = None,
+        merge: Literal["never", "auto", "always"] = "auto",
+    ) -> MultiExactEngine: ...
+    def extend(
+        self,
+        chars: bytes,
+        timestamps: _Int64Array,
+        values: _Int64Array | None = None,
+        evaluate_at: _Int64Array | None = None,
+    ) -> list[list[Evaluation]]: ...
+    def totals(self, i: int) -> Totals: ...
+    def skipped(self, i: int) -> int: ...
+    def tier(self, i: int) -> str: ...
+    @property
+    def engines(self) -> int: ...
+    @property
+    def merged(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def last_timestamp(self) -> int | None: ...
+
+@final
+class SummaryEngine:
+    """The bounded state summary with summary selection."""
+
+    def __new__(
+        cls,
+        dfa: Dfa,
+        window: int,
+        size: int,
+        strategy: str,
+        aggregate: str,
+        policy_name: str,
+        probabilities: Sequence[float] | None,
+        seed: int,
+        time_to_live: int | None,
+        memory_limit: int | None = None,
+        extrema: bool = False,
+        of: Sequence[bool] | None = None,
+    ) -> SummaryEngine: ...
+    def extend(
+        self,
+        chars: bytes,
+        timestamps: _Int64Array,
+        values: _Int64Array | None = None,
+        evaluate_at: _Int64Array | None = None,
+        with_elements: bool = False,
+    ) -> list[Evaluation]: ...
+    def result(self) -> Evaluation: ...
+    def insert_late(self, chars: bytes, timestamps: _Int64Array, values: _Int64Array | None = None) -> None: ...
+    def evaluate_upto(self, times: Sequence[int], with_elements: bool = False) -> list[Evaluation]: ...
+    def _set_output(self, extrema: bool = False, of: Sequence[bool] | None = None) -> None: ...
+    def copy(self) -> SummaryEngine: ...
+    @property
+    def config(self) -> SummaryConfig: ...
+    def same_automaton(self, dfa: Dfa) -> bool: ...
+    def adopt_labels(self, dfa: Dfa) -> bool: ...
+    def elements(self) -> list[_Element]: ...
+    def __len__(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def skipped(self) -> int: ...
+    @property
+    def evictions(self) -> int: ...
+    @property
+    def tier(self) -> str: ...
+    @property
+    def is_big(self) -> bool: ...
+    @property
+    def last_timestamp(self) -> int | None: ...
+    def to_bytes(self, meta: str) -> bytes: ...
+    @staticmethod
+    def from_bytes(data: bytes, memory_limit: int | None = None) -> tuple[SummaryEngine, str]: ...
+    # Inspection hooks for tests.
+    def _estimates(self) -> tuple[list[tuple[float, float]], list[list[tuple[float, float]]]]: ...
+    def _exact_locals(self) -> list[tuple[int, int]]: ...
+    def _active_counters(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]: ...
+    def _active_start(self) -> int: ...
+
+def per_initiator_exact(dfa: Dfa, window: int, chars: bytes, timestamps: _Int64Array) -> tuple[int, int, int] | None: ...
+def summary_memory(dfa: Dfa, size: int, policy_name: str = "any") -> int: ...
+
+_Text = tuple[bytes, NDArray[np.int32]]  # decimal strings back to back, and their offsets
+
+# The columns of ``summary_groups`` (one result row per entry of ``group``).
+class _GroupColumns(TypedDict):
+    group: _Int64Array
+    evaluated_at: _Int64Array
+    events: _Int64Array
+    count: _Text
+    sum: _Text
+    detected_count: _Text
+    count_double: NDArray[np.float64]
+    sum_double: NDArray[np.float64]
+    avg: NDArray[np.float64]
+    big: _Int64Array
+    element_offsets: NDArray[np.int32]
+    element_chars: _Text
+    element_ts: _Int64Array
+    element_values: _Int64Array
+
+def summary_groups(
+    template: SummaryEngine,
+    chars: bytes,
+    timestamps: _Int64Array,
+    values: _Int64Array | None,
+    offsets: _Int64Array,
+    evaluate_at: _Int64Array,
+    eval_offsets: _Int64Array,
+) -> _GroupColumns: ...
+def summary_set_groups(
+    templates: Sequence[SummaryEngine],
+    chars: bytes,
+    timestamps: _Int64Array,
+    values: _Int64Array | None,
+    offsets: _Int64Array,
+    evaluate_at: Sequence[_Int64Array],
+    eval_offsets: Sequence[_Int64Array],
+) -> list[_GroupColumns]: ...
+def sort_packed_groups(offsets: _Int64Array, packed: _Int64Array) -> _Int64Array: ...
+def sort_groups(
+    offsets: _Int64Array,
+    timestamps: _Int64Array,
+    ranks: NDArray[np.int32],
+    ties: _Int64Array | None = None,
+) -> _Int64Array: ...
