@@ -24,10 +24,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from suse.spark.batch.layout import run
-from suse.spark.prepare import prepare
 from suse.spark.events.rows import RANK, TIE, TS, VALUE
 from suse.spark.jobs.load import load_config
 from suse.spark.jobs.run import load_input
+from suse.spark.prepare import prepare
 from suse.spark.runners.plan import ARROW_TYPES, evaluate_partition, result_columns
 from suse.spark.session import get_session
 

@@ -17,13 +17,11 @@ from __future__ import annotations
 import argparse
 import os
 import threading
-
 import time
-
-from timing import best_time
 
 import suse
 from suse.io.synthetic import synthetic_stream
+from timing import best_time
 
 
 def feed(summary: suse.Summary, chars: bytes, ts, batch: int) -> None:

@@ -814,7 +814,7 @@ def _where_value(event) -> int:
     return 0 if value is None else value
 
 
-def _closing_gap_regex(query: str) -> "re.Pattern[str]":
+def _closing_gap_regex(query: str) -> re.Pattern[str]:
     # Every negation also forbids "~", which only the final gap of a pending match holds;
     # the trailing "<[^>]*>" reads the final gap, so a negation at the end checks it.
     body = query_to_gap_regex(query).replace("(?=<[^>", "(?=<[^>~")

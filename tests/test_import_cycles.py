@@ -17,13 +17,7 @@ PACKAGE = "suse"
 
 # Each entry: the modules of one cycle (a strongly connected component), to be emptied.
 KNOWN: set[frozenset[str]] = {
-    frozenset({"suse.api", "suse.queryset"}),
     frozenset({"suse.cli.multi_cmds", "suse.cli.query_cmds"}),
-    frozenset({"suse.eval.case_studies", "suse.eval.experiments"}),
-    frozenset({"suse.spark.batch", "suse.spark.multi"}),
-    frozenset({"suse.spark.checks", "suse.spark.config"}),
-    frozenset({"suse.spark.due", "suse.spark.streaming"}),
-    frozenset({"suse.spark.grouped", "suse.spark.runner"}),
 }
 
 

@@ -17,10 +17,10 @@ from suse import _core  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
 from suse.spark.events.rows import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
+from suse.spark.events.triggers import Trigger  # noqa: E402
 from suse.spark.runners.gathered import PACKED, WIDE, rank_bits, run_gathered  # noqa: E402
 from suse.spark.runners.plan import plan_of  # noqa: E402
 from suse.spark.runners.sorted import run_sorted  # noqa: E402
-from suse.spark.events.triggers import Trigger  # noqa: E402
 
 
 def random_rows(rng, n_parts: int, order: str, far: bool = False) -> list[tuple]:

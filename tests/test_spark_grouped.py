@@ -14,10 +14,10 @@ from helpers import in_partition_order  # noqa: E402
 from suse import _core  # noqa: E402
 from suse.errors import InputError  # noqa: E402
 from suse.spark.events.rows import CORRUPT, DROPPED, RANK, TIE, TS, VALUE  # noqa: E402
+from suse.spark.events.triggers import Trigger  # noqa: E402
 from suse.spark.runners.gathered import serves  # noqa: E402
 from suse.spark.runners.plan import plan_of  # noqa: E402
 from suse.spark.runners.sorted import run_sorted  # noqa: E402
-from suse.spark.events.triggers import Trigger  # noqa: E402
 
 
 def sorted_batches(rng, n_parts, order, with_value, chunk):

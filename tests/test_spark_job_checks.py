@@ -9,11 +9,9 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from helpers import run  # noqa: E402
 from suse.spark.jobs.config import ConfigError  # noqa: E402
 from suse.spark.jobs.load import parse_config  # noqa: E402
-
-from helpers import run  # noqa: E402
-from suse.spark.config import ConfigError, parse_config  # noqa: E402
 
 try:
     import tomllib

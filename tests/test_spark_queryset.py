@@ -141,9 +141,9 @@ def test_min_max_of_and_approximate_queries_in_one_job_equal_each_alone(frame):
 
 @pytest.mark.slow  # a streaming query and one batch job per query: about 60 s (170 s on a busy machine)
 def test_streaming_query_set_equals_each_query_in_batch(spark, tmp_path):
-    from test_spark_streaming import CHARS as SCHARS, LATENESS, SCHEMA, make_steps, write
-
     from suse.spark.streaming.aggregate import aggregate_stream, latest
+    from test_spark_streaming import CHARS as SCHARS
+    from test_spark_streaming import LATENESS, SCHEMA, make_steps, write
 
     queries = {"main": "A(B|C)*C", "pairs": {"query": "AB", "window": 5}, "next": {"query": "BC*", "policy": "next"},
                "adjacent": {"query": "A(B|C)", "policy": "contiguous"}}
@@ -218,11 +218,10 @@ def test_a_streaming_job_with_several_queries_restarts_and_equals_batch(spark, t
     ends where an uninterrupted run ends, and there each query's row equals that query in batch."""
     import tomllib
 
-    from test_spark_streaming import write
-
     from suse.spark.jobs.load import parse_config
     from suse.spark.jobs.run import run_job
     from suse.spark.streaming.aggregate import latest
+    from test_spark_streaming import write
 
     steps = make_stream_steps()
     outcome = {}

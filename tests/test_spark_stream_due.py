@@ -133,9 +133,9 @@ class _Value:
 
 def test_unusable_rows_alone_are_reported_not_lost():
     from suse.spark.events.rows import DROPPED, RANK, TIE, TS, VALUE
-    from suse.spark.streaming.due import advance_due
     from suse.spark.runners.plan import plan_of
     from suse.spark.streaming.aggregate import _OUTPUT
+    from suse.spark.streaming.due import advance_due
 
     plan = plan_of("A(B|C)*C", 15, size=5, order="ABC")
     state, due = _Value(), _Value()

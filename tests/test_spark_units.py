@@ -11,11 +11,11 @@ pytest.importorskip("pyspark")
 
 import suse  # noqa: E402
 from suse.errors import InputError  # noqa: E402
+from suse.spark.events.timing import TimeAxis, parse_duration  # noqa: E402
+from suse.spark.events.triggers import Trigger, key_hash, parse_trigger  # noqa: E402
 from suse.spark.jobs.config import ConfigError  # noqa: E402
 from suse.spark.jobs.load import load_config, parse_config  # noqa: E402
 from suse.spark.runners.plan import plan_of  # noqa: E402
-from suse.spark.events.timing import TimeAxis, parse_duration  # noqa: E402
-from suse.spark.events.triggers import Trigger, key_hash, parse_trigger  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DATES = TimeAxis("t", "timestamp")

@@ -135,7 +135,7 @@ class Summary(Locked):
 
     @locked
     def with_query(self, query: Optional[Query] = None, *, size: Optional[int] = None, strategy: Optional[str] = None,
-                   window: Optional[int] = None) -> "Summary":
+                   window: Optional[int] = None) -> Summary:
         """A summary for a new query (or window, size, strategy) that keeps what this one knows:
         the retained elements whose characters the new query uses are replayed into a fresh
         summary, in order; the others are dropped and counted in `.dropped` of the new summary.
@@ -189,7 +189,7 @@ class Summary(Locked):
         return self._engine.to_bytes(json.dumps(self._header()))
 
     @classmethod
-    def from_bytes(cls, data: bytes, memory_limit: Optional[int] = None) -> "Summary":
+    def from_bytes(cls, data: bytes, memory_limit: Optional[int] = None) -> Summary:
         """Load a saved summary; `suse.StateError` says what is wrong with bytes that do not load."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise InputError(f"expected bytes, got {type(data).__name__}")

@@ -15,9 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 
 import suse
+from suse.api.disorder import LATE_MODES, PLACEMENTS
 from suse.cli import multi_cmds
 from suse.cli.app import Command, app, friendly_errors, read_text_file, stdout_console
-from suse.api.disorder import LATE_MODES, PLACEMENTS
 from suse.errors import InputError, LateEventError
 from suse.io.formats import Events, read_probabilities, read_stream
 from suse.query import compile_regex

@@ -27,8 +27,8 @@ def serve_cmd(
     time and the retained elements. Each refresh is an evaluation at the current stream time.
     Ctrl-C stops it and writes a checkpoint; the next start resumes."""
     try:
-        from suse.dashboard import serve
         import suse.spark.jobs.config  # noqa: F401  (pyspark, pydantic)
+        from suse.dashboard import serve
     except ModuleNotFoundError as exc:
         raise InputError(f"`suse serve` needs {exc.name}: pip install 'suse[spark,dashboard]'") from None
     extra = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else []

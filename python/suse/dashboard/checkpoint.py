@@ -18,7 +18,7 @@ import json
 import os
 import zipfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, StrictBool, StrictInt, StrictStr, ValidationError
@@ -28,6 +28,7 @@ from suse.dashboard.live import Live, QueryEvents
 from suse.errors import InputError, StateError
 from suse.spec import QuerySpec
 
+Saved = TypeVar("Saved", bound=BaseModel)
 VERSION = 2  # 2: streaming states carry dropped and corrupt counts
 
 
@@ -119,9 +120,9 @@ class SavedStream(BaseModel):
     parts: dict[NonNegativeInt, SavedStreamPartition]
 
 
-def parse_state(path: Path, model: type[BaseModel], state: object) -> BaseModel:
+def parse_state(path: Path, model: type[Saved], state: object) -> Saved:
     """``state`` checked against ``model``; the first problems in one line."""
-    from suse.spark.config import format_errors
+    from suse.spark.jobs.load import format_errors
 
     try:
         return model.model_validate(state)

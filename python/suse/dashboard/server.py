@@ -223,7 +223,7 @@ def _response(data: bytes, status: int, kind: str, cache: bool = False):
 
 def _static(name: str):
     def endpoint(request):
-        return _response(resources.files("suse.dashboard").joinpath("static", name).read_bytes(), 200, STATIC[name])
+        return _response(resources.files("suse.dashboard").joinpath("static").joinpath(name).read_bytes(), 200, STATIC[name])
     return endpoint
 
 

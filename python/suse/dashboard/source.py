@@ -24,8 +24,8 @@ def classify(cfg: JobConfig, console=None) -> tuple[list[QueryEvents], bool]:
     """Every query's events as sorted arrays, and whether time is date-time (epoch seconds)."""
     from suse.spark.batch.aggregate import cancel_retractions
     from suse.spark.events.rows import RANK, TIE, TS, VALUE
-    from suse.spark.prepare import prepare
     from suse.spark.jobs.run import load_input, spark_errors
+    from suse.spark.prepare import prepare
     from suse.spark.session import get_session
 
     with spark_errors():
@@ -89,7 +89,7 @@ def stop_spark() -> None:
         spark.stop()
     gateway = SparkContext._gateway
     jvm = getattr(gateway, "proc", None)
-    if jvm is None:
+    if gateway is None or jvm is None:
         return
     gateway.shutdown()
     SparkContext._gateway = SparkContext._jvm = None  # a later session starts a new JVM

@@ -21,7 +21,15 @@ from typing import Any, Optional
 import pandas as pd
 
 from suse.dashboard.checkpoint import (
-    VERSION, SavedStream, check_job, check_stream, fingerprint, invalid, parse_state, read_blob, read_state,
+    VERSION,
+    SavedStream,
+    check_job,
+    check_stream,
+    fingerprint,
+    invalid,
+    parse_state,
+    read_blob,
+    read_state,
     write_state,
 )
 from suse.dashboard.live import MAX_EVALUATIONS, Live, LiveQuery, Partition, Settings, _jsonable
@@ -246,9 +254,9 @@ def load(directory: Path, live: StreamLive, job: dict) -> bool:
 
 def start(cfg: JobConfig, settings: Settings, directory: Path, job: dict, fresh: bool, log, on_failure):
     """Start the Structured Streaming query feeding a new StreamLive; returns (live, query)."""
-    from suse.spark.prepare import prepare
     from suse.spark.events.rows import RANK, TIE, TS, VALUE
     from suse.spark.jobs.run import load_input, spark_errors
+    from suse.spark.prepare import prepare
     from suse.spark.session import get_session
 
     check_streaming_job(cfg)

@@ -117,48 +117,48 @@ class Reference:
 
 @dataclass(frozen=True)
 class Negate:
-    operand: "Expression"
+    operand: Expression
     position: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
 class Arithmetic:
     op: str  # + - * /
-    left: "Expression"
-    right: "Expression"
+    left: Expression
+    right: Expression
     position: int = field(default=0, compare=False)  # of the operator
 
 
 @dataclass(frozen=True)
 class Comparison:
     op: str  # one of COMPARISONS ("!=" is read as "<>")
-    left: "Expression"
-    right: "Expression"
+    left: Expression
+    right: Expression
     position: int = field(default=0, compare=False)  # of the operator
 
 
 @dataclass(frozen=True)
 class IsNull:
-    operand: "Expression"
+    operand: Expression
     negated: bool  # IS NOT NULL
     position: int = field(default=0, compare=False)  # of IS
 
 
 @dataclass(frozen=True)
 class Not:
-    operand: "Expression"
+    operand: Expression
     position: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
 class And:
-    operands: tuple["Expression", ...]
+    operands: tuple[Expression, ...]
     position: int = field(default=0, compare=False)  # of the first AND
 
 
 @dataclass(frozen=True)
 class Or:
-    operands: tuple["Expression", ...]
+    operands: tuple[Expression, ...]
     position: int = field(default=0, compare=False)  # of the first OR
 
 
@@ -207,7 +207,7 @@ def _tokenize(text: str, error) -> list[_Token]:
             if text[i] == "%":
                 raise error("'%' is not an operator: write 80% as 0.8 *", i)
             raise error(f"unexpected symbol {text[i]!r}", i)
-        kind = m.lastgroup
+        kind = m.lastgroup or ""
         if kind == "number" and m.end() < len(text) and (text[m.end()] == "." or text[m.end()].isalpha()):
             raise error(f"malformed number {text[i:m.end() + 1]!r}", i)
         if kind != "space":
@@ -662,7 +662,7 @@ def data_value(raw: Any, where: str) -> Value:
             raise InputError(f"{where}: an infinite value cannot be compared exactly")
         if isinstance(raw, Decimal):
             return Fraction(raw)
-        return _float_value(raw)
+        return _float_value(raw)  # type: ignore[arg-type]  # numpy scalars hash; float() would widen a float32
     raise InputError(f"{where}: a value of type {type(raw).__name__} is not a number, string or boolean")
 
 
@@ -692,7 +692,7 @@ def _evaluate(node: Expression, context: _Context) -> Value:
         return context.resolve(node)
     if isinstance(node, Negate):
         value = _number(_evaluate(node.operand, context), node.operand, context)
-        return None if value is None else -value
+        return None if value is None else -value  # type: ignore[operator]  # _number checked it is a number
     if isinstance(node, Arithmetic):
         left = _number(_evaluate(node.left, context), node.left, context)
         right = _number(_evaluate(node.right, context), node.right, context)
@@ -781,7 +781,7 @@ class Use:
     n: int
     always_previous: bool
     may_be_current: bool = field(default=False)
-    reference: Reference = field(default=None, compare=False)
+    reference: Optional[Reference] = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -970,19 +970,19 @@ def _components(n_states: int, edges) -> tuple[list[int], list[int]]:
                 finished.append(state)
                 stack.pop()
     component = [-1] * n_states
-    order = []
+    order: list[int] = []
     for root in reversed(finished):  # decreasing finish time: topological order of components
         if component[root] != -1:
             continue
         label = len(order)
         order.append(label)
         component[root] = label
-        stack = [root]
-        while stack:
-            for s in backward[stack.pop()]:
+        reached = [root]
+        while reached:
+            for s in backward[reached.pop()]:
                 if component[s] == -1:
                     component[s] = label
-                    stack.append(s)
+                    reached.append(s)
     return component, order
 
 
@@ -1021,7 +1021,8 @@ def _warn_if_first_fails(condition: Condition, uses: tuple[Use, ...]) -> None:
     absent = {
         use.reference
         for use in uses
-        if use.letter == condition.letter and (use.kind == "last" or (use.kind == "first" and use.n > 0))
+        if use.reference is not None and use.letter == condition.letter
+        and (use.kind == "last" or (use.kind == "first" and use.n > 0))
     }
     if absent and _rejects_null(condition.root, absent):
         shown = format_condition(next(iter(absent)))
@@ -1195,5 +1196,6 @@ def _linear(node: Expression, use: Use, uses: Mapping[int, Use]):
         return None
     rest, coefficient = inner
     if rest is not None:
-        rest = Arithmetic(node.op, *((factor_side, rest) if constant_left else (rest, factor_side)), node.position)
+        left, right = (factor_side, rest) if constant_left else (rest, factor_side)
+        rest = Arithmetic(node.op, left, right, node.position)
     return rest, coefficient * (factor if node.op == "*" else 1 / factor)

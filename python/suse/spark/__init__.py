@@ -6,9 +6,9 @@ from suse.spark.jobs.config import JobConfig
 from suse.spark.jobs.load import load_config
 from suse.spark.jobs.run import run_job
 from suse.spark.session import get_session
-from suse.spark.streaming.aggregate import aggregate_stream, check_checkpoint, latest
 from suse.spark.sql.statement import sql
 from suse.spark.sql.udtf import register
+from suse.spark.streaming.aggregate import aggregate_stream, check_checkpoint, latest
 from suse.spark.workers import check_workers
 
 __all__ = ["JobConfig", "aggregate", "aggregate_stream", "check_checkpoint", "check_workers", "get_session", "latest", "load_config", "register", "run_job", "sql"]

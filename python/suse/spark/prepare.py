@@ -9,13 +9,13 @@ from pyspark.sql import DataFrame
 
 import suse
 from suse.errors import InputError
-from suse.spec import JobSpec, QuerySpec
 from suse.spark.events.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.events.rows import RANK, Events, to_events
 from suse.spark.events.triggers import parse_trigger
 from suse.spark.runners.multi import MultiPlan
 from suse.spark.runners.plan import Plan
 from suse.spark.workers import check_workers
+from suse.spec import JobSpec, QuerySpec
 
 
 def spark_frame(df: object, caller: str) -> None:

@@ -11,10 +11,11 @@ from pyspark.sql import functions as F
 from typing_extensions import Unpack
 
 from suse.errors import InputError
-from suse.spec import BatchOptions, JobSpec, job_from_options
 from suse.spark.batch.layout import output_schema, run
 from suse.spark.events.rows import OP, RANK, TIE, TS, VALUE, Events, quoted
 from suse.spark.prepare import prepare, prepare_multi, spark_frame
+from suse.spark.runners.plan import PartitionPlan
+from suse.spec import BatchOptions, JobSpec, job_from_options
 
 
 def aggregate(
@@ -70,12 +71,13 @@ def aggregate(
 
 def aggregate_job(df: DataFrame, job: JobSpec) -> DataFrame:
     """A whole job over a batch DataFrame (what `aggregate`'s arguments describe)."""
+    plan: PartitionPlan
+    schema = None
     if job.query_set:
-        events, multi = prepare_multi(df, job)
-        plan, schema = multi, output_schema(events, multi, query_column=True)
+        events, plan = prepare_multi(df, job)
+        schema = output_schema(events, plan, query_column=True)
     else:
-        events, single = prepare(df, job)
-        plan, schema = single, None
+        events, plan = prepare(df, job)
     if events.has_op:
         events = cancel_retractions(events)
     return run(events, plan, schema, large_partitions=job.input.large_partitions, elements=job.output.elements)

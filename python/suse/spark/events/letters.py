@@ -75,11 +75,9 @@ def check_predicates(query: suse.Query, characters: Mapping[str, object]) -> Non
 
 def check_column_letters(query: suse.Query, df: DataFrame, column: str) -> None:
     """One small Spark job: which query letters occur in the character column."""
-    from suse.spark.events.rows import field, quoted
-
     from pyspark.sql import functions as F
 
-    from suse.spark.characters import field, quoted
+    from suse.spark.events.rows import field, quoted
 
     col = quoted(field(df, column, "character").name)
     # One aggregate (no shuffle of distinct values): for each letter, does any row hold it?

@@ -30,8 +30,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from suse.errors import InputError
-from suse.spec import InputSpec
 from suse.spark.events.timing import TimeAxis
+from suse.spec import InputSpec
 
 # Internal column names; user data never sees them.
 TS, RANK, VALUE, TIE = "_suse_ts", "_suse_rank", "_suse_value", "_suse_tie"

@@ -13,10 +13,10 @@ from typing import Any
 
 import suse
 from suse.errors import QueryError, SuseError
-from suse.spark.jobs.config import JobConfig
 from suse.spark.events.letters import missing_predicates
 from suse.spark.events.timing import TimeAxis, is_duration
 from suse.spark.events.triggers import parse_trigger
+from suse.spark.jobs.config import JobConfig
 
 _INTEGRAL = {"tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long"}
 _KINDS = {

@@ -5,6 +5,7 @@ A full, commented example is in docs/SPARK.md ("Job files"); examples/*.toml run
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -12,10 +13,10 @@ from pydantic import ValidationError
 from suse.spark.jobs.checks import static_problems
 from suse.spark.jobs.config import ConfigError, JobConfig
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10
+    import tomli as tomllib
 
 
 def load_config(path: str | Path) -> JobConfig:

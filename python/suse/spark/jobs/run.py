@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import re
 import threading
 import time
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -19,12 +19,12 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 import suse
 from suse.errors import InputError, SuseError
-from suse.spark.jobs import datasets
 from suse.spark.batch.aggregate import aggregate_job
 from suse.spark.events.rows import analysing, spark_message
+from suse.spark.jobs import datasets
 from suse.spark.jobs.config import JobConfig
-from suse.spark.jobs.sinks import FileSink, Sink
 from suse.spark.jobs.load import check_job
+from suse.spark.jobs.sinks import FileSink, Sink
 from suse.spark.session import get_session
 from suse.spark.streaming.aggregate import aggregate_stream_job, check_checkpoint, latest
 

@@ -12,14 +12,15 @@ import pyarrow as pa
 
 import suse
 from suse.api import EXTREMA
-from suse.spec import QuerySpec, SummarySpec
 from suse.spark.events.triggers import Trigger
+from suse.spec import QuerySpec, SummarySpec
 
 
 class PartitionPlan(Protocol):
     """What a runner needs of a plan: its output's shape and, per partition, its rows."""
 
-    exact: bool
+    @property
+    def exact(self) -> bool: ...
 
     @property
     def extrema(self) -> bool: ...

@@ -13,7 +13,6 @@ from suse.spark.runners import gathered as by_batch
 from suse.spark.runners.gathered import key_runs
 from suse.spark.runners.plan import ARROW_TYPES, PartitionPlan, Row, empty_row, evaluate_partition, result_columns
 
-
 # --- batch: sorted Arrow batches in, result batches out --------------------------------------
 
 

@@ -36,10 +36,10 @@ from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, SelectedColumn
 
 import suse
 from suse.errors import InputError
-from suse.spark.runners.plan import EXACT_DDL, RESULT_DDL, Plan, empty_row, evaluate_partition, result_columns
-from suse.spec import QuerySpec, SummarySpec
 from suse.spark.events.timing import TimeAxis
 from suse.spark.events.triggers import parse_trigger
+from suse.spark.runners.plan import EXACT_DDL, RESULT_DDL, Plan, empty_row, evaluate_partition, result_columns
+from suse.spec import QuerySpec, SummarySpec
 
 NAME = "suse_aggregate"
 OPTIONS = (  # named arguments, after the table; query and window may also be positional
@@ -307,12 +307,12 @@ class SuseArrowAggregate(SuseAggregate):
         self.batches: list[pa.RecordBatch] = []
 
     def eval(self, batch: pa.RecordBatch, *args: Any, **kwargs: Any) -> None:
-        from suse.spark.runners.gathered import _runs, _same_key
+        from suse.spark.runners.gathered import _same_key, key_runs
 
         keys = list(self.a.keys)
-        if keys and batch.num_rows and (len(_runs(batch, keys)[0]) > 1 or (
+        if keys and batch.num_rows and (len(key_runs(batch, keys)[0]) > 1 or (
                 self.batches and not _same_key(self.batches[-1], batch, keys))):
-            starts, _ = _runs(_rows(self.batches[-1:] + [batch], keys), keys)
+            starts, _ = key_runs(_rows(self.batches[-1:] + [batch], keys), keys)
             first, second = (_rows(self.batches[-1:] + [batch], keys).slice(int(i), 1).select(keys).to_pylist()[0]
                              for i in starts[:2])
             raise InputError(

@@ -47,7 +47,6 @@ from typing_extensions import Unpack
 
 import suse
 from suse.errors import InputError, StateError
-from suse.spec import JobSpec, StreamOptions, job_from_options
 from suse.spark.events.rows import OP, RANK, TIE, TS, VALUE, quoted
 from suse.spark.events.timing import duration_seconds
 from suse.spark.events.triggers import parse_trigger
@@ -55,6 +54,7 @@ from suse.spark.prepare import prepare, prepare_multi, spark_frame
 from suse.spark.runners.plan import APPROX_DDL, EXTREMA_DDL, RESULT_DDL, Plan, as_float
 from suse.spark.streaming.due import advance_due, next_timer
 from suse.spark.streaming.pending import PENDING, ingest
+from suse.spec import JobSpec, StreamOptions, job_from_options
 
 STATE_DDL = (
     "summary binary, pending binary, watermark long, max_ts long, late long, fed long, dropped long, corrupt long"
