@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -118,6 +119,17 @@ def test_evaluations_across_pieces_equal_one_call(evs, block, times, lateness, l
         assert [a[k] for a in answers] == expected[k]
         assert engine.result().count == whole[k].result().count
         assert engine.result().late == whole[k].result().late
+
+
+@pytest.mark.parametrize("text, message", [
+    ('\ufeffchar,timestamp\r\nA,1\r\n\r\n"B\nx",2\r\nA,5\r\n', "line 5: character 'B\\nx' is not a single"),
+    ("A 1\nB 2\n\nA 5 B\n3", "line 4, token 7: timestamp 3 is earlier than the previous timestamp 5"),
+    ("char,timestamp\nA,1\nB,2\n\nA,3\nB,x\n", "line 6: timestamp 'x' is not an integer"),
+])
+def test_positions_do_not_depend_on_the_pieces(text, message):
+    for block in (1, 4, 7, formats.BLOCK_BYTES):
+        with _blocks_of(block), pytest.raises(suse.InputError, match=f"^{re.escape(message)}"):
+            play(_pieces_of(text), engine_feed([suse.Exact(suse.Query("AB", 5))], "error", False), None)
 
 
 @settings(max_examples=30, deadline=None)

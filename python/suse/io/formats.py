@@ -292,8 +292,11 @@ class _Input:
         while True:
             block, self._peeked = (self._peeked, b"") if self._peeked else (self._read(), b"")
             if self._first and block:
-                if len(block) < 3:  # a byte-order mark split across reads (a pipe)
-                    block += self._read()
+                while len(block) < len(codecs.BOM_UTF8):  # a byte-order mark split across reads (a pipe)
+                    more = self._read()
+                    if not more:
+                        break
+                    block += more
                 block = block.removeprefix(codecs.BOM_UTF8)
                 self._first = False
             try:
