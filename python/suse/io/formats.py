@@ -554,7 +554,10 @@ def _pieces(source: _Input, fmt: str) -> Iterator[Events]:
     try:
         if fmt == "auto":
             fmt = "csv" if "," in source.peek_line() else "text"
-        yield from (_csv_chunks if fmt == "csv" else _text_chunks)(source)
+        for piece in (_csv_chunks if fmt == "csv" else _text_chunks)(source):
+            yield piece
+            # the arrow buffers of pieces done with are free: give them back, or the pool grows
+            pa.default_memory_pool().release_unused()
     finally:
         source.close()
 
