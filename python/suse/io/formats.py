@@ -331,7 +331,7 @@ def _carried_from(text: str, tokens: list[str], keep: int) -> int:
 
 
 def _text_pairs(source: _Input, what: str) -> Iterator[tuple[list[str], list[str], Callable[[int], str]]]:
-    """``(chars, seconds, where)`` per block of whitespace-separated pairs: ``where(k)`` names
+    """``(chars, numbers, where)`` per block of whitespace-separated pairs: ``where(k)`` names
     the line and token of the block's k-th token."""
     line, token, pending = 1, 1, ""
     for block, final in _then_end(source.blocks(as_text=True), ""):
@@ -348,11 +348,14 @@ def _text_pairs(source: _Input, what: str) -> Iterator[tuple[list[str], list[str
         if keep:
             yield tokens[0:keep:2], tokens[1:keep:2], _text_where(head, line, token)
         line, token, pending = line + head.count("\n"), token + keep, text[cut:]
-        if len(pending) > _LONGEST_TOKEN:
-            long_token = pending.split()[-1]
-            raise InputError(f"{_text_where(pending, line, token)(len(pending.split()) - 1)}: a token of more "
-                             f"than {_LONGEST_TOKEN:,} characters ({shown(long_token)}); {what} in the text "
+        carried = tokens[keep:]
+        if carried and len(carried[-1]) > _LONGEST_TOKEN:
+            raise InputError(f"{_text_where(pending, line, token)(len(carried) - 1)}: a token of more "
+                             f"than {_LONGEST_TOKEN:,} characters ({shown(carried[-1])}); {what} in the text "
                              "format is whitespace-separated pairs")
+        if len(pending) > _LONGEST_TOKEN:  # a char, then a long run of blanks: keep only its line breaks
+            blanks = pending[len(pending.rstrip()):]
+            pending = pending.rstrip() + "\n" * blanks.count("\n") + " "
     if token == 1:
         raise InputError(f"empty {what}: no tokens")
 
