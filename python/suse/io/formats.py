@@ -519,7 +519,8 @@ def _csv_events(part: bytes, line: int, n_fields: int, columns: dict[str, int]) 
 
     def where(i: int) -> str:  # the line a row ends on, found by reading the piece again
         if not row_lines:
-            row_lines.extend(line + at for at, _ in _csv_rows(part))
+            with contextlib.suppress(csv.Error):  # the csv module refuses what pyarrow read: name the lines
+                row_lines.extend(line + at for at, _ in _csv_rows(part))
         return f"line {row_lines[i]}" if i < len(row_lines) else _lines(part, line)
 
     def column(name: str) -> pa.ChunkedArray:
