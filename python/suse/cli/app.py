@@ -159,7 +159,8 @@ def _usage_error(exc: typer.TyperException) -> int:
         exc.show()  # type: ignore[attr-defined]  # click's NoArgsIsHelpError, a TyperException subclass
         return 2
     ctx = getattr(exc, "ctx", None)
-    message = exc.format_message().replace("Value error, ", "")
+    # click lists choices one per line ("Choose from:\n\tsuse,\n\tpresent, ..."): one line here
+    message = " ".join(exc.format_message().replace("Value error, ", "").split())
     hint = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
     print_error(message.rstrip(".") + hint)
     return getattr(exc, "exit_code", 2)

@@ -3,7 +3,6 @@ one row per query (docs/CLI.md). The file holds `name = regex` lines; `--aggrega
 `--max-missing` apply to every query of the file (per-query settings: a job file or the library)."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -11,8 +10,9 @@ from rich.markup import escape
 
 import suse
 from suse.cli.app import read_text_file, stdout_console
+from suse.cli.feed import Feed, Timed, play
 from suse.errors import InputError, QueryError
-from suse.io.formats import read_stream
+from suse.io.formats import Events, iter_stream
 
 
 def stream_argument(query: str, stream: str, queries: Optional[Path]) -> str:
@@ -33,6 +33,22 @@ def load_queries(path: Path, window: int, aggregate: str, policy: str, of: Optio
         raise QueryError(f"{path}: {exc.message}", exc.position, exc.query) from None
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
+
+
+def set_feed(engines: list) -> Feed:
+    """A `Feed` for `ExactSet` and `SummarySet` engines fed together: per time, one
+    {name: Evaluation} per engine."""
+    def feed(events: Events, times: Optional[list[int]]) -> list:
+        with events.located():
+            rows = [e.extend(events=events, evaluate_at=times) for e in engines]
+        return [tuple({name: evs[k] for name, evs in r.items()} for r in rows) for k in range(len(times or ()))]
+
+    return feed
+
+
+def _by_query(answers: list, qs: suse.QuerySet, n_engines: int = 1) -> list[dict[str, list]]:
+    """Per engine, name -> its evaluations in the order of the times."""
+    return [{name: [a[e][name] for a in answers] for name in qs} for e in range(n_engines)]
 
 
 def _row(r: Any) -> dict[str, Any]:
@@ -75,9 +91,8 @@ def _cell(row: dict, column: str) -> str:
 def exact_set(queries: Path, stream: str, window: int, policy: str, aggregate: str, evaluate_at, fmt: str,
               as_json: bool, of: Optional[str] = None, max_missing: int = 0) -> None:
     qs = load_queries(queries, window, aggregate, policy, of, max_missing)
-    events = read_stream(stream, fmt)
-    with events.located():
-        results = suse.exact(qs, events, evaluate_at=evaluate_at)
+    engine = suse.ExactSet(qs)
+    results = engine.result(_by_query(play(iter_stream(stream, fmt), set_feed([engine]), evaluate_at), qs)[0])
     first = next(iter(results.values()))
     data = {
         "events": first.events,
@@ -101,12 +116,12 @@ def eval_set(queries: Path, stream: str, window: int, size: int, strategy: str, 
              as_json: bool, of: Optional[str] = None, max_missing: int = 0) -> None:
     qs = load_queries(queries, window, aggregate, policy, of, max_missing)
     summaries = suse.SummarySet(qs, size, strategy, None, seed, time_to_live)
-    events = read_stream(stream, fmt)
-    with events.located():
-        started = time.perf_counter()
-        evaluations = summaries.extend(events=events, evaluate_at=evaluate_at)
-        elapsed = time.perf_counter() - started
-        exact = suse.exact(qs, events, evaluate_at=evaluate_at) if compare_exact else None
+    timed = Timed(summaries)
+    engine = suse.ExactSet(qs) if compare_exact else None
+    answers = play(iter_stream(stream, fmt), set_feed([timed, *([engine] if engine else [])]), evaluate_at)
+    evaluations, *exact_rows = _by_query(answers, qs, 1 + bool(engine))
+    elapsed = timed.seconds
+    exact = engine.result(exact_rows[0]) if engine else None
     results = summaries.result()
     out: dict[str, Any] = {}
     for name, r in results.items():

@@ -2,14 +2,11 @@
 or run a bounded summary over a stream read from a file or standard input."""
 from __future__ import annotations
 
-import contextlib
 import json
-import time
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -18,8 +15,9 @@ import suse
 from suse.api.disorder import LATE_MODES, PLACEMENTS
 from suse.cli import multi_cmds
 from suse.cli.app import Command, app, friendly_errors, read_text_file, stdout_console
-from suse.errors import InputError, LateEventError
-from suse.io.formats import Events, read_probabilities, read_stream
+from suse.cli.feed import Timed, engine_feed, play
+from suse.errors import InputError
+from suse.io.formats import iter_stream, read_probabilities
 from suse.query import compile_regex
 
 
@@ -230,45 +228,6 @@ def _in_order_options(lateness: int, late: Late) -> None:
         raise InputError("--lateness and --late apply to one query; they are not supported with --queries")
 
 
-@contextlib.contextmanager
-def _cli_words():
-    """The library's advice names its keyword; on the command line it is an option."""
-    try:
-        yield
-    except LateEventError as exc:
-        raise LateEventError(exc.detail.replace('late="count"', "--late count"), event=exc.event) from None
-
-
-def _play(engine: Any, events: Any, evaluate_at: Optional[Times], late: str) -> list:
-    """Feed a stream read from a file to an `Exact` or `Summary`; rows with op '-' (a CSV
-    'op' column) become `retract` calls at their place in the file. Errors name the line."""
-    ret = events.retract
-    if ret is None or not ret.any():
-        with events.located(), _cli_words():
-            return engine.extend(events=events, evaluate_at=evaluate_at, late=late)
-    if evaluate_at:
-        raise InputError("--evaluate-at is not supported with retractions (rows with op '-'): an evaluation is "
-                         "taken while events arrive, a retraction changes what came before it")
-    if not engine.lateness:
-        raise InputError(f"{events.origin[int(ret.argmax())]}: a retraction (op '-') needs --lateness: without it "
-                         "every event is final at once")
-    bounds = np.flatnonzero(np.diff(ret.astype(np.int8), prepend=np.int8(-1), append=np.int8(-1)))
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        if not ret[lo]:
-            part = Events(events.chars[lo:hi], events.timestamps[lo:hi],
-                          None if events.values is None else events.values[lo:hi], origin=events.origin[lo:hi])
-            with part.located(), _cli_words():
-                engine.extend(events=part, late=late)
-            continue
-        for i in range(lo, hi):
-            value = 1 if events.values is None else int(events.values[i])
-            try:
-                engine.retract(events.chars[i], int(events.timestamps[i]), value)
-            except InputError as exc:
-                raise type(exc)(f"{events.origin[i]}: {exc}") from None
-    return []
-
-
 @app.command("exact", cls=Command)
 @friendly_errors
 def exact_cmd(
@@ -299,11 +258,10 @@ def exact_cmd(
         return
     q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
     extrema = q._extrema
-    events = read_stream(stream, fmt.value)
-    if not len(events):
-        raise InputError("the stream is empty")
     engine = suse.Exact(q, lateness=lateness)
-    r = engine.result(_play(engine, events, evaluate_at, late.value))
+    answers = play(iter_stream(stream, fmt.value), engine_feed([engine], late.value, bool(evaluate_at)), evaluate_at,
+                   lateness)
+    r = engine.result([a for a, in answers])
     data = {
         "count": r.count, "sum": r.sum, "avg": r.avg, "partial_count": r.partial_count,
         "skipped": r.skipped, "events": r.events,
@@ -397,14 +355,14 @@ def eval_cmd(
     extrema = q._extrema
     summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities, q.alphabet), seed, time_to_live,
                            lateness=lateness, placement=placement.value)
-    events = read_stream(stream, fmt.value)
-    started = time.perf_counter()
-    evaluations = _play(summary, events, evaluate_at, late.value)
-    elapsed = time.perf_counter() - started
-    exact = None
-    if compare_exact:
-        engine = suse.Exact(q, lateness=lateness)
-        exact = engine.result(_play(engine, events, evaluate_at, late.value))
+    engine = suse.Exact(q, lateness=lateness) if compare_exact else None
+    timed = Timed(summary)
+    answers = play(iter_stream(stream, fmt.value),
+                   engine_feed([timed, *([engine] if engine else [])], late.value, bool(evaluate_at)), evaluate_at,
+                   lateness)
+    elapsed = timed.seconds
+    evaluations = [a[0] for a in answers]
+    exact = engine.result([a[1] for a in answers]) if engine else None
     r = summary.result()
 
     rows = []

@@ -84,7 +84,7 @@ def _reader(spark, path: Path):
         raise InputError(f"cannot tell the format of {str(path)!r}: expected .parquet, .csv or .json")
     reader = spark.read.format(fmt)
     if fmt == "csv":
-        reader = reader.option("header", True).option("inferSchema", True)
+        reader = reader.option("header", True).option("inferSchema", True).option("escape", '"')  # RFC 4180
     return reader.load(str(path))
 
 

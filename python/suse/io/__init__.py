@@ -1,6 +1,7 @@
 """Event stream input: the paper's text format, CSV, probabilities and synthetic workloads."""
 from suse.io.formats import (
     Events,
+    iter_stream,
     read_csv_stream,
     read_probabilities,
     read_stream,
@@ -10,6 +11,7 @@ from suse.io.synthetic import abcd_blocks, alphabet_probabilities, aseq_queries,
 
 __all__ = [
     "Events",
+    "iter_stream",
     "read_text_stream",
     "read_csv_stream",
     "read_stream",

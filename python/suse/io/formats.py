@@ -4,23 +4,31 @@ Formats
 -------
 * **Text** (the paper's reference format): whitespace-separated pairs ``CHAR TIMESTAMP``,
   e.g. ``A 0 B 1 A 2``. Pairs may wrap across lines. No values: ``Events.values`` is None.
-* **CSV**: a header row naming at least ``char`` and ``timestamp`` (case and surrounding
-  blanks ignored), optionally ``value``; other columns are ignored. Blank lines are skipped.
-  An optional ``op`` column marks retractions: ``+`` an event, ``-`` taking back one earlier
-  event with the same char, timestamp and value (``Events.retract``; only callers that take
-  retractions accept a stream with ``-`` rows, see ``suse exact --lateness``).
+* **CSV** (RFC 4180: a quote inside a quoted field is doubled): a header row naming at least
+  ``char`` and ``timestamp`` (case and surrounding blanks ignored), optionally ``value``; other
+  columns are ignored. Blank lines are skipped. An optional ``op`` column marks retractions:
+  ``+`` an event, ``-`` taking back one earlier event with the same char, timestamp and value
+  (``Events.retract``; only callers that take retractions accept a stream with ``-`` rows, see
+  ``suse exact --lateness``).
 * **Probabilities**: pairs ``CHAR PROBABILITY``, e.g. ``A 0.25 B 0.75``.
 
-A leading UTF-8 byte-order mark is ignored in every format.
+Input is UTF-8; a leading byte-order mark is ignored in every format. Lines end with ``\\n``
+(or ``\\r\\n``).
 
 A character is one ASCII letter or digit; timestamps and values are integers that fit in
-int64, and values are non-negative. Timestamp order is *not* checked here: the engine
-checks it and reports late events itself. Every problem raises ``InputError`` naming the
-line (1-based; and token, for the whitespace formats); ``Events.located()`` does the same for
-errors the engine finds later (decreasing timestamps).
+int64 written with the ASCII digits 0-9, and values are non-negative. Timestamp order is *not*
+checked here: the engine checks it and reports late events itself. Every problem raises
+``InputError`` naming the line (1-based; and token, for the whitespace formats);
+``Events.located()`` does the same for errors the engine finds later (decreasing timestamps).
+
+``iter_stream`` reads a stream in pieces of about ``BLOCK_BYTES`` (memory does not grow with
+the stream's length): CSV is split at record boundaries and each piece parsed by pyarrow; where
+an event was read is worked out only when an error asks for it.
 """
 from __future__ import annotations
 
+import bisect
+import codecs
 import contextlib
 import csv
 import io
@@ -29,22 +37,38 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import BinaryIO, Callable, Iterator
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 
 from suse.errors import InputError
 
 __all__ = [
     "Events",
+    "iter_stream",
     "read_text_stream",
     "read_csv_stream",
     "read_stream",
     "read_probabilities",
 ]
 
-_INT = re.compile(r"[+-]?\d+")  # stricter than int(): no "1_000", no blanks inside
+BLOCK_BYTES = 1 << 20  # read size: a stream is parsed and fed in pieces of about this much
+_LONGEST_TOKEN = 1 << 16  # far above any valid token; a longer one is an error, not carried on
+_LONGEST_RECORD = 16 << 20  # a CSV record longer than this is an error (an unclosed quote, binary input)
+_FIRST_LINE = 1 << 20  # how much of the first line --format auto looks at for a comma
+_SHOWN = 40  # characters of an offending token quoted in a message
+
+_INT = re.compile(r"[+-]?[0-9]+")  # stricter than int(): ASCII digits only, no "1_000", no blanks inside
 _INT64 = (-(2**63), 2**63 - 1)
+# A quoted CSV field: a quote at a field's start up to its closing quote ("" inside is a quote);
+# an unclosed one runs to the end. Newlines inside such a field do not end a record.
+_QUOTED = re.compile(rb'(?:(?<=[,\n])|\A)"[^"]*(?:""[^"]*)*"?')
+
+Locate = Callable[[int], str]
+NEWLINE = b"\n"
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,8 +78,9 @@ class Events:
     chars: str
     timestamps: np.ndarray
     values: np.ndarray | None = None
-    #: Where each event was read (e.g. "line 3" or "line 1, token 5"), when read from text.
-    origin: list[str] | None = field(default=None, repr=False)
+    #: Where event i was read ("line 3" or "line 1, token 5"), when read from text; worked
+    #: out when asked (an error), not stored per event.
+    locate: Locate | None = field(default=None, repr=False)
     #: True where a row is a retraction (CSV ``op`` column ``-``); None without that column.
     retract: np.ndarray | None = field(default=None, repr=False)
 
@@ -79,15 +104,49 @@ class Events:
     def __len__(self) -> int:
         return len(self.chars)
 
+    def where(self, i: int) -> str:
+        """Where event i was read, or "event i" when not read from text."""
+        return self.locate(i) if self.locate is not None else f"event {i}"
+
     @contextlib.contextmanager
     def located(self) -> Iterator[None]:
         """Re-raise an ``InputError`` about event i as one about the line it was read from."""
         try:
             yield
         except InputError as exc:
-            if exc.event is None or self.origin is None or not 0 <= exc.event < len(self.origin):
+            if exc.event is None or self.locate is None or not 0 <= exc.event < len(self):
                 raise
-            raise InputError(f"{self.origin[exc.event]}: {exc.detail}") from None
+            raise type(exc)(f"{self.locate(exc.event)}: {exc.detail}") from None
+
+    def __getitem__(self, part: slice) -> Events:
+        """Events ``part`` (a slice with step 1), still knowing where each was read."""
+        start, stop, _ = part.indices(len(self))
+        return Events(
+            self.chars[start:stop], self.timestamps[start:stop],
+            None if self.values is None else self.values[start:stop],
+            None if self.locate is None else (lambda i, locate=self.locate: locate(start + i)),
+            None if self.retract is None else self.retract[start:stop],
+        )
+
+    @staticmethod
+    def concat(parts: list[Events]) -> Events:
+        """One stream of the events of ``parts``, in order (each read the same way)."""
+        if len(parts) == 1:
+            return parts[0]
+        starts = np.cumsum([0] + [len(p) for p in parts[:-1]]).tolist()
+
+        def locate(i: int) -> str:
+            k = bisect.bisect_right(starts, i) - 1
+            return parts[k].where(i - starts[k])
+
+        first = parts[0]
+        return Events(
+            "".join(p.chars for p in parts),
+            np.concatenate([p.timestamps for p in parts]),
+            None if first.values is None else np.concatenate([p.values for p in parts]),
+            locate,
+            None if first.retract is None else np.concatenate([p.retract for p in parts]),
+        )
 
     def __iter__(self) -> Iterator[tuple[str, int, int | None]]:
         values = [None] * len(self) if self.values is None else self.values.tolist()
@@ -108,82 +167,418 @@ class Events:
         )
 
 
-# --------------------------------------------------------------------------- tokens
-def _no_bom(text: str) -> str:
-    return text[1:] if text.startswith("\ufeff") else text
+# --------------------------------------------------------------------------- fields
+def shown(token: str) -> str:
+    """A token as quoted in a message: at most a short prefix of a long one."""
+    if len(token) <= _SHOWN:
+        return repr(token)
+    prefix = token[:_SHOWN]
+    while len(repr(prefix)) > _SHOWN + 2:  # escapes (\x00) are four characters each
+        prefix = prefix[: len(prefix) // 2]
+    return f"{prefix!r}… ({len(token):,} characters)"
 
 
-def _tokens(text: str) -> list[tuple[str, int, int]]:
-    """(token, line, token number), both 1-based."""
-    text = _no_bom(text)
-    out: list[tuple[str, int, int]] = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
-        for tok in line.split():
-            out.append((tok, line_no, len(out) + 1))
-    return out
-
-
-def _pairs(text: str, what: str):
-    toks = _tokens(text)
-    if not toks:
-        raise InputError(f"empty {what}: no tokens")
-    if len(toks) % 2:
-        tok, line, n = toks[-1]
-        raise InputError(
-            f"odd number of tokens ({len(toks)}): {tok!r} at line {line}, token {n} has no partner"
-        )
-    return zip(toks[0::2], toks[1::2])
+def _char_error(token: str, where: str) -> InputError:
+    return InputError(f"{where}: character {shown(token)} is not a single ASCII letter or digit")
 
 
 def _check_char(tok: str, where: str) -> str:
     if len(tok) != 1 or not (tok.isascii() and tok.isalnum()):
-        raise InputError(f"{where}: character {tok!r} is not a single ASCII letter or digit")
+        raise _char_error(tok, where)
     return tok
 
 
+def _chars(tokens: list[str], where: Locate) -> str:
+    """The characters of a column (one token each), checked all at once."""
+    joined = "".join(tokens)
+    if len(joined) == len(tokens) and joined.isascii() and (joined.isalnum() or not joined):
+        return joined
+    for i, tok in enumerate(tokens):
+        _check_char(tok, where(i))
+    raise AssertionError("a column failed the check but no token did")  # pragma: no cover
+
+
 def _parse_int(tok: str, where: str, what: str) -> int:
-    if tok.strip().lower() in ("nan", "+nan", "-nan"):
+    text = tok.strip()
+    if text == "":
+        raise InputError(f"{where}: {what} is missing")
+    if text.lower() in ("nan", "+nan", "-nan"):
         raise InputError(f"{where}: {what} is NaN")
-    if not _INT.fullmatch(tok.strip()):
-        raise InputError(f"{where}: {what} {tok!r} is not an integer")
-    n = int(tok)
-    if not _INT64[0] <= n <= _INT64[1]:
-        raise InputError(f"{where}: {what} {n} does not fit in 64 bits")
+    if not _INT.fullmatch(text):
+        digits = " (only the ASCII digits 0-9 are digits)" if any(c.isdigit() and not c.isascii() for c in text) else ""
+        raise InputError(f"{where}: {what} {shown(tok)} is not an integer{digits}")
+    # The length first: int() of thousands of digits is slow, and refused past 4,300.
+    significant = text.lstrip("+-").lstrip("0")
+    n = int(text[0] + significant if text[0] in "+-" else significant or "0") if len(significant) <= 19 else None
+    if n is None or not _INT64[0] <= n <= _INT64[1]:
+        raise InputError(f"{where}: {what} {shown(text)} does not fit in 64 bits")
     return n
 
 
-def _parse_value(tok: str, where: str) -> int:
-    if tok.strip() == "":
-        raise InputError(f"{where}: value is missing")
-    v = _parse_int(tok, where, "value")
-    if v < 0:
-        raise InputError(f"{where}: value {v} is negative")
-    return v
+def _integers(column: pa.Array | pa.ChunkedArray, what: str, where: Locate) -> np.ndarray:
+    """A column of integer texts (blanks around allowed) as int64, checked all at once; the
+    first bad one is an error naming where it was read."""
+    if len(column) == 0:
+        return np.zeros(0, dtype=np.int64)
+    trimmed = pc.utf8_trim_whitespace(column)
+    if pc.all(pc.match_substring_regex(trimmed, r"^[+-]?[0-9]+$")).as_py():
+        with contextlib.suppress(pa.ArrowInvalid):  # out of range: found below
+            return pc.cast(pc.replace_substring_regex(trimmed, r"^\+", ""), pa.int64()).to_numpy()
+    return np.array([_parse_int(tok, where(i), what) for i, tok in enumerate(column.to_pylist())], dtype=np.int64)
+
+
+def _values(column: pa.Array | pa.ChunkedArray, where: Locate) -> np.ndarray:
+    values = _integers(column, "value", where)
+    negative = np.flatnonzero(values < 0)
+    if len(negative):
+        i = int(negative[0])
+        raise InputError(f"{where(i)}: value {values[i]} is negative")
+    return values
+
+
+# --------------------------------------------------------------------------- input
+class _Input:
+    """The bytes of a file, of standard input or of a string, read in blocks and checked to be
+    UTF-8 as they go; the first block without a byte-order mark."""
+
+    def __init__(self, file: BinaryIO, name: str, close: bool):
+        self.name, self._file, self._close = name, file, close
+        self._peeked = b""
+        self._offset = 0  # bytes checked so far, for the position of a UTF-8 error
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._first = True
+
+    @classmethod
+    def open(cls, path_or_dash) -> _Input:
+        if os.fspath(path_or_dash) == "-":
+            stdin = getattr(sys.stdin, "buffer", None)
+            if stdin is None:  # a text stream put in its place (tests)
+                return cls(io.BytesIO(sys.stdin.read().encode("utf-8")), "standard input", False)
+            return cls(stdin, "standard input", False)
+        try:
+            return cls(open(path_or_dash, "rb"), repr(os.fspath(path_or_dash)), True)
+        except OSError as e:
+            raise InputError(f"cannot read {os.fspath(path_or_dash)!r}: {e.strerror or e}") from None
+
+    @classmethod
+    def of_text(cls, text: str) -> _Input:
+        return cls(io.BytesIO(text.encode("utf-8", errors="surrogatepass")), "the text", False)
+
+    def close(self) -> None:
+        if self._close:
+            self._file.close()
+
+    def _read(self) -> bytes:
+        try:
+            return self._file.read(BLOCK_BYTES)
+        except OSError as e:
+            raise InputError(f"cannot read {self.name}: {e.strerror or e}") from None
+
+    def peek_line(self) -> str:
+        """The first non-blank line (at most its first _FIRST_LINE bytes), without consuming it."""
+        while True:
+            lines = [line for line in self._peeked.split(b"\n") if line.strip()]
+            if len(lines) > 1 or (lines and b"\n" in self._peeked) or len(self._peeked) >= _FIRST_LINE:
+                break
+            block = self._read()
+            if not block:
+                break
+            self._peeked += block
+        first = lines[0][:_FIRST_LINE] if lines else b""
+        return first.decode("utf-8", errors="replace")
+
+    def blocks(self, as_text: bool = False) -> Iterator:
+        """The input in blocks of bytes (or decoded, ``as_text``); every byte checked to be UTF-8."""
+        while True:
+            block, self._peeked = (self._peeked, b"") if self._peeked else (self._read(), b"")
+            if self._first and block:
+                while len(block) < len(codecs.BOM_UTF8):  # a byte-order mark split across reads (a pipe)
+                    more = self._read()
+                    if not more:
+                        break
+                    block += more
+                block = block.removeprefix(codecs.BOM_UTF8)
+                self._first = False
+            try:
+                text = self._decoder.decode(block, final=not block)
+            except UnicodeDecodeError as e:
+                raise InputError(f"cannot read {self.name}: not UTF-8 ({e.reason} at byte "
+                                 f"{self._offset + e.start})") from None
+            if not block:
+                return
+            self._offset += len(block)
+            yield text if as_text else block
+
+
+# --------------------------------------------------------------------------- text format
+def _token_line(text: str, k: int, first_line: int) -> int:
+    """The line of the k-th (0-based) whitespace-separated token of ``text``, which starts on
+    line ``first_line``."""
+    seen = 0
+    for n, line in enumerate(text.split("\n")):
+        seen += len(line.split())
+        if seen > k:
+            return first_line + n
+    return first_line + text.count("\n")
+
+
+def _carried_from(text: str, tokens: list[str], keep: int) -> int:
+    """Where in ``text`` token ``keep`` starts (the tokens from there on wait for the next block)."""
+    end = len(text)
+    for tok in reversed(tokens[keep:]):
+        end = len(text[:end].rstrip()) - len(tok)
+    return end
+
+
+def _text_pairs(source: _Input, what: str) -> Iterator[tuple[list[str], list[str], Callable[[int], str]]]:
+    """``(chars, numbers, where)`` per block of whitespace-separated pairs: ``where(k)`` names
+    the line and token of the block's k-th token."""
+    line, token, pending = 1, 1, ""
+    for block, final in _then_end(source.blocks(as_text=True), ""):
+        text = pending + block
+        tokens = text.split()
+        keep = len(tokens) - (1 if tokens and not final and not text[-1].isspace() else 0)
+        keep -= keep % 2
+        if final and len(tokens) % 2:
+            where = _text_where(text, line, token)
+            raise InputError(f"odd number of tokens ({token - 1 + len(tokens)}): {shown(tokens[-1])} at "
+                             f"{where(len(tokens) - 1)} has no partner")
+        cut = _carried_from(text, tokens, keep)
+        head = text[:cut]
+        if keep:
+            yield tokens[0:keep:2], tokens[1:keep:2], _text_where(head, line, token)
+        line, token, pending = line + head.count("\n"), token + keep, text[cut:]
+        carried = tokens[keep:]
+        if carried and len(carried[-1]) > _LONGEST_TOKEN:
+            raise InputError(f"{_text_where(pending, line, token)(len(carried) - 1)}: a token of more "
+                             f"than {_LONGEST_TOKEN:,} characters ({shown(carried[-1])}); {what} in the text "
+                             "format is whitespace-separated pairs")
+        if len(pending) > _LONGEST_TOKEN:  # a char, then a long run of blanks: keep only its line breaks
+            blanks = pending[len(pending.rstrip()):]
+            pending = pending.rstrip() + "\n" * blanks.count("\n") + " "
+    if token == 1:
+        raise InputError(f"empty {what}: no tokens")
+
+
+def _text_where(text: str, line: int, token: int) -> Callable[[int], str]:
+    return lambda k: f"line {_token_line(text, k, line)}, token {token + k}"
+
+
+def _text_chunks(source: _Input) -> Iterator[Events]:
+    for chars, stamps, where in _text_pairs(source, "stream"):
+        yield Events(
+            _chars(chars, lambda i, where=where: where(2 * i)),
+            _integers(pa.array(stamps, pa.string()), "timestamp", lambda i, where=where: where(2 * i + 1)),
+            locate=lambda i, where=where: where(2 * i),
+        )
+
+
+# --------------------------------------------------------------------------- CSV
+def _records_end(buf: bytes) -> int:
+    """Where the last complete CSV record of ``buf`` ends (after its newline), 0 if none does."""
+    end = buf.rfind(b"\n") + 1
+    if b'"' not in buf:
+        return end
+    for start, stop in reversed([m.span() for m in _QUOTED.finditer(buf)]):
+        if end > stop:  # that newline lies after this quoted field
+            return end
+        if end > start:  # inside it: look before the field
+            end = buf.rfind(b"\n", 0, start) + 1
+    return end
+
+
+def _first_record_end(buf: bytes) -> int:
+    """Where the first CSV record of ``buf`` ends (after its newline), 0 if it does not yet."""
+    spans = [m.span() for m in _QUOTED.finditer(buf)] if b'"' in buf else []
+    end = buf.find(b"\n")
+    for start, stop in spans:
+        if end < start:
+            break
+        if end < stop:
+            end = buf.find(b"\n", stop)
+    return end + 1
+
+
+def _csv_rows(part: bytes) -> Iterator[tuple[int, list[str]]]:
+    """(line within ``part``, 0-based, where the row ends; fields) of its non-empty rows, read
+    with Python's csv module (the error path: positions and wording)."""
+    old = csv.field_size_limit(sys.maxsize)
+    try:
+        reader = csv.reader(io.StringIO(part.decode("utf-8")))
+        for row in reader:
+            if row:
+                yield reader.line_num - 1, row
+    finally:
+        csv.field_size_limit(old)
+
+
+def _csv_header(blocks: Iterator[bytes]) -> tuple[list[str], int, bytes]:
+    """The header's fields, the line after it, and the input read past it."""
+    buf, line = b"", 1
+    for block in blocks:
+        buf += block
+        while buf.startswith((b"\n", b"\r\n")):  # blank lines before the header
+            buf, line = buf[buf.index(b"\n") + 1:], line + 1
+        end = _first_record_end(buf) if buf else 0
+        if end:
+            break
+        if len(buf) > _LONGEST_RECORD:
+            raise InputError(f"line {line}: a header row longer than {_LONGEST_RECORD:,} bytes: is this CSV?")
+    else:
+        end = len(buf)
+        if not buf.strip(b"\r\n"):
+            raise InputError("empty CSV: no header row")
+    try:
+        (_, header), *_ = _csv_rows(buf[:end])
+    except csv.Error as e:
+        raise InputError(f"line {line}: malformed CSV: {e}") from None
+    return header, line + buf[:end].count(b"\n"), buf[end:]
+
+
+def _header_columns(header: list[str], line: int) -> dict[str, int]:
+    """Position of char, timestamp and (when present) value and op."""
+    names = [h.strip().lower() for h in header]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        raise InputError(f"line {line}: column {shown(dups[0])} appears more than once")
+    for required in ("char", "timestamp"):
+        if required not in names:
+            have = ", ".join(n if n.isprintable() and len(n) <= _SHOWN else shown(n) for n in names[:20])
+            raise InputError(f"line {line}: missing column {required!r} (header has {have}"
+                             f"{', …' if len(names) > 20 else ''})")
+    return {name: names.index(name) for name in ("char", "timestamp", "value", "op") if name in names}
+
+
+def _csv_problem(part: bytes, line: int, n_fields: int, exc: Exception) -> InputError:
+    """A piece pyarrow refused, said as the csv module sees it: the line and what is wrong."""
+    try:
+        for at, row in _csv_rows(part):
+            if len(row) != n_fields:
+                return InputError(f"line {line + at}: expected {n_fields} fields, found {len(row)}")
+    except csv.Error as e:
+        return InputError(f"line {line}: malformed CSV: {e}")
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return InputError(f"{_lines(part, line)}: malformed CSV ({shown(reason)})")
+
+
+def _lines(part: bytes, line: int) -> str:
+    return f"lines {line}-{line + part.count(NEWLINE)}"
+
+
+def _csv_table(part: bytes, line: int, n_fields: int, wanted: list[int]) -> pa.Table:
+    names = [f"f{i}" for i in range(n_fields)]
+    try:
+        return pa_csv.read_csv(
+            io.BytesIO(part),
+            read_options=pa_csv.ReadOptions(column_names=names, block_size=len(part) + 1),
+            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+            convert_options=pa_csv.ConvertOptions(
+                include_columns=[names[i] for i in wanted], column_types={names[i]: pa.string() for i in wanted},
+                strings_can_be_null=False, quoted_strings_can_be_null=False,
+            ),
+        )
+    except pa.ArrowException as exc:
+        raise _csv_problem(part, line, n_fields, exc) from None
+
+
+def _csv_chunks(source: _Input) -> Iterator[Events]:
+    blocks = source.blocks()
+    header, line, pending = _csv_header(blocks)
+    columns = _header_columns(header, line - 1)
+    n_fields = len(header)
+    rows = 0
+    for block, final in _then_end(blocks, b""):
+        buf = pending + block
+        end = len(buf) if final else _records_end(buf)
+        if not end:
+            if len(buf) > _LONGEST_RECORD:
+                raise InputError(f"line {line}: a record longer than {_LONGEST_RECORD:,} bytes (an unclosed quote?)")
+            pending = buf
+            continue
+        part, pending = buf[:end], buf[end:]
+        if part.strip(b"\r\n"):
+            events = _csv_events(part, line, n_fields, columns)
+            rows += len(events)
+            if len(events):
+                yield events
+        line += part.count(b"\n")
+    if not rows:
+        raise InputError("empty stream: the CSV has a header but no rows")
+
+
+def _then_end(blocks: Iterator, empty: str | bytes) -> Iterator[tuple]:
+    """Each block with False, then an empty one with True: the end of the input."""
+    for block in blocks:
+        yield block, False
+    yield empty, True
+
+
+def _csv_events(part: bytes, line: int, n_fields: int, columns: dict[str, int]) -> Events:
+    table = _csv_table(part, line, n_fields, sorted(columns.values()))
+    row_lines: list[int] = []
+
+    def where(i: int) -> str:  # the line a row ends on, found by reading the piece again
+        if not row_lines:
+            with contextlib.suppress(csv.Error):  # the csv module refuses what pyarrow read: name the lines
+                row_lines.extend(line + at for at, _ in _csv_rows(part))
+        return f"line {row_lines[i]}" if i < len(row_lines) else _lines(part, line)
+
+    def column(name: str) -> pa.ChunkedArray:
+        return table.column(f"f{columns[name]}")
+
+    chars = _chars(pc.utf8_trim_whitespace(column("char")).to_pylist(), where)
+    stamps = _integers(column("timestamp"), "timestamp", where)
+    values = _values(column("value"), where) if "value" in columns else None
+    retract = None
+    if "op" in columns:
+        ops = pc.utf8_trim_whitespace(column("op"))
+        bad = pc.invert(pc.is_in(ops, pa.array(["+", "-"])))
+        if pc.any(bad).as_py():
+            i = pc.index(bad, True).as_py()
+            raise InputError(f"{where(i)}: op must be '+' (an event) or '-' (a retraction), got "
+                             f"{shown(ops[i].as_py())}")
+        retract = pc.equal(ops, "-").to_numpy()
+    return Events(chars, stamps, values, where, retract)
 
 
 # --------------------------------------------------------------------------- streams
+def iter_stream(path_or_dash, fmt: str = "auto") -> Iterator[Events]:
+    """A stream from a file, or from standard input when the path is ``-``, in pieces of
+    about ``BLOCK_BYTES``: memory does not grow with its length.
+
+    ``fmt`` is ``"text"``, ``"csv"`` or ``"auto"``: CSV when the first non-blank line
+    contains a comma, text otherwise.
+    """
+    if fmt not in ("auto", "text", "csv"):
+        raise InputError(f"unknown stream format {fmt!r}: expected 'auto', 'text' or 'csv'")
+    return _pieces(_Input.open(path_or_dash), fmt)
+
+
+def _pieces(source: _Input, fmt: str) -> Iterator[Events]:
+    try:
+        if fmt == "auto":
+            fmt = "csv" if "," in source.peek_line() else "text"
+        for piece in (_csv_chunks if fmt == "csv" else _text_chunks)(source):
+            yield piece
+            # the arrow buffers of pieces done with are free: give them back, or the pool grows
+            pa.default_memory_pool().release_unused()
+    finally:
+        source.close()
+
+
+def read_stream(path_or_dash, fmt: str = "auto") -> Events:
+    """The whole stream of ``iter_stream`` as one ``Events``."""
+    return Events.concat(list(iter_stream(path_or_dash, fmt)))
+
+
 def read_text_stream(text: str) -> Events:
     """Parse the paper's format: whitespace-separated ``CHAR TIMESTAMP`` pairs."""
-    chars, stamps, origin = [], [], []
-    for (c, c_line, c_no), (t, t_line, t_no) in _pairs(text, "stream"):
-        chars.append(_check_char(c, f"line {c_line}, token {c_no}"))
-        stamps.append(_parse_int(t, f"line {t_line}, token {t_no}", "timestamp"))
-        origin.append(f"line {c_line}, token {c_no}")
-    return Events("".join(chars), np.array(stamps, dtype=np.int64), origin=origin)
+    return Events.concat(list(_pieces(_Input.of_text(text), "text")))
 
 
 def _looks_like_path(s: str) -> bool:
     # CSV text has a comma or a newline; a bare name like "trips.csv" is a path.
     return bool(s.strip()) and "\n" not in s and "," not in s
-
-
-def _read_file(path) -> str:
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise InputError(f"cannot read {os.fspath(path)!r}: {reason}") from None
 
 
 def read_csv_stream(text_or_path) -> Events:
@@ -195,107 +590,31 @@ def read_csv_stream(text_or_path) -> Events:
     if isinstance(text_or_path, os.PathLike) or (
         isinstance(text_or_path, str) and _looks_like_path(text_or_path)
     ):
-        text = _read_file(text_or_path)
+        source = _Input.open(text_or_path)
     else:
-        text = text_or_path
-    return _parse_csv(text)
-
-
-def _parse_csv(text: str) -> Events:
-    try:
-        reader = csv.reader(io.StringIO(_no_bom(text)))
-        return _parse_csv_rows(reader)
-    except csv.Error as e:  # malformed quoting, NUL bytes and the like
-        raise InputError(f"line {reader.line_num}: malformed CSV: {e}") from None
-
-
-def _parse_csv_rows(reader) -> Events:
-    header = next((row for row in reader if row), None)
-    if header is None:
-        raise InputError("empty CSV: no header row")
-    names = [h.strip().lower() for h in header]
-    where_header = f"line {reader.line_num}"
-    dups = sorted({n for n in names if names.count(n) > 1})
-    if dups:
-        raise InputError(f"{where_header}: column {dups[0]!r} appears more than once")
-    for required in ("char", "timestamp"):
-        if required not in names:
-            raise InputError(
-                f"{where_header}: missing column {required!r} "
-                f"(header has {', '.join(n if n.isprintable() else repr(n) for n in names)})"
-            )
-    i_char, i_ts = names.index("char"), names.index("timestamp")
-    i_val = names.index("value") if "value" in names else None
-    i_op = names.index("op") if "op" in names else None
-
-    chars, stamps, values, origin, ops = [], [], [], [], []
-    for row in reader:
-        if not row:
-            continue
-        where = f"line {reader.line_num}"
-        if len(row) != len(names):
-            raise InputError(f"{where}: expected {len(names)} fields, found {len(row)}")
-        chars.append(_check_char(row[i_char].strip(), where))
-        stamps.append(_parse_int(row[i_ts], where, "timestamp"))
-        if i_val is not None:
-            values.append(_parse_value(row[i_val], where))
-        if i_op is not None:
-            op = row[i_op].strip()
-            if op not in ("+", "-"):
-                raise InputError(f"{where}: op must be '+' (an event) or '-' (a retraction), got {op!r}")
-            ops.append(op == "-")
-        origin.append(where)
-    if not chars:
-        raise InputError("empty stream: the CSV has a header but no rows")
-    return Events(
-        "".join(chars),
-        np.array(stamps, dtype=np.int64),
-        None if i_val is None else np.array(values, dtype=np.int64),
-        origin=origin,
-        retract=None if i_op is None else np.array(ops, dtype=bool),
-    )
-
-
-def read_stream(path_or_dash, fmt: str = "auto") -> Events:
-    """Read a stream from a file, or from standard input when the path is ``-``.
-
-    ``fmt`` is ``"text"``, ``"csv"`` or ``"auto"``: CSV when the first non-blank line
-    contains a comma, text otherwise.
-    """
-    if fmt not in ("auto", "text", "csv"):
-        raise InputError(f"unknown stream format {fmt!r}: expected 'auto', 'text' or 'csv'")
-    if os.fspath(path_or_dash) == "-":
-        try:  # bytes, decoded here: the same strict UTF-8 whatever the locale
-            stdin = getattr(sys.stdin, "buffer", None)
-            text = _no_bom(stdin.read().decode("utf-8") if stdin is not None else sys.stdin.read())
-        except UnicodeDecodeError as e:
-            raise InputError(f"cannot read standard input: not UTF-8 ({e.reason} at byte {e.start})") from None
-    else:
-        text = _read_file(path_or_dash)
-    if fmt == "auto":
-        first = next((line for line in text.splitlines() if line.strip()), "")
-        fmt = "csv" if "," in first else "text"
-    return _parse_csv(text) if fmt == "csv" else read_text_stream(text)
+        source = _Input.of_text(text_or_path)
+    return Events.concat(list(_pieces(source, "csv")))
 
 
 def read_probabilities(text: str) -> dict[str, float]:
     """Parse ``CHAR PROBABILITY`` pairs; probabilities must be finite, >= 0 and sum to 1
     (checked by ``suse.api.check_probabilities``, as for ``Summary``)."""
     probs: dict[str, float] = {}
-    for (c, c_line, c_no), (p, p_line, p_no) in _pairs(text, "probabilities"):
-        char = _check_char(c, f"line {c_line}, token {c_no}")
-        where = f"line {p_line}, token {p_no}"
-        if char in probs:
-            raise InputError(f"line {c_line}, token {c_no}: character {char!r} appears twice")
-        try:
-            x = float(p)
-        except ValueError:
-            raise InputError(f"{where}: probability {p!r} is not a number") from None
-        if not math.isfinite(x):
-            raise InputError(f"{where}: probability {p!r} is not finite")
-        if x < 0:
-            raise InputError(f"{where}: probability {x} is negative")
-        probs[char] = x
+    for chars, numbers, where in _text_pairs(_Input.of_text(text), "probabilities"):
+        for i, (c, p) in enumerate(zip(chars, numbers)):
+            char = _check_char(c, where(2 * i))
+            at = where(2 * i + 1)
+            if char in probs:
+                raise InputError(f"{where(2 * i)}: character {char!r} appears twice")
+            try:
+                x = float(p)
+            except ValueError:
+                raise InputError(f"{at}: probability {shown(p)} is not a number") from None
+            if not math.isfinite(x):
+                raise InputError(f"{at}: probability {shown(p)} is not finite")
+            if x < 0:
+                raise InputError(f"{at}: probability {x} is negative")
+            probs[char] = x
     from suse.api import check_probabilities
 
     check_probabilities(probs, None)

@@ -68,7 +68,8 @@ def load_input(spark: SparkSession, cfg: JobConfig, streaming: bool = False) -> 
         fmt = inp.format or _guess_format(inp.path)
         options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in inp.options.items()}
         if fmt == "csv":
-            options = {"header": "true", "inferSchema": "true", **options}
+            # RFC 4180 as `suse exact` reads it: a quote inside a quoted field is doubled ("")
+            options = {"header": "true", "inferSchema": "true", "escape": '"', **options}
         reader = spark.read.format(fmt).options(**options)
         if inp.schema_:
             reader = reader.schema(_with_corrupt(spark, fmt, inp.schema_))
