@@ -25,8 +25,9 @@ def play(pieces: Iterable[Events], feed: Feed, evaluate_at: Optional[Sequence[in
     timestamp exceeds T + lateness (events older than the ones before them are dropped or
     refused, never later than that), so T goes with that piece, and the times no piece reached
     with an empty batch at the end."""
-    order = sorted(range(len(evaluate_at or ())), key=lambda k: evaluate_at[k])
-    waiting = [int(evaluate_at[k]) for k in order]  # sorted; answered from the front
+    times = list(evaluate_at or ())
+    order = sorted(range(len(times)), key=lambda k: times[k])
+    waiting = [int(times[k]) for k in order]  # sorted; answered from the front
     answers: list = []
     for events in pieces:
         top = int(events.timestamps.max()) - lateness
@@ -34,7 +35,7 @@ def play(pieces: Iterable[Events], feed: Feed, evaluate_at: Optional[Sequence[in
         answers += feed(events, waiting[:due] if evaluate_at is not None else None)
         del waiting[:due]
     if waiting:
-        answers += feed(Events("", []), waiting)
+        answers += feed(Events("", np.empty(0, np.int64)), waiting)
     out: list = [None] * len(order)
     for k, answer in zip(order, answers):
         out[k] = answer

@@ -124,9 +124,10 @@ class Events:
         return Events(
             self.chars[start:stop], self.timestamps[start:stop],
             None if self.values is None else self.values[start:stop],
-            None if self.locate is None else (lambda i, locate=self.locate: locate(start + i)),
+            None if self.locate is None else _shifted(self.locate, start),
             None if self.retract is None else self.retract[start:stop],
         )
+
 
     @staticmethod
     def concat(parts: list[Events]) -> Events:
@@ -165,6 +166,16 @@ class Events:
             and np.array_equal(self.timestamps, other.timestamps)
             and same_values
         )
+
+
+def _shifted(locate: Locate, offset: int) -> Locate:
+    """Where event i of a part starting at `offset` was read."""
+    return lambda i: locate(offset + i)
+
+
+def _spaced(where: Callable[[int], str], step: int, first: int) -> Locate:
+    """Where item i is, for items every `step` tokens from token `first` of `where`."""
+    return lambda i: where(step * i + first)
 
 
 # --------------------------------------------------------------------------- fields
@@ -367,9 +378,9 @@ def _text_where(text: str, line: int, token: int) -> Callable[[int], str]:
 def _text_chunks(source: _Input) -> Iterator[Events]:
     for chars, stamps, where in _text_pairs(source, "stream"):
         yield Events(
-            _chars(chars, lambda i, where=where: where(2 * i)),
-            _integers(pa.array(stamps, pa.string()), "timestamp", lambda i, where=where: where(2 * i + 1)),
-            locate=lambda i, where=where: where(2 * i),
+            _chars(chars, _spaced(where, 2, 0)),
+            _integers(pa.array(stamps, pa.string()), "timestamp", _spaced(where, 2, 1)),
+            locate=_spaced(where, 2, 0),
         )
 
 
