@@ -3,8 +3,7 @@
 Every import counts: module-level, function-local (which only postpones a cycle) and those
 under `if TYPE_CHECKING:` (a cycle of types is still a cycle of layers). `from a import b`
 points at the module `a.b` when there is one, else at `a`; a package's `__init__` is not
-implied by importing one of its modules. Cycles left from before this test are listed in
-`KNOWN` by their modules; a new one fails, and so does an entry that no longer is one.
+implied by importing one of its modules.
 """
 from __future__ import annotations
 
@@ -15,10 +14,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "python"
 PACKAGE = "suse"
 
-# Each entry: the modules of one cycle (a strongly connected component), to be emptied.
-KNOWN: set[frozenset[str]] = {
-    frozenset({"suse.cli.multi_cmds", "suse.cli.query_cmds"}),
-}
 
 
 def _module_name(path: Path) -> str:
@@ -112,15 +107,9 @@ def _show(cycle: frozenset[str]) -> str:
     return "{" + ", ".join(sorted(cycle)) + "}"
 
 
-def test_no_new_import_cycles():
+def test_no_import_cycles():
     found = cycles(import_graph())
-    new = found - KNOWN
-    assert not new, "import cycles in python/suse: " + "; ".join(map(_show, sorted(new, key=sorted)))
-
-
-def test_known_cycles_still_exist():
-    gone = KNOWN - cycles(import_graph())
-    assert not gone, "no longer cycles, remove them from KNOWN: " + "; ".join(map(_show, sorted(gone, key=sorted)))
+    assert not found, "import cycles in python/suse: " + "; ".join(map(_show, sorted(found, key=sorted)))
 
 
 def test_the_reader_sees_function_local_and_relative_imports(tmp_path, monkeypatch):

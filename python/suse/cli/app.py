@@ -6,11 +6,14 @@ user typed or supplied is read as rich markup.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import os
 import sys
+import typing
 from pathlib import Path
-from typing import Callable, NoReturn, TypeVar
+from typing import Any, Callable, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -109,6 +112,27 @@ def _quiet_broken_pipe() -> NoReturn:
     except (OSError, ValueError, AttributeError):  # no real file descriptor (in-process runs)
         pass
     raise SystemExit(141)
+
+
+def options_command(name: str, options: type) -> Callable[[Callable[[Any], None]], Callable[..., None]]:
+    """Register a command whose options are the fields of the dataclass `options` (their
+    defaults are the typer Argument/Option objects): typer reads them from the signature built
+    here, and the decorated body receives them as one object."""
+    hints = typing.get_type_hints(options)
+    signature = inspect.Signature([
+        inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=f.default, annotation=hints[f.name])
+        for f in dataclasses.fields(options)
+    ])
+
+    def register(body: Callable[[Any], None]) -> Callable[..., None]:
+        def command(**given: Any) -> None:
+            body(options(**given))
+
+        command.__signature__ = signature  # type: ignore[attr-defined]
+        command.__name__, command.__doc__ = body.__name__, body.__doc__
+        return app.command(name, cls=Command)(friendly_errors(command))
+
+    return register
 
 
 def friendly_errors(func: F) -> F:

@@ -11,17 +11,19 @@ from rich.markup import escape
 import suse
 from suse.cli.app import read_text_file, stdout_console
 from suse.cli.feed import Feed, Timed, play
+from suse.cli.options import EvalOptions, ExactOptions
+from suse.cli.output import avg_text, new_table, print_json
 from suse.errors import InputError, QueryError
 from suse.io.formats import Events, iter_stream
 
 
-def stream_argument(query: str, stream: str, queries: Optional[Path]) -> str:
+def stream_argument(o: ExactOptions | EvalOptions) -> str:
     """With --queries the one positional argument (QUERY's place) is the stream file."""
-    if queries is None:
-        return stream
-    if stream != "-":
+    if o.queries is None:
+        return o.stream
+    if o.stream != "-":
         raise InputError("with --queries, give only the stream FILE ('-' for stdin): the queries come from the file")
-    return query
+    return o.query
 
 
 def load_queries(path: Path, window: int, aggregate: str, policy: str, of: Optional[str] = None,
@@ -67,11 +69,9 @@ def _extra_columns(qs: suse.QuerySet) -> list[str]:
 
 
 def _print(data: dict, columns: list[str], title: str) -> None:
-    from suse.cli.query_cmds import _table
-
     out = stdout_console()
     out.print(title, markup=False)
-    table = _table("query", "t", *columns)
+    table = new_table("query", "t", *columns)
     for name, q in data["queries"].items():
         for ev in q["evaluations"]:
             table.add_row(escape(name), f"≤ {ev['timestamp']}", *(_cell(ev, c) for c in columns))
@@ -80,17 +80,16 @@ def _print(data: dict, columns: list[str], title: str) -> None:
 
 
 def _cell(row: dict, column: str) -> str:
-    from suse.cli.query_cmds import _avg_text
-
     value = row.get(column)
     if column == "count_by_missing" and value is not None:
         return " / ".join(map(str, value))
-    return _avg_text(value) if column == "avg" else "-" if value is None else str(value)
+    return avg_text(value) if column == "avg" else "-" if value is None else str(value)
 
 
-def exact_set(queries: Path, stream: str, window: int, policy: str, aggregate: str, evaluate_at, fmt: str,
-              as_json: bool, of: Optional[str] = None, max_missing: int = 0) -> None:
-    qs = load_queries(queries, window, aggregate, policy, of, max_missing)
+def exact_set(o: ExactOptions) -> None:
+    assert o.queries is not None  # the command comes here only with --queries
+    queries, stream, window, policy, evaluate_at, fmt = o.queries, stream_argument(o), o.window, o.policy.value, o.evaluate_at, o.fmt.value
+    qs = load_queries(queries, window, o.aggregate.value, policy, o.of, o.max_missing)
     engine = suse.ExactSet(qs)
     results = engine.result(_by_query(play(iter_stream(stream, fmt), set_feed([engine]), evaluate_at), qs)[0])
     first = next(iter(results.values()))
@@ -102,22 +101,21 @@ def exact_set(queries: Path, stream: str, window: int, policy: str, aggregate: s
             for name, r in results.items()
         },
     }
-    if as_json:
-        from suse.cli.query_cmds import _print_json
-
-        _print_json(data)
+    if o.as_json:
+        print_json(data)
         return
     _print(data, ["count", "sum", "avg", "partial_count", "skipped", *_extra_columns(qs)],
            f"{len(qs)} queries from {queries}, window {window}, policy {policy}: {first.events} events")
 
 
-def eval_set(queries: Path, stream: str, window: int, size: int, strategy: str, aggregate: str, policy: str,
-             seed: Optional[int], time_to_live: Optional[int], evaluate_at, compare_exact: bool, fmt: str,
-             as_json: bool, of: Optional[str] = None, max_missing: int = 0) -> None:
-    qs = load_queries(queries, window, aggregate, policy, of, max_missing)
-    summaries = suse.SummarySet(qs, size, strategy, None, seed, time_to_live)
+def eval_set(o: EvalOptions) -> None:
+    assert o.queries is not None  # the command comes here only with --queries
+    queries, stream, window, size, strategy = o.queries, stream_argument(o), o.window, o.size, o.strategy.value
+    evaluate_at, fmt = o.evaluate_at, o.fmt.value
+    qs = load_queries(queries, window, o.aggregate.value, o.policy.value, o.of, o.max_missing)
+    summaries = suse.SummarySet(qs, size, strategy, None, o.seed, o.time_to_live)
     timed = Timed(summaries)
-    engine = suse.ExactSet(qs) if compare_exact else None
+    engine = suse.ExactSet(qs) if o.compare_exact else None
     answers = play(iter_stream(stream, fmt), set_feed([timed, *([engine] if engine else [])]), evaluate_at)
     evaluations, *exact_rows = _by_query(answers, qs, 1 + bool(engine))
     elapsed = timed.seconds
@@ -140,10 +138,8 @@ def eval_set(queries: Path, stream: str, window: int, size: int, strategy: str, 
     n_events = next(iter(results.values())).events
     data = {"events": n_events, "seed": summaries.seed,
             "events_per_second": n_events / elapsed if elapsed > 0 else None, "queries": out}
-    if as_json:
-        from suse.cli.query_cmds import _print_json
-
-        _print_json(data)
+    if o.as_json:
+        print_json(data)
         return
     columns = ["count", "sum", "avg", "detected_count", "retained", *_extra_columns(qs)] + (
         ["exact_count", "exact_sum"] if exact else [])

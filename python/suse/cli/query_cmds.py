@@ -2,20 +2,19 @@
 or run a bounded summary over a stream read from a file or standard input."""
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 import suse
-from suse.api.disorder import LATE_MODES, PLACEMENTS
 from suse.cli import multi_cmds
-from suse.cli.app import Command, app, friendly_errors, read_text_file, stdout_console
+from suse.cli.app import Command, app, friendly_errors, options_command, read_text_file, stdout_console
 from suse.cli.feed import Timed, engine_feed, play
+from suse.cli.options import MAX_MISSING, QUERY, EvalOptions, ExactOptions, Late
+from suse.cli.output import avg_text, new_table, print_json
 from suse.errors import InputError
 from suse.io.formats import iter_stream, read_probabilities
 from suse.query import compile_regex
@@ -28,115 +27,6 @@ class Stage(str, Enum):
     dfa = "dfa"
     minimal = "minimal"
     trimmed = "trimmed"  # the automaton the counters run over
-
-
-def _choices(name: str, names: tuple[str, ...]) -> Any:
-    """An option's choices from the library's list, so a new one (a strategy the kernel gained)
-    reaches the command line without an edit here."""
-    return Enum(name, {n: n for n in names}, type=str)
-
-
-Aggregate = _choices("Aggregate", suse.api.AGGREGATES)
-Policy = _choices("Policy", suse.api.POLICIES)
-Strategy = _choices("Strategy", suse.api.STRATEGIES)
-Late = _choices("Late", LATE_MODES)
-Placement = _choices("Placement", PLACEMENTS)
-
-
-class StreamFormat(str, Enum):
-    auto = "auto"
-    text = "text"
-    csv = "csv"
-
-
-class Times(list):
-    """Evaluation timestamps; a list subclass so typer takes `--evaluate-at` once, not repeated."""
-
-
-_INT64_MAX = 2**63 - 1
-
-
-def _integer(text: str, minimum: int, example: str = "") -> int:
-    text = str(text).strip()
-    try:
-        value = int(text)
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is not an integer{example}") from None
-    if value < minimum:
-        raise typer.BadParameter(f"must be at least {minimum}, got {value}")
-    if value > _INT64_MAX:
-        raise typer.BadParameter(f"{value} is too large (at most {_INT64_MAX})")
-    return value
-
-
-def _at_least(minimum: int):
-    """An integer option parser with our wording (typer's own range check speaks pydantic)."""
-    return lambda text: _integer(text, minimum)
-
-
-def _parse_times(text: str) -> Times:
-    """`--evaluate-at 10,20,30` -> [10, 20, 30], in the order given."""
-    return Times(_integer(part, -(2**63), " (expected e.g. 10,20,30)") for part in str(text).split(","))
-
-
-# Parameters shared by the commands; typer builds each command's signature from these defaults.
-QUERY = typer.Argument(..., metavar="QUERY", help="The query, e.g. 'A(B*C)*D'.", show_default=False)
-# A plain string, not a typer Path: typer's Path checks do not accept the "-" default.
-# read_stream reports a missing or unreadable file itself.
-STREAM = typer.Argument(
-    "-", metavar="FILE", help="Stream file (text 'A 0 B 1 ...' or CSV char,timestamp[,value]); '-' reads stdin.",
-)
-WINDOW = typer.Option(
-    ..., "--window", "-w", metavar="INTEGER", parser=_at_least(0),
-    help="Time window: first and last event of a match are at most this far apart.",
-)
-AGGREGATE = typer.Option(
-    Aggregate.count, "--aggregate",
-    help="Aggregate the summary's selection optimises for; count, sum and avg are always reported, "
-    "min and max (ranked by counts) add the smallest/largest value of an element in a match.",
-)
-OF = typer.Option(
-    None, "--of", metavar="LETTERS",
-    help="Aggregate only these letters' values (e.g. C): SUM, AVG, MIN and MAX; COUNT ignores it.",
-)
-POLICY = typer.Option(Policy.any, "--policy", help="any = skip-till-any-match, next = skip-till-next-match, contiguous = consecutive events only.")
-EVALUATE_AT = typer.Option(
-    None, "--evaluate-at", metavar="T1,T2,...", parser=_parse_times,
-    help="Also report the aggregate over all events with timestamp <= each T (rows in this order).",
-)
-JSON = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
-MAX_MISSING = typer.Option(
-    0, "--max-missing", metavar="K", parser=_at_least(0),
-    help="Approximate matching: also count matches missing up to K pattern letters (reports count_by_missing).",
-)
-FORMAT = typer.Option(StreamFormat.auto, "--format", help="Stream format; auto = CSV if the first line has a comma.")
-LATENESS = typer.Option(
-    0, "--lateness", metavar="L", parser=_at_least(0),
-    help="Accept events up to L time units older than the largest timestamp seen (results as if sorted by "
-    "timestamp, then line); with it a CSV 'op' column of '-' rows takes events back.",
-)
-LATE = typer.Option(Late.error, "--late", help="An event older than that: error (exit 2), or count it and go on.")
-QUERIES = typer.Option(
-    None, "--queries", metavar="FILE",
-    help="Run a set of queries (a file of 'name = regex' lines) over the stream in one pass, one row per query; "
-    "the one positional argument is then the stream FILE ('-' for stdin).",
-)
-
-
-def _avg_text(avg: Optional[float]) -> str:
-    return "-" if avg is None else f"{avg:.6g}"
-
-
-def _table(*columns: str) -> Table:
-    table = Table(*columns, show_edge=False, header_style="bold")
-    for col in table.columns[1:]:
-        col.justify = "right"
-    return table
-
-
-def _print_json(data: dict) -> None:
-    # Plain print: rich would wrap long lines; json keeps big counts as exact integers.
-    print(json.dumps(data, indent=2))
 
 
 # --------------------------------------------------------------------------------------- compile
@@ -175,7 +65,7 @@ def compile_cmd(
         f"finals {finals}, alphabet {shown.alphabet}{negated}{approx}",
         markup=False,
     )
-    table = _table("state", *symbols)
+    table = new_table("state", *symbols)
     for state in shown.states:
         marks = ("→" if state == shown.start else "") + ("*" if state in shown.finals else "")
         cells = [",".join(map(str, sorted(moves.get((state, ch), [])))) or "·" for ch in symbols]
@@ -228,35 +118,16 @@ def _in_order_options(lateness: int, late: Late) -> None:
         raise InputError("--lateness and --late apply to one query; they are not supported with --queries")
 
 
-@app.command("exact", cls=Command)
-@friendly_errors
-def exact_cmd(
-    query: str = QUERY,
-    stream: str = STREAM,
-    window: int = WINDOW,
-    policy: Policy = POLICY,
-    evaluate_at: Optional[Times] = EVALUATE_AT,
-    as_json: bool = JSON,
-    fmt: StreamFormat = FORMAT,
-    max_missing: int = MAX_MISSING,
-    aggregate: Aggregate = typer.Option(
-        Aggregate.count, "--aggregate",
-        help="count, sum and avg are always reported; min or max also report the smallest and largest "
-        "value of an element in a match.",
-    ),
-    of: Optional[str] = OF,
-    queries: Optional[Path] = QUERIES,
-    lateness: int = LATENESS,
-    late: Late = LATE,
-) -> None:
+@options_command("exact", ExactOptions)
+def exact_cmd(o: ExactOptions) -> None:
     """Count (and sum) every match of QUERY over the whole stream, exactly."""
-    stream = multi_cmds.stream_argument(query, stream, queries)
-    if queries is not None:
-        _in_order_options(lateness, late)
-        multi_cmds.exact_set(queries, stream, window, policy.value, aggregate.value, evaluate_at, fmt.value, as_json,
-                             of, max_missing)
+    if o.queries is not None:
+        _in_order_options(o.lateness, o.late)
+        multi_cmds.exact_set(o)
         return
-    q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
+    query, stream, window, policy, evaluate_at = o.query, o.stream, o.window, o.policy, o.evaluate_at
+    lateness, late, fmt, max_missing, as_json = o.lateness, o.late, o.fmt, o.max_missing, o.as_json
+    q = suse.Query(query, window, o.aggregate.value, policy.value, of=o.of, max_missing=max_missing)
     extrema = q._extrema
     engine = suse.Exact(q, lateness=lateness)
     answers = play(iter_stream(stream, fmt.value), engine_feed([engine], late.value, bool(evaluate_at)), evaluate_at,
@@ -269,17 +140,17 @@ def exact_cmd(
     }
     _optional_fields(data, r, extrema, lateness or late != Late.error)
     if as_json:
-        _print_json(data)
+        print_json(data)
         return
     out = stdout_console()
     out.print(f"[bold]{escape(query)}[/] window {window}, policy {policy.value}: {r.events} events, {r.skipped} skipped"
               + (f", {r.late} late" if "late" in data else ""))
     by = ["count_by_missing"] if max_missing else []
-    table = _table("", "count", "sum", "avg", "partial_count", *(["min", "max"] if extrema else []), *by)
+    table = new_table("", "count", "sum", "avg", "partial_count", *(["min", "max"] if extrema else []), *by)
     for ev in r.evaluations:
-        table.add_row(f"t ≤ {ev.timestamp}", str(ev.count), str(ev.sum), _avg_text(ev.avg), str(ev.partial_count),
+        table.add_row(f"t ≤ {ev.timestamp}", str(ev.count), str(ev.sum), avg_text(ev.avg), str(ev.partial_count),
                       *_extrema_cells(ev, extrema), *([_by_missing_text(ev.count_by_missing)] if by else []))
-    table.add_row("[bold]stream[/]", str(r.count), str(r.sum), _avg_text(r.avg), str(r.partial_count),
+    table.add_row("[bold]stream[/]", str(r.count), str(r.sum), avg_text(r.avg), str(r.partial_count),
                   *_extrema_cells(r, extrema), *([_by_missing_text(r.count_by_missing)] if by else []))
     out.print(table)
 
@@ -305,57 +176,22 @@ def _paper_text(elements: list[tuple[str, int, int]], limit: int = 40) -> str:
     return "  ".join([*map(fmt, elements[:half]), f"… {len(elements) - limit} more …", *map(fmt, elements[-half:])])
 
 
-@app.command("eval", cls=Command)
-@friendly_errors
-def eval_cmd(
-    query: str = QUERY,
-    stream: str = STREAM,
-    window: int = WINDOW,
-    size: int = typer.Option(..., "--size", "-n", metavar="INTEGER", parser=_at_least(1), help="Most elements the summary retains."),
-    strategy: Strategy = typer.Option(..., "--strategy", help="Which elements to keep when the summary is full."),
-    aggregate: Aggregate = AGGREGATE,
-    policy: Policy = POLICY,
-    probabilities: Optional[Path] = typer.Option(
-        None, "--probabilities", metavar="FILE",
-        help="File of 'CHAR P' pairs, one per character of the query, summing to 1 (e.g. 'A 0.25 B 0.75'); "
-        "default: estimated from the stream.",
-    ),
-    seed: Optional[int] = typer.Option(
-        None, "--seed", metavar="INTEGER", parser=_at_least(0),
-        help="Random seed (default: a fresh one, printed with the results so the run can be repeated).",
-    ),
-    time_to_live: Optional[int] = typer.Option(
-        None, "--time-to-live", metavar="INTEGER", parser=_at_least(0), help="Evict elements older than this.",
-    ),
-    evaluate_at: Optional[Times] = EVALUATE_AT,
-    compare_exact: bool = typer.Option(False, "--compare-exact", help="Also run the exact engine and report its count and sum."),
-    as_json: bool = JSON,
-    fmt: StreamFormat = FORMAT,
-    of: Optional[str] = OF,
-    max_missing: int = MAX_MISSING,
-    queries: Optional[Path] = QUERIES,
-    lateness: int = LATENESS,
-    late: Late = LATE,
-    placement: Placement = typer.Option(
-        Placement.buffer, "--placement",
-        help="With --lateness: buffer late-capable events until final (results as if sorted), or insert each "
-        "at its place at once (memory stays at --size; policy any without negation, no '-' rows).",
-    ),
-) -> None:
+@options_command("eval", EvalOptions)
+def eval_cmd(o: EvalOptions) -> None:
     """Run a bounded summary of SIZE elements over the stream and report what it counts."""
-    stream = multi_cmds.stream_argument(query, stream, queries)
-    if queries is not None:
-        _in_order_options(lateness, late)
-        if probabilities is not None:
+    if o.queries is not None:
+        _in_order_options(o.lateness, o.late)
+        if o.probabilities is not None:
             raise InputError("--probabilities covers one query's characters; with --queries each summary estimates its own")
-        multi_cmds.eval_set(queries, stream, window, size, strategy.value, aggregate.value, policy.value, seed,
-                            time_to_live, evaluate_at, compare_exact, fmt.value, as_json, of, max_missing)
+        multi_cmds.eval_set(o)
         return
-    q = suse.Query(query, window, aggregate.value, policy.value, of=of, max_missing=max_missing)
+    query, stream, window, size, strategy, evaluate_at = o.query, o.stream, o.window, o.size, o.strategy, o.evaluate_at
+    lateness, late, fmt, max_missing, as_json = o.lateness, o.late, o.fmt, o.max_missing, o.as_json
+    q = suse.Query(query, window, o.aggregate.value, o.policy.value, of=o.of, max_missing=max_missing)
     extrema = q._extrema
-    summary = suse.Summary(q, size, strategy.value, _load_probabilities(probabilities, q.alphabet), seed, time_to_live,
-                           lateness=lateness, placement=placement.value)
-    engine = suse.Exact(q, lateness=lateness) if compare_exact else None
+    summary = suse.Summary(q, size, strategy.value, _load_probabilities(o.probabilities, q.alphabet), o.seed,
+                           o.time_to_live, lateness=lateness, placement=o.placement.value)
+    engine = suse.Exact(q, lateness=lateness) if o.compare_exact else None
     timed = Timed(summary)
     answers = play(iter_stream(stream, fmt.value),
                    engine_feed([timed, *([engine] if engine else [])], late.value, bool(evaluate_at)), evaluate_at,
@@ -385,7 +221,7 @@ def eval_cmd(
         data |= {"exact_count": exact.count, "exact_sum": exact.sum}
     _optional_fields(data, r, extrema, lateness or late != Late.error)
     if as_json:
-        _print_json(data)
+        print_json(data)
         return
 
     out = stdout_console()
@@ -396,13 +232,13 @@ def eval_cmd(
     out.print(f"{data['evictions']} evictions, {data['events_per_second'] or 0:,.0f} events/s, seed {summary.seed}")
     columns = ["", "count", "sum", "avg", "detected_count"] + (["min", "max"] if extrema else []) + (
         ["exact_count", "exact_sum"] if exact else [])
-    table = _table(*columns)
+    table = new_table(*columns)
     for ev, row in zip(evaluations, rows):
         extra = [str(row["exact_count"]), str(row["exact_sum"])] if exact else []
-        table.add_row(f"t ≤ {row['timestamp']}", str(row["count"]), str(row["sum"]), _avg_text(row["avg"]),
+        table.add_row(f"t ≤ {row['timestamp']}", str(row["count"]), str(row["sum"]), avg_text(row["avg"]),
                       str(row["detected_count"]), *_extrema_cells(ev, extrema), *extra)
     extra = [str(exact.count), str(exact.sum)] if exact else []
-    table.add_row("[bold]summary[/]", str(r.count), str(r.sum), _avg_text(r.avg), str(r.detected_count),
+    table.add_row("[bold]summary[/]", str(r.count), str(r.sum), avg_text(r.avg), str(r.detected_count),
                   *_extrema_cells(r, extrema), *extra)
     out.print(table)
     if r.count_by_missing is not None:
