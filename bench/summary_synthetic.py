@@ -47,7 +47,7 @@ def run_one(size: int, tau: int, strategy: str, events: int, seed: int, repeat: 
     r = summary.result()
     return {
         "size": size, "tau": tau, "strategy": strategy, "events": events, "seconds": best,
-        "events_per_second": events / best, "evictions": summary._engine.evictions,
+        "events_per_second": events / best, "evictions": r.evictions,
         "count": str(r.count), "count_bits": r.count.bit_length(), "big_integers": summary._engine.is_big,
         "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }

@@ -1,7 +1,7 @@
 """Exact aggregation, the ground truth: the incremental `Exact` and the one-shot `exact()`."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, overload
 
 from suse import _core
 from suse.api.checks import check_int, check_memory_limit
@@ -121,8 +121,19 @@ def _unpickle_exact(query: Query, memory_limit: Optional[int], lateness: int, di
     return engine
 
 
+@overload
 def exact(query: Query, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
-          evaluate_at: Any = None, lateness: int = 0, late: str = "error") -> ExactResult:
+          evaluate_at: Any = None, lateness: int = 0, late: str = "error") -> ExactResult: ...
+
+
+@overload
+def exact(query: QuerySet, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
+          evaluate_at: Any = None, lateness: int = 0, late: str = "error") -> dict[str, ExactResult]: ...
+
+
+def exact(query: Query | QuerySet, events: Any = None, *, chars: Any = None, timestamps: Any = None,
+          values: Any = None, evaluate_at: Any = None, lateness: int = 0,
+          late: str = "error") -> ExactResult | dict[str, ExactResult]:
     """Aggregate every match of `query` over a whole stream, exactly.
 
     `evaluate_at` lists timestamps T at which the aggregate over all events with timestamp <= T

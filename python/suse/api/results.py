@@ -65,6 +65,8 @@ class SummaryResult(_Average):
     count_by_missing: Optional[list[int]] = None
     #: Events older than the horizon, counted and never fed (`late="count"`).
     late: int = 0
+    #: Elements the summary has evicted to make room (its selection at work).
+    evictions: int = 0
 
 
 def evaluation_of(row: Any) -> Evaluation:

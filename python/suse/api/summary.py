@@ -64,6 +64,8 @@ class Summary(Locked):
         self.lateness = check_int("lateness", lateness)
         self._reorder = (Inserter if self.placement == "insert" else Reorder)(self.lateness) if self.lateness else None
         self._late = 0  # late events counted with lateness=0
+        #: Retained elements a `with_query` dropped because the new query does not use their character.
+        self.dropped = 0
 
     @locked
     def insert(self, char: str, timestamp: int, value: int = 1, *, late: str = "error") -> None:
@@ -123,7 +125,7 @@ class Summary(Locked):
         r = engine.result()
         return SummaryResult(r.count, r.sum, r.partial_count, r.detected_count, r.detected_sum, engine.skipped,
                              engine.events, len(engine), r.min, r.max, r.count_by_missing,
-                             late=self.late)
+                             late=self.late, evictions=engine.evictions)
 
     @locked
     def elements(self) -> list[tuple[str, int, int]]:
@@ -198,6 +200,7 @@ class Summary(Locked):
             header = json.loads(meta)
             query = Query(**header["query"])
             summary = cls.__new__(cls)
+            summary.dropped = 0
             summary.query = query
             summary.size = header["size"]
             summary.strategy = header["strategy"]

@@ -213,7 +213,7 @@ def eval_cmd(o: EvalOptions) -> None:
         "detected_count": r.detected_count, "detected_sum": r.detected_sum,
         "elements": [{"char": c, "timestamp": t, "value": v} for c, t, v in summary.elements()],
         "evaluations": rows,
-        "events": r.events, "skipped": r.skipped, "evictions": summary._engine.evictions,
+        "events": r.events, "skipped": r.skipped, "evictions": r.evictions,
         "events_per_second": r.events / elapsed if elapsed > 0 else None,
         "seed": summary.seed,
     }
