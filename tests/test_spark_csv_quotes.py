@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("pyspark")
 
 from suse.io.formats import read_csv_stream  # noqa: E402
-from suse.spark.config import parse_config  # noqa: E402
-from suse.spark.jobs import load_input  # noqa: E402
+from suse.spark.jobs.load import parse_config  # noqa: E402
+from suse.spark.jobs.run import load_input  # noqa: E402
 
 # Spark's default escape (a backslash) read '"a"",B,9"' as two fields and the timestamp as '9"'.
 ROWS = ['key,char,timestamp', '""">x",A,1', '"a"",B,9",B,2', '"x""y",C,3', 'plain,A,4', '"""",B,5', '"a,b",A,6']
