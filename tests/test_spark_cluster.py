@@ -36,8 +36,8 @@ LOCAL = {"SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}  # every 
 
 @pytest.fixture(scope="session")
 def suse_wheel(tmp_path_factory) -> Path:
-    """suse's wheel, built once per test session as the doc says. pip runs maturin's release
-    build with the arguments the editable install used, so cargo reuses what it compiled."""
+    """suse's wheel, built once per test session as the doc says: pip runs maturin's release
+    build, with the maturin installed beside the tests (no download)."""
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w",
                     str(out), str(ROOT)], check=True, capture_output=True, timeout=900)

@@ -3,8 +3,8 @@
 The gathered layout (the default with ``partition_by``) holds each partition's events in one
 executor's memory. A partition too large for the heap ends in ``java.lang.OutOfMemoryError``;
 in local mode that error stops the JVM itself (exit code 52), so the action that ran the job
-raises a raw ``Py4JJavaError`` ("SparkContext was shut down") or loses its connection to the
-JVM altogether. ``memory_errors()`` turns any of these into one error naming
+raises a raw ``Py4JJavaError`` (whose text names the OutOfMemoryError) or, when the JVM is
+already gone, a lost connection (``ConnectionRefusedError``, ``Py4JError``). ``memory_errors()`` turns any of these into one error naming
 ``large_partitions`` and the memory settings; other failures pass through unchanged.
 """
 from __future__ import annotations
@@ -23,8 +23,7 @@ _JVM_OOM_EXIT = 52  # SparkExitCode.OOM: the JVM's handler exits with it after a
 _MARKERS = (
     "java.lang.OutOfMemoryError",
     "SparkOutOfMemoryError",
-    "exit code: 52",  # an executor of a cluster that died of it
-    "exitCode=52",
+    "exited with code 52",  # an executor lost on a cluster (that wording is not tested here)
 )
 
 
@@ -44,7 +43,7 @@ def memory_error(exc: BaseException, large_partitions: bool = False) -> LimitErr
     )
     return LimitError(
         "Spark ran out of memory (java.lang.OutOfMemoryError) and stopped the job. " + layout +
-        "Or give Spark more memory: spark.executor.memory, or spark.driver.memory with a local "
+        ("Give" if large_partitions else "Or give") + " Spark more memory: spark.executor.memory, or spark.driver.memory with a local "
         "master (set when the session starts; [spark.options] in a job file). A session whose "
         "JVM died of it cannot run further jobs: create a new one."
     )
