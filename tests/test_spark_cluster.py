@@ -128,12 +128,14 @@ def test_spark_submit_to_a_standalone_cluster_as_documented(spark, tmp_path, sus
         submit_py = subprocess.run([str(env / "bin" / "python"), "-c", "import suse.spark.submit as m; print(m.__file__)"],
                                    check=True, capture_output=True, text=True).stdout.strip()
         assert submit_py.startswith(str(env))  # the driver imports suse from the wheel
-        proc = subprocess.run(
-            [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--deploy-mode", "client",
-             "--archives", f"{archive}#environment", "--executor-memory", "512m", submit_py, str(job)],
-            env={**ENV, **LOCAL, "PYSPARK_DRIVER_PYTHON": str(env / "bin" / "python"),
-                 "PYSPARK_PYTHON": "./environment/bin/python"},
-            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        command = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--deploy-mode", "client",
+                   "--archives", f"{archive}#environment", "--executor-memory", "512m", submit_py, str(job)]
+        workers = {**ENV, **LOCAL, "PYSPARK_PYTHON": "./environment/bin/python"}
+        # what the doc said before: without PYSPARK_DRIVER_PYTHON the driver takes the executors' path
+        proc = subprocess.run(command, env=workers, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode != 0 and "./environment/bin/python" in proc.stderr, proc.stderr[-3000:]
+        proc = subprocess.run(command, env={**workers, "PYSPARK_DRIVER_PYTHON": str(env / "bin" / "python")},
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]
     finally:
         cluster.stop()
