@@ -25,6 +25,7 @@ from suse.spark.jobs import datasets
 from suse.spark.jobs.config import JobConfig
 from suse.spark.jobs.load import check_job
 from suse.spark.jobs.sinks import FileSink, Sink
+from suse.spark.memory import memory_errors
 from suse.spark.session import get_session
 from suse.spark.streaming.aggregate import aggregate_stream_job, check_checkpoint, latest
 
@@ -44,7 +45,7 @@ def run_job(cfg: JobConfig, console: Console | None = None) -> JobReport:
     console = console or Console(stderr=True)
     started = time.perf_counter()
     check_job(cfg)  # everything that needs no data fails here, before Spark starts
-    with spark_errors():
+    with spark_errors(), memory_errors(cfg.input.large_partitions):
         with console.status(f"starting Spark ({cfg.spark.master or 'default master'})"):
             spark = get_session(cfg.spark.master, cfg.spark.app_name, cfg.spark.options)
         run = _stream if cfg.mode == "streaming" else _batch

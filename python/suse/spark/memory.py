@@ -1,0 +1,124 @@
+"""A Spark job that ran out of memory, as a ``suse.errors.LimitError`` that says what to change.
+
+The gathered layout (the default with ``partition_by``) holds each partition's events in one
+executor's memory. A partition too large for the heap ends in ``java.lang.OutOfMemoryError``;
+in local mode that error stops the JVM itself (exit code 52), so the action that ran the job
+raises a raw ``Py4JJavaError`` (whose text names the OutOfMemoryError) or, when the JVM is
+already gone, a lost connection (``ConnectionRefusedError``, ``Py4JError``). ``memory_errors()`` turns any of these into one error naming
+``large_partitions`` and the memory settings; other failures pass through unchanged.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Iterator
+
+from suse.errors import LimitError
+
+# Events of one partition the gathered layout holds per GiB of heap (measured with a value
+# column, docs/SPARK.md "How it runs"): the message repeats it.
+EVENTS_PER_GIB = "about 3.5 million"
+
+_JVM_OOM_EXIT = 52  # SparkExitCode.OOM: the JVM's handler exits with it after an OutOfMemoryError
+_MARKERS = (
+    "java.lang.OutOfMemoryError",
+    "SparkOutOfMemoryError",
+    "exited with code 52",  # an executor lost on a cluster (that wording is not tested here)
+)
+
+
+def memory_error(exc: BaseException, large_partitions: bool = False) -> LimitError | None:
+    """The LimitError for ``exc`` if it comes from a JVM out of memory, else None.
+
+    ``large_partitions``: whether the job already used the streamed layout (then only the
+    memory settings can help)."""
+    if not _out_of_memory(exc):
+        return None
+    layout = (
+        "" if large_partitions else
+        "The default layout gathers each partition's events in one executor's memory "
+        f"({EVENTS_PER_GIB} events per GiB of heap): for partitions larger than that set "
+        "large_partitions=True (in a job file: [input] large_partitions = true), which sorts and "
+        "streams them instead. "
+    )
+    return LimitError(
+        "Spark ran out of memory (java.lang.OutOfMemoryError) and stopped the job. " + layout +
+        ("Give" if large_partitions else "Or give") + " Spark more memory: spark.executor.memory, or spark.driver.memory with a local "
+        "master (set when the session starts; [spark.options] in a job file). A session whose "
+        "JVM died of it cannot run further jobs: create a new one."
+    )
+
+
+@contextlib.contextmanager
+def memory_errors(large_partitions: bool = False) -> Iterator[None]:
+    """Run Spark actions (``write``, ``collect``, ...) on suse's results; an out-of-memory
+    failure of the job becomes a ``suse.errors.LimitError`` saying what to change."""
+    try:
+        with _quiet_accumulator_servers():
+            yield
+    except Exception as exc:
+        error = memory_error(exc, large_partitions)
+        if error is None:
+            raise
+        raise error from None
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    text = _text(exc)
+    if any(marker in text for marker in _MARKERS):
+        return True
+    # The local JVM exited of it while this call waited: all that is seen here is that the
+    # context or the connection to the JVM went away. Its exit code tells why.
+    lost = isinstance(exc, ConnectionError) or type(exc).__name__ in ("Py4JError", "Py4JNetworkError") or (
+        "SparkContext was shut down" in text)
+    return lost and _jvm_exit_code() == _JVM_OOM_EXIT
+
+
+def _text(exc: BaseException) -> str:
+    try:  # a Py4JJavaError asks the JVM for its text, which fails when the JVM is gone
+        return str(exc)
+    except Exception:
+        return ""
+
+
+def _jvm_exit_code() -> int | None:
+    try:
+        from pyspark import SparkContext
+
+        proc = getattr(SparkContext._gateway, "proc", None)  # the JVM pyspark started, if it did
+        if proc is None:
+            return None
+        return proc.wait(timeout=5)  # exiting after an OutOfMemoryError takes a moment
+    except Exception:  # still running (another failure), or no gateway at all
+        return None
+
+
+@contextlib.contextmanager
+def _quiet_accumulator_servers() -> Iterator[None]:
+    """pyspark's accumulator server prints a traceback (EOFError) from its own thread when the
+    JVM dies: the action waiting on the JVM says why, once, so that one is left out."""
+    try:
+        from pyspark import accumulators
+    except ImportError:
+        yield
+        return
+    servers = [getattr(accumulators, name) for name in ("AccumulatorTCPServer", "AccumulatorUnixServer")
+               if hasattr(accumulators, name)]
+    own = {server: server.__dict__.get("handle_error") for server in servers}  # None: inherited
+
+    def quiet(original):
+        def handle_error(self, request, client_address):
+            if not isinstance(sys.exc_info()[1], (EOFError, ConnectionError)):
+                original(self, request, client_address)
+        return handle_error
+
+    for server in servers:
+        server.handle_error = quiet(server.handle_error)
+    try:
+        yield
+    finally:
+        for server, original in own.items():
+            if original is None:
+                del server.handle_error
+            else:
+                server.handle_error = original
