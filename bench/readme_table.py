@@ -29,15 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from summary_synthetic import zipf_probabilities
+
 REGEX = "a(b*c)*d(e|f)g*"
 LETTERS = "abcdefg"
 SUMMARY_ROWS = [(100, 100), (500, 100), (500, 500)]
 EXACT_TAU = 100
-
-
-def zipf_probabilities(s: float = 2.0) -> dict:
-    weights = [1 / (i + 1) ** s for i in range(len(LETTERS))]
-    return {c: w / sum(weights) for c, w in zip(LETTERS, weights)}
 
 
 def run_one(kind: str, size: int, tau: int, events: int, seed: int, repeat: int, dry: bool = False) -> dict:
@@ -54,7 +51,7 @@ def run_one(kind: str, size: int, tau: int, events: int, seed: int, repeat: int,
             t0 = time.perf_counter()
             r = suse.exact(query, stream)
         else:
-            s = suse.Summary(query, size=size, strategy="suse", seed=seed, probabilities=zipf_probabilities())
+            s = suse.Summary(query, size=size, strategy="suse", seed=seed, probabilities=zipf_probabilities(LETTERS))
             t0 = time.perf_counter()
             s.extend(stream.chars, stream.timestamps)
             r = None
@@ -74,7 +71,7 @@ def write_stream(path: str, events: int, seed: int, with_automaton: bool) -> Non
     code = {c: i for i, c in enumerate(a.alphabet)}
     lines = []
     if with_automaton:
-        p = zipf_probabilities()
+        p = zipf_probabilities(LETTERS)
         lines += [f"{a.n_states} {a.start} {a.alphabet}", " ".join("1" if s in a.finals else "0" for s in a.states),
                   " ".join(map(str, a.table())), " ".join(repr(p[c]) for c in a.alphabet)]
     lines += [f"{code[c]} {t}" for c, t in zip(stream.chars, stream.timestamps.tolist())]
@@ -162,7 +159,7 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---|")
     for row in rows:
         kind, size, tau, events, _ = row
-        label = f"(|S|, τ) = ({size}, {tau})" if kind == "summary" else f"exact, {events:,} events, τ = {tau}"
+        label = f"(\\|S\\|, τ) = ({size}, {tau})" if kind == "summary" else f"exact, {events:,} events, τ = {tau}"
         ratio = f"{best['old', row] / best['now', row]:.2f}" if ("old", row) in best else "—"
         agree = "—" if ("old", row) not in counts else "yes" if counts["old", row] == counts["now", row] else "NO"
         print(f"| {label} | {rate('now', row)} | {rate('old', row)} | {rate('cpp', row)} | {ratio} | {agree} |")
