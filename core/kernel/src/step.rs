@@ -145,7 +145,7 @@ fn step_in<S: Scalar, const LAYOUT: u8>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut 
 /// The `(from, to)` state pairs of taking element `ev`: the symbol's transitions for a plain
 /// element (in the dependency-safe order when there is one), else [`Dfa::take`] per state.
 /// (Inlined: the plain case is a lookup on every hot loop's path.)
-#[inline]
+#[inline(always)]
 pub fn takes<'a>(dfa: &'a Dfa, ev: &Ev, skip: Skip) -> Cow<'a, [(u32, u32)]> {
     let c = ev.sym as usize;
     if dfa.plain(ev.sym, ev.gap, skip) {
