@@ -146,8 +146,12 @@ impl Semantics for AnyMatch {
             return Ok(None);
         }
         let z = dfa.n;
-        let row = &after[q as usize * z..(q as usize + 1) * z];
-        Ok(Some(row.iter().map(|d| d.take(ev.v)).collect::<R<Vec<_>>>()?))
+        // Sized once: collecting through `R` would grow the vector from a capacity of 4.
+        let mut cursor = Vec::with_capacity(z);
+        for d in &after[q as usize * z..(q as usize + 1) * z] {
+            cursor.push(d.take(ev.v)?);
+        }
+        Ok(Some(cursor))
     }
 
     fn retract<S: Scalar>(dfa: &Dfa, cursor: &Self::Cursor<S>, back: &Self::Agg<S>, out: &mut [Dual<S>]) -> R<()> {

@@ -144,12 +144,19 @@ fn step_in<S: Scalar, const LAYOUT: u8>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut 
 
 /// The `(from, to)` state pairs of taking element `ev`: the symbol's transitions for a plain
 /// element (in the dependency-safe order when there is one), else [`Dfa::take`] per state.
+/// (Inlined: the plain case is a lookup on every hot loop's path.)
+#[inline(always)]
 pub fn takes<'a>(dfa: &'a Dfa, ev: &Ev, skip: Skip) -> Cow<'a, [(u32, u32)]> {
     let c = ev.sym as usize;
     if dfa.plain(ev.sym, ev.gap, skip) {
         return Cow::Borrowed(dfa.col_order[c].as_deref().unwrap_or(&dfa.by_sym[c]));
     }
-    Cow::Owned((0..dfa.n as u32).filter_map(|q| Some((q, dfa.take(q, ev.sym, ev.gap, skip))).filter(|p| p.1 != NONE)).collect())
+    Cow::Owned(general_takes(dfa, ev, skip))
+}
+
+#[inline(never)]
+fn general_takes(dfa: &Dfa, ev: &Ev, skip: Skip) -> Vec<(u32, u32)> {
+    (0..dfa.n as u32).filter_map(|q| Some((q, dfa.take(q, ev.sym, ev.gap, skip))).filter(|p| p.1 != NONE)).collect()
 }
 
 /// The sets a vector `x` moves into final states when it takes an element (before [`step`]),

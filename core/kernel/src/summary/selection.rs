@@ -148,6 +148,19 @@ impl Benefit {
     }
 }
 
+/// The count (or with `sum`, the sum) part of `Σ al[q]·h[q]` over the non-zero `al[q]`: the
+/// same operations, in the same order, as that part of the dual products' sum, without the
+/// other part.
+#[inline(always)]
+fn dot<F: Real>(al: &[Dual<F>], h: &[Dual<F>], sum: bool) -> F {
+    let mut acc = F::zero();
+    for (x, h) in al.iter().zip(h).filter(|(x, _)| !x.is_zero()) {
+        let term = if sum { x.c.mul(&h.s).unwrap_or_default().add(&x.s.mul(&h.c).unwrap_or_default()) } else { x.c.mul(&h.c) };
+        acc = acc.add(&term.unwrap_or_default()).unwrap_or_default();
+    }
+    acc
+}
+
 /// Bring what [`values`] reads up to date: the active local rows, the expected-future
 /// coefficients for the look-ahead, and the float width they need.
 pub(crate) fn prepare<P: SummaryPolicy>(s: &mut Summary<P>) {
@@ -183,7 +196,8 @@ pub(crate) fn values<P: SummaryPolicy, F: Real>(
     let dfa = &s.dfa;
     let tau = s.cfg.tau;
     let agg = s.cfg.aggregate;
-    let pick = |d: &Dual<F>| if agg == Aggregate::Sum { d.s } else { d.c };
+    let sum = agg == Aggregate::Sum;
+    let pick = |d: &Dual<F>| if sum { d.s } else { d.c };
     let rate = s.estimator.rate();
     let steps = |t_init: i64| -> usize {
         let remaining = (tau as f64) - (t.saturating_sub(t_init) as f64); // never wraps near ±2^63
@@ -195,28 +209,59 @@ pub(crate) fn values<P: SummaryPolicy, F: Real>(
     let oldest_init = active.iter().find(|e| is_init(e)).map(|e| e.t);
     let cand: Vec<Dual<F>> = ev.map_or_else(|| vec![Dual::zero(); dfa.n], |ev| s.formed_estimate(ev));
     let coeffs = &s.coeffs;
-    let dot = |al: &[Dual<F>], h: &[Dual<F>]| -> F {
-        let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: Dual<F>, (x, h)| acc.plus(&x.times(h)));
-        pick(&acc)
-    };
-    let expect = |al: &[Dual<F>], t_old: i64, t_new: i64| -> F {
-        dot(al, coeffs.cached(steps(t_old))).add(&dot(al, coeffs.cached(steps(t_new)))).unwrap_or_default().half()
-    };
+    let expect = |al: &[Dual<F>], h_old: &[Dual<F>], h_new: &[Dual<F>]| -> F { dot(al, h_old, sum).add(&dot(al, h_new, sum)).unwrap_or_default().half() };
     let cand_new = if ev.is_some_and(is_init) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
     let cand_pres = pick(&final_sum(dfa, &cand).unwrap_or_default());
-    let cand_e = cand_new.filter(|_| expected).map(|t_new| expect(&cand, oldest_init.unwrap_or(t_new), t_new));
-    let mut latest_init: Option<i64> = None;
+    let cand_e = cand_new.filter(|_| expected).map(|t_new| expect(&cand, coeffs.cached(steps(oldest_init.unwrap_or(t_new))), coeffs.cached(steps(t_new))));
+    // The look-ahead from the oldest active initiator is the same for every element, the one
+    // from the latest changes only at an initiator.
+    let h_old = oldest_init.map(|t_old| coeffs.cached::<F>(steps(t_old)));
+    let mut h_new: Option<&[Dual<F>]> = None;
     for i in 0..s.elems.len() {
         let mut e = None;
         if i >= s.active_start && expected {
             if is_init(&s.elems[i]) {
-                latest_init = Some(s.elems[i].t);
+                h_new = Some(coeffs.cached(steps(s.elems[i].t)));
             }
-            if let (Some(t_old), Some(t_new)) = (oldest_init, latest_init) {
-                e = Some(expect(&est.al[i * z..(i + 1) * z], t_old, t_new));
+            if let (Some(h_old), Some(h_new)) = (h_old, h_new) {
+                e = Some(expect(&est.al[i * z..(i + 1) * z], h_old, h_new));
             }
         }
         visit(i, pick(&est.pres[i]), e);
     }
     (cand_pres, cand_e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xf::Xf;
+    use proptest::prelude::*;
+
+    /// What `dot` replaced: the dual products summed whole, then one part picked.
+    fn dual_dot<F: Real>(al: &[Dual<F>], h: &[Dual<F>], sum: bool) -> F {
+        let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: Dual<F>, (x, h)| acc.plus(&x.times(h)));
+        if sum { acc.s } else { acc.c }
+    }
+
+    fn duals<F: Real>(raw: &[(f64, f64)]) -> Vec<Dual<F>> {
+        raw.iter().map(|&(c, s)| Dual { c: F::from_f64(c), s: F::from_f64(s) }).collect()
+    }
+
+    proptest! {
+        /// Bit for bit the same part, in `f64` and in `Xf`, sparse rows and huge values included.
+        #[test]
+        fn dot_is_the_picked_part_of_the_dual_sum(
+            pairs in proptest::collection::vec(((0u8..3, 0.0f64..1e6, 0.0f64..1e6), (0.0f64..1e300, 0.0f64..1e300)), 0..12),
+            sum in any::<bool>(),
+        ) {
+            // A third of the row entries are zero (skipped), the rest any non-negative value.
+            let al: Vec<(f64, f64)> = pairs.iter().map(|&((z, c, s), _)| if z == 0 { (0.0, 0.0) } else { (c, s) }).collect();
+            let h: Vec<(f64, f64)> = pairs.iter().map(|&(_, h)| h).collect();
+            let (al64, h64) = (duals::<f64>(&al), duals::<f64>(&h));
+            prop_assert_eq!(dot(&al64, &h64, sum).to_bits(), dual_dot(&al64, &h64, sum).to_bits());
+            let (alx, hx) = (duals::<Xf>(&al), duals::<Xf>(&h));
+            prop_assert_eq!(dot(&alx, &hx, sum), dual_dot(&alx, &hx, sum));
+        }
+    }
 }
