@@ -86,7 +86,7 @@ def python_of(build: str) -> str:
 def machine() -> str:
     model = ""
     try:
-        model = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
     return f"{model or platform.processor()}, {os.cpu_count()} cores, Linux {platform.release()}"
