@@ -19,6 +19,7 @@ from suse.errors import (
     SuseWarning,
 )
 from suse.queryset import ExactSet, QuerySet, SummarySet
+from suse.matches import matches, sample_matches  # noqa: E402 (after the API it builds on)
 
 __all__ = [
     "Evaluation",
@@ -38,6 +39,8 @@ __all__ = [
     "SuseError",
     "SuseWarning",
     "exact",
+    "matches",
+    "sample_matches",
     "ExactSet",
     "QuerySet",
     "SummarySet",

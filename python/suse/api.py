@@ -12,7 +12,7 @@ import math
 import numbers
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -762,6 +762,20 @@ class Summary:
 
     def elements(self) -> list[tuple[str, int, int]]:
         return self._settled().elements()
+
+    def matches(self, limit: Optional[int] = None) -> Iterator[list[tuple[str, int, int]]]:
+        """The matches among the retained elements (what `result()` counts), each as its list
+        of elements (char, timestamp, value), lazily; see `suse.matches`."""
+        from suse.matches import RetainedMatches  # built on this module
+
+        return RetainedMatches.of_summary(self).matches(limit)
+
+    def sample_matches(self, k: int, seed: Optional[int] = None) -> list[list[tuple[str, int, int]]]:
+        """`k` matches among the retained elements drawn uniformly with replacement; see
+        `suse.sample_matches`."""
+        from suse.matches import RetainedMatches  # built on this module
+
+        return RetainedMatches.of_summary(self).sample(k, seed)
 
     def __len__(self) -> int:
         return len(self._settled())

@@ -14,7 +14,6 @@ from typing import Callable, Optional
 from urllib.parse import parse_qs, urlparse
 
 from suse.dashboard.live import Live
-from suse.dashboard.matches import SearchLimit, nth_match
 from suse.errors import InputError, SuseError
 
 HOST = "127.0.0.1"
@@ -106,14 +105,7 @@ class Handler(BaseHTTPRequestHandler):
         if n > MAX_MATCH_INDEX:
             raise InputError(f"n: at most {MAX_MATCH_INDEX}")
         containing = _int(args, "containing") if "containing" in args else None
-        elements = self.live.elements(q, pid, strategy)
-        if containing is not None and not 0 <= containing < len(elements):
-            raise InputError(f"containing: no element {containing}; the summary retains {len(elements)}")
-        try:
-            match = nth_match(self.live.query(q).query, elements, n, containing)
-        except SearchLimit:
-            return {"match": None, "n": n, "gave_up": True}
-        return {"match": match, "n": n, "gave_up": False}
+        return self.live.match(q, pid, strategy, n, containing)
 
     # --- replies --------------------------------------------------------------------------
 
