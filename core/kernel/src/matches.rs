@@ -428,12 +428,20 @@ pub struct Cursor {
     frames: Vec<Frame>,
     taken: Vec<u32>,
     done: bool,
+    /// Search steps so far (frames visited and first elements tried): what the delay bound
+    /// is about, counted so that tests and benchmarks can check it without a clock.
+    steps: u64,
 }
 
 impl Cursor {
     fn new(need: Option<Need>) -> Cursor {
         let next_start = need.as_ref().map_or(0, |n| n.lo);
-        Cursor { need, next_start, bound: 0, frames: Vec::new(), taken: Vec::new(), done: false }
+        Cursor { need, next_start, bound: 0, frames: Vec::new(), taken: Vec::new(), done: false, steps: 0 }
+    }
+
+    /// Search steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
     }
 
     /// The next first element that starts a wanted match, if any.
@@ -446,6 +454,7 @@ impl Cursor {
             }
             Some(n) => {
                 while self.next_start <= n.element {
+                    self.steps += 1;
                     let i = self.next_start;
                     self.next_start += 1;
                     if set.first_reaches(i, Some(n)) {
@@ -468,6 +477,7 @@ impl Cursor {
     fn search(&mut self, set: &MatchSet, need: Option<&Need>) -> Option<Match> {
         let wanted = |j: u32| need.is_none_or(|n| j >= n.element);
         loop {
+            self.steps += 1;
             let Some(f) = self.frames.last_mut() else {
                 if self.done {
                     return None;

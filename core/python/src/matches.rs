@@ -112,6 +112,12 @@ pub struct MatchCursor {
 
 #[pymethods]
 impl MatchCursor {
+    /// Search steps taken so far (frames visited): the delay bound counts these.
+    #[getter]
+    fn steps(&self) -> u64 {
+        self.cursor.steps()
+    }
+
     /// Up to `n` next matches (fewer only at the end).
     fn next_batch(&mut self, py: Python<'_>, n: usize) -> PyResult<Vec<PyMatch>> {
         let set = self.set.get();

@@ -100,6 +100,16 @@ fn check(dfa: &Dfa, raw: &[RawEv], tau: i64) -> Result<(), TestCaseError> {
             let want_c: Vec<_> = want.iter().filter(|(p, _)| p.contains(&pos[c as usize])).cloned().collect();
             prop_assert_eq!(through, want_c, "{:?} through {}", policy, c);
         }
+        // The delay: search steps between two matches stay within a few windows' elements.
+        let w = (0..set.len()).map(|i| set.last[i] as usize + 1 - i).max().unwrap_or(0) as u64;
+        for c in [None, Some(0)].into_iter().filter(|c| c.is_none() || !set.is_empty()) {
+            let mut cur = set.cursor(c).unwrap();
+            let mut before = 0;
+            while cur.next(&set).is_some() {
+                prop_assert!(cur.steps() - before <= 3 * w + 4, "{:?}: {} steps for one match, window of {} elements", policy, cur.steps() - before, w);
+                before = cur.steps();
+            }
+        }
         // Rank r of each first element is its r-th match in enumeration order.
         let all: Vec<Match> = set.iter().collect();
         for (i, c) in set.counts().unwrap().iter().enumerate() {
@@ -210,4 +220,23 @@ fn refuses_what_it_cannot_take() {
     let set = MatchSet::new(dfa, 3, Policy::Any, vec![e(1)]).unwrap();
     assert!(set.cursor(Some(1)).is_err());
     assert_eq!(set.iter().count(), 0);
+}
+
+/// `a c b^16 d e` under `a(b*c)*d(e|f)g*`: the sets that take a b can never take the d (a c
+/// must come first), 2^16 dead branches. The search never enters them: the steps between two
+/// matches stay within a few window lengths.
+#[test]
+fn the_search_never_enters_a_dead_branch() {
+    let dfa = paper();
+    let word: Vec<u8> = [b"ac".as_slice(), &[b'b'; 16], b"de"].concat();
+    let raw: Vec<RawEv> = word.iter().enumerate().map(|(t, &b)| (b, t as i64, 1)).collect();
+    let (set, _) = set_of(&dfa, 100, Policy::Any, &raw);
+    let mut cur = set.cursor(None).unwrap();
+    let (mut before, mut found) = (0, Vec::new());
+    while let Some(m) = cur.next(&set) {
+        assert!(cur.steps() - before <= 3 * raw.len() as u64 + 4, "{} steps", cur.steps() - before);
+        before = cur.steps();
+        found.push(m.elements);
+    }
+    assert_eq!(found, vec![vec![0, 1, 18, 19], vec![0, 18, 19]]);
 }
