@@ -2,9 +2,9 @@
 use super::*;
 use crate::batch::Raw;
 use crate::dfa::tests::{letter_negated, negation, paper};
-use crate::dfa::{DfaSpec, UNKNOWN};
+use crate::dfa::DfaSpec;
 use crate::semantics::walk_runs;
-use crate::window::tests::RawEv;
+use crate::window::tests::{brute_matches, RawEv};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
@@ -23,10 +23,9 @@ fn elements(dfa: &Dfa, raw: &[RawEv]) -> (Vec<Ev>, Vec<u32>) {
     (out, pos)
 }
 
-/// Every match as raw positions with its final state, by brute force: letters chosen within
-/// the window (consecutive raw positions under contiguity), run through the automaton with each
-/// negated event strictly between two chosen elements applied as its filter; under
-/// skip-till-next-match the final prefixes of each initiator's run.
+/// Every match as raw positions with its final state, by brute force over index subsets
+/// (`window::tests::brute_matches`); under skip-till-next-match the final prefixes of each
+/// initiator's run.
 fn brute(dfa: &Dfa, tau: i64, policy: Policy, raw: &[RawEv]) -> BTreeSet<(Vec<u32>, u32)> {
     let mut out = BTreeSet::new();
     if policy == Policy::Next {
@@ -42,33 +41,8 @@ fn brute(dfa: &Dfa, tau: i64, policy: Policy, raw: &[RawEv]) -> BTreeSet<(Vec<u3
         });
         return out;
     }
-    let letters: Vec<usize> = (0..raw.len()).filter(|&i| dfa.lookup[raw[i].0 as usize] != UNKNOWN).collect();
-    for mask in 1u32..(1 << letters.len()) {
-        let idx: Vec<usize> = (0..letters.len()).filter(|i| mask >> i & 1 == 1).map(|i| letters[i]).collect();
-        if expired(raw[idx[0]].1, raw[*idx.last().unwrap()].1, tau) {
-            continue;
-        }
-        if policy == Policy::Contiguous && idx.windows(2).any(|w| w[1] != w[0] + 1) {
-            continue;
-        }
-        let mut q = dfa.start;
-        for (k, &i) in idx.iter().enumerate() {
-            if k > 0 {
-                for between in &raw[idx[k - 1] + 1..i] {
-                    let j = dfa.neg_lookup[between.0 as usize];
-                    if j != UNKNOWN && q != NONE {
-                        q = dfa.neg_next[q as usize * dfa.negated.len() + j as usize];
-                    }
-                }
-            }
-            if q != NONE {
-                q = dfa.step(q, dfa.lookup[raw[i].0 as usize]);
-            }
-        }
-        if q != NONE && dfa.finals[q as usize] {
-            out.insert((idx.iter().map(|&i| i as u32).collect(), q));
-        }
-    }
+    let skip = if policy == Policy::Contiguous { Skip::Kill } else { Skip::Keep };
+    out.extend(brute_matches(dfa, tau, skip, raw).into_iter().map(|(idx, q)| (idx.iter().map(|&i| i as u32).collect(), q)));
     out
 }
 
