@@ -32,6 +32,8 @@ __all__ = [
     "stnm_aggregate",
     "where_matches",
     "where_aggregate",
+    "matches",
+    "approx_matches",
 ]
 
 _QUERY_META = set("()|*+?.")
@@ -755,6 +757,33 @@ class ApproxLanguage(Language):
                 self.base.is_live_prefix(u) for j in range(self.k + 1) for u in insertions(word, self.alphabet, j)
             )
         return self._live_k[word]
+
+
+def approx_matches(query: str, events, window: int, k: int, policy: str = "any") -> list[tuple[tuple[int, ...], int]]:
+    """Every match of ``query`` with ``max_missing=k`` (no negations) and its least number of
+    missing letters, by enumeration; ``policy`` "any", "contiguous" or "next"."""
+    letters, negated = query_letters(query)
+    if negated:
+        raise ValueError("approximate matching has no negations")
+    lang = ApproxLanguage(query_to_python_regex(query), letters, k)
+    events = list(events)
+    if policy == "next":
+        found = stnm_matches(lang, events, window)
+    else:
+        _check_policy(policy)
+        found = [idx for idx in _windowed_subsets(events, window)
+                 if (policy == "any" or _contiguous(idx)) and lang.accepts("".join(events[i][0] for i in idx))]
+    return [(m, lang.missing("".join(events[i][0] for i in m))) for m in found]
+
+
+def matches(query: str, events, window: int, policy: str = "any", max_missing: int = 0) -> list[tuple[int, ...]]:
+    """Every match of a suse query (negations allowed, or ``max_missing``) under any policy,
+    as index tuples: the oracle of ``suse.matches``."""
+    if max_missing:
+        return [m for m, _ in approx_matches(query, events, window, max_missing, policy)]
+    if policy == "next":
+        return query_stnm_matches(query, events, window)
+    return query_matches(query, events, window, policy)
 
 
 def approx_aggregate(query: str, events, window: int, k: int, policy: str = "any") -> dict:

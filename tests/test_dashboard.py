@@ -7,14 +7,8 @@ import socket
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-import suse
 from helpers import ROOT, run, synthetic_input
-from oracle import query_to_python_regex, stam_matches, stnm_matches
-from strategies import queries, streams
-from suse.dashboard.matches import iter_matches, nth_match
 from suse.dashboard.numbers import compact, number, recall
 from suse.errors import InputError
 
@@ -34,30 +28,43 @@ path = "{out}"
 # --- matches among retained elements -----------------------------------------------------------
 
 
-@settings(max_examples=150, deadline=None)
-@given(query=queries, events=streams(max_size=9), window=st.integers(0, 6), policy=st.sampled_from(["any", "next"]))
-def test_matches_are_exactly_the_oracles(query, events, window, policy):
-    q = suse.Query(query, window, policy=policy)
-    events = [(c, t, v) for c, t, v in events]
-    found = [tuple(m) for m in iter_matches(q, events)]
-    if policy == "any":
-        expected = stam_matches(query_to_python_regex(query), events, window)
-    else:
-        expected = stnm_matches(q.automaton, events, window)
-    assert sorted(found) == sorted(expected)
-    assert len(found) == len(set(found))  # each match once
-    for i in range(len(events)):  # the matches through element i are the oracle's that contain i
-        assert sorted(tuple(m) for m in iter_matches(q, events, containing=i)) == sorted(m for m in expected if i in m)
+def _explorer(regex: str, window: int, policy: str, chars: str, size: int):
+    """A live page over one partition of `chars` (timestamp = index), evaluated at the end."""
+    from suse.dashboard.live import Live, QueryEvents, Settings
+
+    n = len(chars)
+    events = QueryEvents("q", regex, window, "count", policy, [("p",)], np.zeros(n, np.int32),
+                         np.arange(n, dtype=np.int64), np.frombuffer(chars.encode(), np.uint8), None)
+    live = Live([events], Settings(size, ["suse", "fifo"], 1, True), False, 1.0)
+    live.advance(n)
+    live.refresh()
+    return live
 
 
-def test_nth_match_counts_like_the_summary():
-    q = suse.Query("A(B*C)*D", 1000)
-    s = suse.Summary(q, 10, seed=1)
-    s.extend(events=[("A", 1), ("B", 2), ("A", 3), ("D", 4), ("B", 5), ("C", 6), ("D", 7)])
-    els = s.elements()
-    n = sum(1 for _ in iter_matches(q, els))
-    assert n == s.result().count == 10
-    assert nth_match(q, els, n - 1) is not None and nth_match(q, els, n) is None
+@pytest.mark.parametrize("policy", ["any", "next", "contiguous"])
+@pytest.mark.parametrize("regex", ["A(B|C)*D", "A!xB*D", "AC"])
+def test_match_explorer_agrees_with_the_engine(regex, policy):
+    rng = random.Random(f"{regex} {policy}")
+    chars = "".join(rng.choice("ABCDx") for _ in range(40))
+    live = _explorer(regex, 5, policy, chars, size=12)
+    for strategy in ("suse", "fifo"):
+        count = int(live.partition(0, 0)["series"][-1]["counts"][strategy]["exact"])
+        shown = [live.match(0, 0, strategy, n)["match"] for n in range(count + 1)]
+        assert shown[-1] is None and None not in shown[:-1]  # exactly `count` matches
+        found = [tuple(m) for m in shown[:-1]]
+        assert len(set(found)) == count
+        for i in range(len(live.elements(0, 0, strategy))):  # through element i: those that contain it
+            through = []
+            while (m := live.match(0, 0, strategy, len(through), containing=i)["match"]) is not None:
+                through.append(tuple(m))
+            assert through == [m for m in found if i in m]
+
+
+def test_match_explorer_does_not_join_what_contiguity_separates():
+    live = _explorer("AC", 10, "contiguous", "ABC", size=5)
+    assert live.elements(0, 0, "suse") == [("A", 0, 1), ("C", 2, 1)]
+    assert live.match(0, 0, "suse", 0) == {"match": None, "n": 0, "gave_up": False}
+    assert _explorer("AC", 10, "any", "ABC", size=5).match(0, 0, "suse", 0)["match"] == [0, 1]
 
 
 # --- numbers -----------------------------------------------------------------------------------

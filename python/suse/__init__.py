@@ -17,6 +17,7 @@ from suse.api import (
     SummarySet,
     exact,
 )
+from suse.api.matching import matches, sample_matches
 from suse.errors import (
     InputError,
     InternalError,
@@ -48,6 +49,8 @@ __all__ = [
     "SuseError",
     "SuseWarning",
     "exact",
+    "matches",
+    "sample_matches",
     "ExactSet",
     "QuerySet",
     "SummarySet",

@@ -46,6 +46,11 @@ impl CostLabels {
         self.max
     }
 
+    /// The label of state `q`: the missing letters of the matches that end there.
+    pub fn label(&self, q: usize) -> u8 {
+        self.cost[q]
+    }
+
     /// The count of matches by label: `max + 1` entries whose sum is the total count.
     pub fn split(&self, dfa: &Dfa, totals: &[Dual<BigUint>]) -> Vec<BigUint> {
         let mut out = vec![BigUint::default(); self.max as usize + 1];

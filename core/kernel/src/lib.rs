@@ -22,6 +22,7 @@ pub mod engine;
 pub mod extrema;
 pub mod error;
 pub mod limits;
+pub mod matches;
 pub mod merged;
 pub mod multi;
 pub mod num;

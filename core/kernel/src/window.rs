@@ -262,8 +262,15 @@ pub mod tests {
     /// through the automaton with every negated event strictly between two chosen elements
     /// applied as its filter. Skip-till-any-match and contiguity.
     pub fn brute_sets(dfa: &Dfa, tau: i64, skip: Skip, raw: &[RawEv]) -> (u128, u128) {
+        let found = brute_matches(dfa, tau, skip, raw);
+        let s = found.iter().map(|(idx, _)| idx.iter().map(|&i| raw[i].2 as u128).sum::<u128>()).sum();
+        (found.len() as u128, s)
+    }
+
+    /// The matches of [`brute_sets`]: raw positions and the final state of each.
+    pub fn brute_matches(dfa: &Dfa, tau: i64, skip: Skip, raw: &[RawEv]) -> Vec<(Vec<usize>, u32)> {
         let letters: Vec<usize> = (0..raw.len()).filter(|&i| dfa.lookup[raw[i].0 as usize] != crate::dfa::UNKNOWN).collect();
-        let (mut c, mut s) = (0u128, 0u128);
+        let mut found = Vec::new();
         for mask in 1u32..(1 << letters.len()) {
             let idx: Vec<usize> = (0..letters.len()).filter(|i| mask >> i & 1 == 1).map(|i| letters[i]).collect();
             if expired(raw[idx[0]].1, raw[*idx.last().unwrap()].1, tau) {
@@ -287,11 +294,10 @@ pub mod tests {
                 }
             }
             if q != NONE && dfa.finals[q as usize] {
-                c += 1;
-                s += idx.iter().map(|&i| raw[i].2 as u128).sum::<u128>();
+                found.push((idx, q));
             }
         }
-        (c, s)
+        found
     }
 
     /// Skip-till-next-match by definition: each initiator's run takes every later letter it

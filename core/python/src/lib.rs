@@ -26,6 +26,7 @@ use suse_kernel::summary::{Aggregate, Config, Readout};
 use suse_kernel::window::{per_initiator_totals, split_totals};
 
 mod grouped;
+mod matches;
 
 pyo3::import_exception!(suse.errors, InputError);
 pyo3::import_exception!(suse.errors, StateError);
@@ -851,6 +852,13 @@ impl SummaryEngine {
         element_list(self.inner.dfa(), self.inner.elements())
     }
 
+    /// The matches among the retained elements (with the gaps they keep), positions being
+    /// their indices in `elements()`.
+    fn match_set(&self) -> PyResult<matches::MatchSet> {
+        let dfa = PyDfa { inner: self.inner.dfa().clone(), labels: self.labels.clone() };
+        matches::over_elements(&dfa, self.inner.config().tau, self.inner.policy().name(), self.inner.elements())
+    }
+
     fn __len__(&self) -> usize {
         self.inner.elements().len()
     }
@@ -969,6 +977,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeEvaluation>()?;
     m.add_class::<NativeTotals>()?;
     m.add_class::<NativeConfig>()?;
+    m.add_class::<matches::MatchSet>()?;
+    m.add_class::<matches::MatchCursor>()?;
     m.add("STRATEGIES", StrategyKind::NAMES.to_vec())?;
     m.add("POLICIES", Policy::NAMES.to_vec())?;
     m.add("AGGREGATES", Aggregate::NAMES.to_vec())?;

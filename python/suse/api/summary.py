@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import Any, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from suse.api.disorder import PLACEMENTS, Inserter, Reorder, check_late_mode
 from suse.api.events import coerce_events, eval_times, in_input_order
 from suse.api.feeding import extend_in_order, retract
 from suse.api.locking import Locked, locked
+from suse.api.matching import RetainedMatches
 from suse.api.query import Query
 from suse.api.results import Evaluation, SummaryResult, evaluation_of
 from suse.errors import InputError, StateError
@@ -130,6 +131,22 @@ class Summary(Locked):
     @locked
     def elements(self) -> list[tuple[str, int, int]]:
         return self._settled().elements()
+
+    @locked
+    def retained_matches(self) -> RetainedMatches:
+        """The matches among the retained elements now (what `result()` counts), judged with
+        what lay between them; see `suse.matches`."""
+        engine = self._settled()
+        return RetainedMatches(engine.elements(), engine.match_set())
+
+    def matches(self, limit: Optional[int] = None) -> Iterator[list[tuple[str, int, int]]]:
+        """The matches among the retained elements, each as its list of elements (char,
+        timestamp, value), lazily."""
+        return self.retained_matches().matches(limit)
+
+    def sample_matches(self, k: int, seed: Optional[int] = None) -> list[list[tuple[str, int, int]]]:
+        """`k` matches among the retained elements drawn uniformly with replacement."""
+        return self.retained_matches().sample(k, seed)
 
     @locked
     def __len__(self) -> int:

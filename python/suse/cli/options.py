@@ -179,3 +179,23 @@ class EvalOptions:
     lateness: int = LATENESS
     late: Late = LATE  # type: ignore[valid-type]
     placement: Placement = PLACEMENT  # type: ignore[valid-type]
+
+
+@dataclass(frozen=True)
+class MatchesOptions:
+    """`suse matches`: the query, the stream, and how many matches (the first N or a sample)."""
+
+    query: str = QUERY
+    stream: str = STREAM
+    window: int = WINDOW
+    policy: Policy = POLICY  # type: ignore[valid-type]
+    limit: Optional[int] = typer.Option(
+        None, "--limit", metavar="N", parser=at_least(0),
+        help="Stop after the first N matches (in order: by first event, then second, ...).")
+    sample: Optional[int] = typer.Option(
+        None, "--sample", metavar="N", parser=at_least(0), help="Instead, draw N matches uniformly at random with replacement.")
+    seed: Optional[int] = typer.Option(
+        None, "--seed", metavar="S", parser=at_least(0), help="Seed of --sample (the same seed draws the same matches).")
+    max_missing: int = MAX_MISSING
+    fmt: StreamFormat = FORMAT
+    as_json: bool = JSON

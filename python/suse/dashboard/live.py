@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 import suse
+from suse.api.matching import RetainedMatches
 from suse.dashboard.numbers import duration_text, number, recall
 from suse.errors import InputError
 from suse.spec import QuerySpec
@@ -64,6 +65,7 @@ class Partition:
     # [evaluation id, events, {strategy: count}, exact count]; counts as decimal strings
     history: list[list] = field(default_factory=list)
     elements: dict[str, list] = field(default_factory=dict)  # retained at the last evaluation
+    matches: dict[str, RetainedMatches] = field(default_factory=dict)  # their matches, as counted
 
 
 class LiveQuery:
@@ -132,6 +134,8 @@ class LiveQuery:
             if last is None or last[1:] != [fed, counts, exact]:
                 part.history.append([evaluation, fed, counts, exact])
             part.elements = elements
+            # The matches as each summary counts them (with the gaps between its elements).
+            part.matches = {name: s.retained_matches() for name, s in part.summaries.items()}
             part.dirty = False
 
     def forget_before(self, oldest: int) -> None:
@@ -300,3 +304,20 @@ class Live:
             if part is None or strategy not in part.elements:
                 raise InputError(f"partition {pid} has no evaluated elements for strategy {strategy!r}")
             return part.elements[strategy]
+
+    def _retained(self, q: int, pid: int, strategy: str) -> RetainedMatches:
+        with self.lock:
+            lq = self.query(q)
+            part = lq.parts.get(pid)
+            if part is None or strategy not in part.elements:
+                raise InputError(f"partition {pid} has no evaluated elements for strategy {strategy!r}")
+            if strategy not in part.matches:  # elements without their summary (restored, or from Spark)
+                part.matches[strategy] = RetainedMatches.of_elements(lq.query, part.elements[strategy])
+            return part.matches[strategy]
+
+    def match(self, q: int, pid: int, strategy: str, n: int, containing: Optional[int] = None) -> dict:
+        """The n-th match (0-based, in order) among the elements a strategy retained at the last
+        evaluation, through element `containing` if given: the kernel's enumeration, so the
+        page shows exactly the matches the summary counts (policy, negation, contiguity)."""
+        match = self._retained(q, pid, strategy).nth(n, containing)
+        return {"match": None if match is None else list(match), "n": n, "gave_up": False}

@@ -36,7 +36,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from suse.dashboard.live import Live
-from suse.dashboard.matches import SearchLimit, nth_match
 from suse.errors import InputError, SuseError
 
 HOST = "127.0.0.1"
@@ -203,14 +202,7 @@ def _match(live: Live, args: dict) -> dict:
     if n > MAX_MATCH_INDEX:
         raise InputError(f"n: at most {MAX_MATCH_INDEX}")
     containing = _int(args, "containing") if "containing" in args else None
-    elements = live.elements(q, pid, strategy)
-    if containing is not None and not 0 <= containing < len(elements):
-        raise InputError(f"containing: no element {containing}; the summary retains {len(elements)}")
-    try:
-        match = nth_match(live.query(q).query, elements, n, containing)
-    except SearchLimit:
-        return {"match": None, "n": n, "gave_up": True}
-    return {"match": match, "n": n, "gave_up": False}
+    return live.match(q, pid, strategy, n, containing)
 
 
 def _error(status: int, message: str):

@@ -1,0 +1,542 @@
+//! Matches as output: every match of a query over a stream, each once, lazily, with a delay
+//! between two matches bounded by the window (never by how many matches there are); and
+//! matches drawn uniformly at random, exactly, from the counts.
+//!
+//! A match is grown element by element: at each element a set either takes it or skips it
+//! (the policy's edges, [`edges`]). Two backward passes decide where that can lead:
+//!
+//! * **Enumeration** needs only *whether* a branch leads to a match inside the window of the
+//!   match's first element. That depends on the first element only through the last index
+//!   `K` its window reaches, and a branch leads to one iff the smallest possible last element
+//!   of its completions is at most `K`. So one table over the whole stream, `earliest[j][q]`,
+//!   the smallest last element of the non-empty extensions of a set in state `q` from element
+//!   `j` on, answers for every first element (O(n·|Z|) integers). A depth-first search that
+//!   follows only such branches reaches a match within O(W) steps (W: elements in a window)
+//!   from wherever it stands, so the delay is O(W) whatever the number of matches.
+//! * **Sampling** needs *how many*: per first element `i`, the counting DP over its window
+//!   (`ext[j][q]`, the number of extensions as above), in the kernel's exact numbers (checked
+//!   `u128`, then 256 bits, then big integers). A uniform integer below the total picks the
+//!   match by unranking: first element by the per-initiator counts, then take or skip by
+//!   the counts of each branch. Exact at any size, O(n·W·|Z|) once plus O(W·|Z|) per draw.
+use crate::dfa::{Dfa, Skip, NONE};
+use crate::error::Error;
+use crate::num::{Num, Overflow, R, U256};
+use crate::semantics::{expired, Ev, Policy};
+use num_bigint::BigUint;
+use rand::{RngCore, SeedableRng};
+use std::sync::Arc;
+
+/// Run `$e` (an expression in the number type `$n`, returning `R<T>`) at the narrowest of the
+/// kernel's exact types that holds its numbers.
+macro_rules! at_narrowest {
+    ($n:ident => $e:expr) => {{
+        match {
+            type $n = u128;
+            $e
+        } {
+            Ok(v) => Ok(v),
+            Err(Overflow) => match {
+                type $n = U256;
+                $e
+            } {
+                Ok(v) => Ok(v),
+                Err(Overflow) => {
+                    type $n = BigUint;
+                    $e
+                }
+            },
+        }
+        .map_err(|_| Error::internal("a count went below zero"))
+    }};
+}
+
+/// No extension exists (larger than every element index).
+const NEVER: u32 = u32::MAX;
+
+/// One match: the indices of its elements (increasing) and the automaton state it ends in
+/// (approximate queries read the number of missing letters from it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Match {
+    pub elements: Vec<u32>,
+    pub state: u32,
+}
+
+/// The edges of element `ev` from state `q` under `policy`: `(state after taking it, after
+/// skipping it)`, `NONE` where there is no such edge. Skip-till-next-match takes whenever it
+/// can; contiguity never skips.
+#[inline]
+pub fn edges(dfa: &Dfa, policy: Policy, q: u32, ev: &Ev) -> (u32, u32) {
+    let skip = if policy == Policy::Contiguous { Skip::Kill } else { Skip::Keep };
+    let take = dfa.take(q, ev.sym, ev.gap, skip);
+    let pass = if policy == Policy::Next && take != NONE { NONE } else { dfa.pass(q, ev.sym, ev.gap, skip) };
+    (take, pass)
+}
+
+/// The matches of one query over one sequence of elements (with their gaps).
+pub struct MatchSet {
+    dfa: Arc<Dfa>,
+    policy: Policy,
+    elems: Vec<Ev>,
+    /// `last[i]`: the last element inside the window of element `i`.
+    last: Vec<u32>,
+    /// `earliest[j * |Z| + q]` for `j ≤ n`: see the module comment (`NEVER` if none).
+    earliest: Vec<u32>,
+    /// The elements that start at least one match, in order.
+    starts: Vec<u32>,
+}
+
+impl MatchSet {
+    /// Prepare the matches of `elems` (in time order, gaps filled in as the engines do).
+    pub fn new(dfa: Arc<Dfa>, tau: i64, policy: Policy, elems: Vec<Ev>) -> Result<MatchSet, Error> {
+        let n = elems.len();
+        if n >= NEVER as usize {
+            return Err(Error::input(format!("{n} elements: at most {} are supported", NEVER - 1)));
+        }
+        if let Some(i) = elems.windows(2).position(|w| w[1].t < w[0].t) {
+            return Err(Error::input(format!("element {}: timestamps must not decrease", i + 1)));
+        }
+        let z = dfa.n;
+        let mut last = vec![0u32; n];
+        let mut k = 0usize;
+        for i in 0..n {
+            k = k.max(i);
+            while k + 1 < n && !expired(elems[i].t, elems[k + 1].t, tau) {
+                k += 1;
+            }
+            last[i] = k as u32;
+        }
+        let mut earliest = vec![NEVER; (n + 1) * z];
+        for j in (0..n).rev() {
+            let (row, below) = earliest.split_at_mut((j + 1) * z);
+            let row = &mut row[j * z..];
+            for q in 0..z as u32 {
+                let (take, pass) = edges(&dfa, policy, q, &elems[j]);
+                let mut best = NEVER;
+                if take != NONE {
+                    best = best.min(if dfa.finals[take as usize] { j as u32 } else { below[take as usize] });
+                }
+                if pass != NONE {
+                    best = best.min(below[pass as usize]);
+                }
+                row[q as usize] = best;
+            }
+        }
+        let mut set = MatchSet { dfa, policy, elems, last, earliest, starts: Vec::new() };
+        set.starts = (0..n as u32).filter(|&i| set.first_reaches(i, None)).collect();
+        Ok(set)
+    }
+
+    pub fn len(&self) -> usize {
+        self.elems.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.elems.is_empty()
+    }
+
+    pub fn dfa(&self) -> &Dfa {
+        &self.dfa
+    }
+
+    /// Smallest last element of a match that a set in state `q` right after taking element
+    /// `j − 1` can become (itself included when `q` is final).
+    #[inline]
+    fn completes(&self, j: usize, q: u32) -> u32 {
+        if self.dfa.finals[q as usize] {
+            j as u32 - 1
+        } else {
+            self.earliest[j * self.dfa.n + q as usize]
+        }
+    }
+
+    /// Whether element `i` starts a match (one that contains `need`, if given).
+    fn first_reaches(&self, i: u32, need: Option<&Need>) -> bool {
+        let q = self.dfa.init[self.elems[i as usize].sym as usize];
+        q != NONE && self.after_take(need, i as usize, q) <= self.last[i as usize]
+    }
+
+    /// The bound a branch must meet after taking element `j` into state `q`: the smallest
+    /// last element of its matches (that contain `need`).
+    #[inline]
+    fn after_take(&self, need: Option<&Need>, j: usize, q: u32) -> u32 {
+        match need {
+            Some(n) if j < n.element as usize => n.through(self.dfa.n, j + 1, q),
+            _ => self.completes(j + 1, q),
+        }
+    }
+
+    /// The same for a set in state `q` before element `j`, extended by elements from `j` on.
+    #[inline]
+    fn before(&self, need: Option<&Need>, j: usize, q: u32) -> u32 {
+        match need {
+            Some(n) if j <= n.element as usize => n.through(self.dfa.n, j, q),
+            _ => self.earliest[j * self.dfa.n + q as usize],
+        }
+    }
+
+    /// Every match in order (by first element, then second, ...), lazily.
+    pub fn iter(&self) -> Matches<'_> {
+        Matches { set: self, cursor: Cursor::new(None) }
+    }
+
+    /// A cursor over the matches that contain element `element` (all matches with `None`).
+    pub fn cursor(&self, element: Option<u32>) -> Result<Cursor, Error> {
+        let need = match element {
+            None => None,
+            Some(c) if c as usize >= self.elems.len() => {
+                return Err(Error::input(format!("element {c}: there are {} elements", self.elems.len())));
+            }
+            Some(c) => Some(Need::new(self, c)),
+        };
+        Ok(Cursor::new(need))
+    }
+
+    /// The number of matches of each first element (0 for the others), exactly.
+    pub fn counts(&self) -> Result<Vec<BigUint>, Error> {
+        let mut out = vec![BigUint::default(); self.elems.len()];
+        for &i in &self.starts {
+            let i = i as usize;
+            out[i] = at_narrowest!(N => self.table::<N>(i).and_then(|t| t.total(self)).map(|c| c.to_big()))?;
+        }
+        Ok(out)
+    }
+
+    /// The number of matches.
+    pub fn count(&self) -> Result<BigUint, Error> {
+        Ok(self.counts()?.into_iter().sum())
+    }
+
+    /// `k` matches drawn uniformly at random with replacement, in the order drawn.
+    pub fn sample(&self, k: usize, seed: u64) -> Result<Vec<Match>, Error> {
+        let counts = self.counts()?;
+        let mut prefix = Vec::with_capacity(counts.len());
+        let mut total = BigUint::default();
+        for c in &counts {
+            total += c;
+            prefix.push(total.clone());
+        }
+        if k > 0 && total == BigUint::default() {
+            return Err(Error::input("there is no match to sample from"));
+        }
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+        // Draw every rank first, then decode them grouped by first element so that each
+        // first element's table is built once.
+        let mut draws: Vec<(usize, BigUint, usize)> = (0..k)
+            .map(|slot| {
+                let r = below(&mut rng, &total);
+                let i = prefix.partition_point(|p| p <= &r);
+                let before = if i == 0 { BigUint::default() } else { prefix[i - 1].clone() };
+                (i, r - before, slot)
+            })
+            .collect();
+        draws.sort_by_key(|d| d.0);
+        let mut out: Vec<Option<Match>> = vec![None; k];
+        for group in draws.chunk_by(|a, b| a.0 == b.0) {
+            let i = group[0].0;
+            let ranks: Vec<&BigUint> = group.iter().map(|d| &d.1).collect();
+            let decoded = at_narrowest!(N => self.table::<N>(i).and_then(|t| ranks.iter().map(|r| t.unrank(self, i, r)).collect::<R<Vec<_>>>()))?;
+            for (d, m) in group.iter().zip(decoded) {
+                out[d.2] = Some(m);
+            }
+        }
+        out.into_iter().map(|m| m.ok_or_else(|| Error::internal("a draw was not decoded"))).collect()
+    }
+
+    /// The counting DP over the window of first element `i`.
+    fn table<N: Num>(&self, i: usize) -> R<Table<N>> {
+        let z = self.dfa.n;
+        let (from, to) = (i + 1, self.last[i] as usize + 1);
+        let mut ext = vec![N::zero(); (to - from + 1) * z];
+        for j in (from..to).rev() {
+            let (row, below) = ext.split_at_mut((j + 1 - from) * z);
+            let row = &mut row[(j - from) * z..];
+            for q in 0..z as u32 {
+                if self.earliest[j * z + q as usize] > self.last[i] {
+                    continue; // no extension inside this window: 0
+                }
+                let (take, pass) = edges(&self.dfa, self.policy, q, &self.elems[j]);
+                let mut x = N::zero();
+                if take != NONE {
+                    x = x.add(&complete(&self.dfa, below, take)?)?;
+                }
+                if pass != NONE {
+                    x = x.add(&below[pass as usize])?;
+                }
+                row[q as usize] = x;
+            }
+        }
+        Ok(Table { from, ext })
+    }
+}
+
+/// Matches through `below` (the extensions of a set from the next element on) plus the set
+/// itself when `q` is final.
+#[inline]
+fn complete<N: Num>(dfa: &Dfa, below: &[N], q: u32) -> R<N> {
+    let x = &below[q as usize];
+    if dfa.finals[q as usize] {
+        x.add(&N::from_u64(1))
+    } else {
+        Ok(x.clone())
+    }
+}
+
+
+/// Per first element: `ext[(j − from) * |Z| + q]`, the extensions of a set in state `q` by
+/// elements `j..=last` (a last row of zeros closes it).
+struct Table<N> {
+    from: usize,
+    ext: Vec<N>,
+}
+
+impl<N: Num> Table<N> {
+    fn row(&self, j: usize, z: usize) -> &[N] {
+        &self.ext[(j - self.from) * z..(j - self.from + 1) * z]
+    }
+
+    /// The matches of the first element (`from − 1`), with a checked count.
+    fn total(&self, set: &MatchSet) -> R<N> {
+        let q = set.dfa.init[set.elems[self.from - 1].sym as usize];
+        complete(&set.dfa, self.row(self.from, set.dfa.n), q)
+    }
+
+    /// The match of rank `r` among those of first element `i` (in enumeration order).
+    fn unrank(&self, set: &MatchSet, i: usize, r: &BigUint) -> R<Match> {
+        let (dfa, z) = (&set.dfa, set.dfa.n);
+        let mut r = N::from_big(r)?;
+        let mut q = dfa.init[set.elems[i].sym as usize];
+        let mut taken = vec![i as u32];
+        let mut j = i + 1;
+        let mut just_took = true;
+        loop {
+            if just_took && dfa.finals[q as usize] {
+                if r.is_zero() {
+                    return Ok(Match { elements: taken, state: q });
+                }
+                r = r.sub(&N::from_u64(1))?;
+            }
+            if j > set.last[i] as usize {
+                return Err(Overflow); // the rank was not below the count
+            }
+            let (take, pass) = edges(dfa, set.policy, q, &set.elems[j]);
+            let below = self.row(j + 1, z);
+            let through = if take == NONE { N::zero() } else { complete(dfa, below, take)? };
+            if r.sub(&through).is_err() {
+                taken.push(j as u32);
+                q = take;
+                just_took = true;
+            } else {
+                r = r.sub(&through)?;
+                if pass == NONE {
+                    return Err(Overflow);
+                }
+                q = pass;
+                just_took = false;
+            }
+            j += 1;
+        }
+    }
+}
+
+/// A uniform integer below `n` (> 0), by rejection over its bit length.
+fn below(rng: &mut impl RngCore, n: &BigUint) -> BigUint {
+    let bits = n.bits();
+    let bytes = bits.div_ceil(8) as usize;
+    let mut buf = vec![0u8; bytes];
+    loop {
+        rng.fill_bytes(&mut buf);
+        let extra = bytes as u64 * 8 - bits;
+        if let Some(top) = buf.last_mut() {
+            *top &= 0xffu8 >> extra;
+        }
+        let x = BigUint::from_bytes_le(&buf);
+        if &x < n {
+            return x;
+        }
+    }
+}
+
+/// Matches must contain element `element`: `through[(j − lo) * |Z| + q]` for `lo ≤ j ≤
+/// element` is the smallest last element of a match containing it that a set in state `q`
+/// before element `j` can become.
+#[derive(Debug, Clone)]
+struct Need {
+    element: u32,
+    lo: u32,
+    through: Vec<u32>,
+}
+
+impl Need {
+    fn new(set: &MatchSet, c: u32) -> Need {
+        let z = set.dfa.n;
+        let c_us = c as usize;
+        // The first elements whose window reaches `c`.
+        let lo = set.last.partition_point(|&k| k < c) as u32;
+        let mut through = vec![NEVER; (c_us + 1 - lo as usize) * z];
+        for j in (lo as usize..=c_us).rev() {
+            for q in 0..z as u32 {
+                let (take, pass) = edges(&set.dfa, set.policy, q, &set.elems[j]);
+                let mut best = NEVER;
+                if j == c_us {
+                    if take != NONE {
+                        best = set.completes(j + 1, take);
+                    }
+                } else {
+                    let next = |p: u32| through[(j + 1 - lo as usize) * z + p as usize];
+                    if take != NONE {
+                        best = best.min(next(take));
+                    }
+                    if pass != NONE {
+                        best = best.min(next(pass));
+                    }
+                }
+                through[(j - lo as usize) * z + q as usize] = best;
+            }
+        }
+        Need { element: c, lo, through }
+    }
+
+    #[inline]
+    fn through(&self, z: usize, j: usize, q: u32) -> u32 {
+        if j < self.lo as usize {
+            return NEVER;
+        }
+        self.through[(j - self.lo as usize) * z + q as usize]
+    }
+}
+
+/// A choice point of the search: a set in state `q` before element `j`, holding the first
+/// `len` taken elements; `took` once its take branch has been tried.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    j: u32,
+    q: u32,
+    len: u32,
+    took: bool,
+}
+
+/// Where an enumeration stands; owns nothing of the [`MatchSet`] it walks, so a binding can
+/// keep both side by side.
+#[derive(Debug, Clone)]
+pub struct Cursor {
+    need: Option<Need>,
+    /// The next first element to try: an index into `starts` (or the element itself with a
+    /// required element).
+    next_start: u32,
+    /// The window end of the current first element.
+    bound: u32,
+    frames: Vec<Frame>,
+    taken: Vec<u32>,
+    done: bool,
+    /// Search steps so far (frames visited and first elements tried): what the delay bound
+    /// is about, counted so that tests and benchmarks can check it without a clock.
+    steps: u64,
+}
+
+impl Cursor {
+    fn new(need: Option<Need>) -> Cursor {
+        let next_start = need.as_ref().map_or(0, |n| n.lo);
+        Cursor { need, next_start, bound: 0, frames: Vec::new(), taken: Vec::new(), done: false, steps: 0 }
+    }
+
+    /// Search steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// The next first element that starts a wanted match, if any.
+    fn next_first(&mut self, set: &MatchSet, need: Option<&Need>) -> Option<u32> {
+        match need {
+            None => {
+                let i = *set.starts.get(self.next_start as usize)?;
+                self.next_start += 1;
+                Some(i)
+            }
+            Some(n) => {
+                while self.next_start <= n.element {
+                    self.steps += 1;
+                    let i = self.next_start;
+                    self.next_start += 1;
+                    if set.first_reaches(i, Some(n)) {
+                        return Some(i);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// The next match, or `None` when every one has been given.
+    pub fn next(&mut self, set: &MatchSet) -> Option<Match> {
+        let need = self.need.take(); // put back below (not cloned: it is O(W·|Z|))
+        let found = self.search(set, need.as_ref());
+        self.need = need;
+        found
+    }
+
+    fn search(&mut self, set: &MatchSet, need: Option<&Need>) -> Option<Match> {
+        let wanted = |j: u32| need.is_none_or(|n| j >= n.element);
+        loop {
+            self.steps += 1;
+            let Some(f) = self.frames.last_mut() else {
+                if self.done {
+                    return None;
+                }
+                let Some(i) = self.next_first(set, need) else {
+                    self.done = true;
+                    return None;
+                };
+                let q = set.dfa.init[set.elems[i as usize].sym as usize];
+                self.bound = set.last[i as usize];
+                self.taken.clear();
+                self.taken.push(i);
+                self.frames.push(Frame { j: i + 1, q, len: 1, took: false });
+                if set.dfa.finals[q as usize] && wanted(i) {
+                    return Some(Match { elements: self.taken.clone(), state: q });
+                }
+                continue;
+            };
+            let (j, q) = (f.j as usize, f.q);
+            if j > self.bound as usize || set.before(need, j, q) > self.bound {
+                self.frames.pop();
+                continue;
+            }
+            let (take, pass) = edges(&set.dfa, set.policy, q, &set.elems[j]);
+            self.taken.truncate(f.len as usize);
+            if !f.took {
+                f.took = true;
+                if take != NONE && set.after_take(need, j, take) <= self.bound {
+                    let len = f.len + 1;
+                    self.taken.push(j as u32);
+                    self.frames.push(Frame { j: j as u32 + 1, q: take, len, took: false });
+                    if set.dfa.finals[take as usize] && wanted(j as u32) {
+                        return Some(Match { elements: self.taken.clone(), state: take });
+                    }
+                }
+                continue;
+            }
+            // Skip element j (not the required one): this frame becomes the set before j + 1.
+            if pass != NONE && need.is_none_or(|n| j != n.element as usize) {
+                *f = Frame { j: j as u32 + 1, q: pass, len: f.len, took: false };
+            } else {
+                self.frames.pop();
+            }
+        }
+    }
+}
+
+/// Every match of a [`MatchSet`], as an iterator.
+pub struct Matches<'a> {
+    set: &'a MatchSet,
+    cursor: Cursor,
+}
+
+impl Iterator for Matches<'_> {
+    type Item = Match;
+    fn next(&mut self) -> Option<Match> {
+        self.cursor.next(self.set)
+    }
+}
+
+#[cfg(test)]
+mod tests;
