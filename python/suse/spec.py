@@ -274,8 +274,6 @@ def job_from_options(caller: str, query: Optional[str], window: Optional[Span], 
         return JobSpec((QuerySpec(query, window, **shared),), inp, summary, output)
     if query is not None:
         raise InputError("give either query= or queries=, not both")
-    if inp.op is not None:
-        raise InputError("op= (retractions) applies to one query; it is not supported with queries=")
     return JobSpec(tuple(query_set_entries(queries, window, shared, summary)), inp, summary, output, query_set=True)
 
 

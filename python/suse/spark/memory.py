@@ -10,6 +10,7 @@ already gone, a lost connection (``ConnectionRefusedError``, ``Py4JError``). ``m
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from typing import Iterator
 
@@ -53,6 +54,10 @@ def memory_error(exc: BaseException, large_partitions: bool = False) -> LimitErr
 def memory_errors(large_partitions: bool = False) -> Iterator[None]:
     """Run Spark actions (``write``, ``collect``, ...) on suse's results; an out-of-memory
     failure of the job becomes a ``suse.errors.LimitError`` saying what to change."""
+    py4j = logging.getLogger("py4j")
+    level = py4j.level
+    # py4j logs each failed call with a traceback when the JVM dies; the action says it once
+    py4j.setLevel(logging.CRITICAL)
     try:
         with _quiet_accumulator_servers():
             yield
@@ -61,6 +66,8 @@ def memory_errors(large_partitions: bool = False) -> Iterator[None]:
         if error is None:
             raise
         raise error from None
+    finally:
+        py4j.setLevel(level)
 
 
 def _out_of_memory(exc: BaseException) -> bool:

@@ -1,11 +1,14 @@
 """A SparkSession set up for suse."""
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import sys
+import threading
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
@@ -58,7 +61,8 @@ def get_session(
     else:
         for key, value in conf.items():
             builder = builder.config(key, value)
-        spark = builder.getOrCreate()
+        with _interrupt_after_start():
+            spark = builder.getOrCreate()
     if not connect:
         spark.sparkContext.setLogLevel("ERROR")
     for key, value in options.items():  # runtime options reach a reused session too
@@ -72,6 +76,24 @@ def get_session(
 # results of the Python workers; the batches come from pyarrow, whole and well formed.
 _QUIET_JVM = (f"-Dlog4j2.configurationFile={Path(__file__).with_name('log4j2.properties').as_uri()} "
               "-Darrow.enable_unsafe_memory_access=true")
+
+
+@contextlib.contextmanager
+def _interrupt_after_start() -> Iterator[None]:
+    """Ctrl-C while the JVM starts takes effect once it has: pyspark, interrupted while it waits
+    for the JVM's connection file, deletes the file's folder and the starting JVM prints a
+    Java stack trace; a running JVM is stopped cleanly by the interrupt's handlers instead."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    asked: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: asked.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if asked:
+        raise KeyboardInterrupt
 
 
 def _local_connect(master: str, conf: dict[str, str]) -> SparkSession:
