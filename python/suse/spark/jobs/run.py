@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -252,7 +253,10 @@ def spark_progress(spark: SparkSession, console: Console, description: str) -> I
 
         def poll() -> None:
             while not stop.wait(0.25):
-                stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+                try:
+                    stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+                except Py4JError:  # the JVM went away: the job itself reports why
+                    return
                 stages = [s for s in stages if s is not None]
                 if stages:
                     progress.update(
