@@ -12,8 +12,10 @@ NATIVE := $(shell find core -name "*.rs" -not -path "*/target/*") $(wildcard cor
 
 install: $(STAMP)
 
+# A native module of an older, non-abi3 build would shadow the new one: Python prefers it.
 $(STAMP): $(NATIVE)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	rm -f python/suse/_core.cpython-*.so
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
@@ -27,6 +29,7 @@ $(FLINK): $(STAMP)
 
 # Rebuild only the Rust extension in place (after editing core/kernel/src or core/python/src).
 native:
+	rm -f python/suse/_core.cpython-*.so
 	$(PY) -m pip install --quiet -e . --no-deps
 	touch $(STAMP)
 
