@@ -29,7 +29,7 @@ pytest.importorskip("pyspark")
 
 from helpers import ENV  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
-from suse.spark.streaming import aggregate_stream  # noqa: E402
+from suse.spark.streaming.aggregate import aggregate_stream  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a JVM start per run of the job, five in all
 
