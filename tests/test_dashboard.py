@@ -31,9 +31,10 @@ path = "{out}"
 def _explorer(regex: str, window: int, policy: str, chars: str, size: int):
     """A live page over one partition of `chars` (timestamp = index), evaluated at the end."""
     from suse.dashboard.live import Live, QueryEvents, Settings
+    from suse.spec import QuerySpec
 
     n = len(chars)
-    events = QueryEvents("q", regex, window, "count", policy, [("p",)], np.zeros(n, np.int32),
+    events = QueryEvents(QuerySpec(regex, window, policy=policy, name="q"), [("p",)], np.zeros(n, np.int32),
                          np.arange(n, dtype=np.int64), np.frombuffer(chars.encode(), np.uint8), None)
     live = Live([events], Settings(size, ["suse", "fifo"], 1, True), False, 1.0)
     live.advance(n)
