@@ -1,5 +1,5 @@
 """The live page under a burst of readers: N clients at once ask `GET /api/status` while a
-replay runs (issue 26: the hand-written server's listen backlog of 5 left some of 200 waiting
+replay runs (the former hand-written server's listen backlog of 5 left some of 200 waiting
 for SYN retries until they timed out).
 
 `suse serve --replay synthetic` is started on a free port of 127.0.0.1 (classification by

@@ -1,4 +1,4 @@
-"""Threads and summaries (issue 26, item 1): events/s with 1 and 2 threads, each feeding a
+"""Threads and summaries: events/s with 1 and 2 threads, each feeding a
 `Summary` of its own, and with 2 threads feeding one stream into one shared summary.
 
 Query `a(b*c)*d(e|f)g*`, window 100, size 100, strategy `suse`, Zipf(s=2) characters,

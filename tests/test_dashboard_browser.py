@@ -98,7 +98,7 @@ def test_table_is_the_job_output(page, served):
 
 
 def test_match_buttons_wait_for_a_partition(page):
-    # `hidden` must win over the toolbar's display: flex (it did not: issue 26)
+    # `hidden` must win over the toolbar's display: flex (it once did not)
     for button in ("#prev-match", "#next-match"):
         assert not page.is_visible(button), button
     page.click("#partitions tbody tr:has(td.key:text-is('0'))")

@@ -8,7 +8,7 @@ stores a row only for partitions whose numbers changed; the chart fills in the r
 
 The page keeps the last ``MAX_EVALUATIONS`` evaluations (and of each partition's history only
 what they need): refreshes cannot grow the memory, the checkpoint or an answer without bound
-(issue 26: 5,000 refreshes had grown one partition's answer to 0.9 MB).
+(5,000 refreshes once grew one partition's answer to 0.9 MB).
 """
 from __future__ import annotations
 

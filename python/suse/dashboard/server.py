@@ -1,6 +1,6 @@
 """The HTTP side: a static page and JSON endpoints, a Starlette app served by uvicorn.
 
-Why not the standard library's ``http.server`` (what this was until issue 26): its listen
+Why not the standard library's ``http.server`` (what this was before): its listen
 backlog of 5 left a burst of readers waiting on SYN retries (13-45 of 200 concurrent
 ``GET /api/status`` timed out after 40 s; here all 200 answer, bench/dashboard_load.py), it
 has no graceful shutdown, and every check below would have been hand-written. Starlette
