@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-import pandas as pd
 import pytest
 
 pytest.importorskip("pyspark")
 
-from helpers import run  # noqa: E402
 from suse.errors import LimitError  # noqa: E402
 from suse.spark.memory import memory_error, memory_errors  # noqa: E402
 
@@ -45,49 +42,3 @@ def test_other_failures_pass_through_at_once():
     # a lost connection to a JVM that did not exit of an out-of-memory error is not one
     assert memory_error(ConnectionRefusedError(111, "Connection refused")) is None
     assert time.monotonic() - started < 10  # the JVM's exit code is awaited only when it is gone
-
-
-JOB = """
-name = "one big partition"
-[input]
-path = "{path}"
-timestamp = "t"
-partition_by = ["k"]
-value = "v"
-[characters]
-A = "x < 3"
-B = "x >= 3 AND x < 6"
-C = "x >= 6"
-[query]
-regex = "A(B|C)*C"
-window = 15
-[summary]
-size = 5
-[output]
-path = "{out}"
-show = 0
-[spark]
-master = "local[1]"
-[spark.options]
-# a 200 MB JVM (Spark refuses to start below 450 MB unless told the memory it may assume)
-"spark.driver.memory" = "200m"
-"spark.testing.memory" = "471859200"
-"spark.sql.shuffle.partitions" = "1"
-"""
-
-
-@pytest.mark.slow
-def test_suse_run_reports_a_partition_too_large_for_the_heap(tmp_path):
-    n = 1_500_000  # one partition; the gathered layout needs more than 200 MB for it
-    rng = np.random.default_rng(0)
-    pd.DataFrame({"k": "p", "t": np.arange(n), "x": rng.integers(0, 9, n), "v": rng.integers(0, 5, n)}).to_parquet(
-        tmp_path / "events.parquet")
-    job = tmp_path / "job.toml"
-    job.write_text(JOB.format(path=tmp_path / "events.parquet", out=tmp_path / "out"))
-    proc = run("run", str(job), timeout=600)
-    assert proc.returncode == 2, proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, proc.stderr
-    assert "out of memory" in errors[0] and "[input] large_partitions = true" in errors[0]
-    assert "spark.driver.memory" in errors[0]
-    assert "Traceback" not in proc.stderr and "bug in suse" not in proc.stderr
