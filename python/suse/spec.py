@@ -241,7 +241,9 @@ class StreamOptions(TypedDict, total=False):
 #: Settings a query of a set may give for itself; the others are the job's.
 PER_QUERY = ("window", "aggregate", "policy", "summary_size", "strategy", "probabilities", "seed", "evaluate", "of",
              "max_missing")
-_QUERY_KEYS = {"aggregate": "aggregate", "policy": "policy", "of": "of", "max_missing": "max_missing"}
+#: The query settings given beside a pattern (keyword and QuerySpec field alike).
+QUERY_SETTINGS = ("aggregate", "policy", "of", "max_missing")
+_QUERY_KEYS = {k: k for k in QUERY_SETTINGS}
 _SUMMARY_KEYS = {"summary_size": "size", "strategy": "strategy", "probabilities": "probabilities", "seed": "seed",
                  "lateness": "lateness"}
 _INPUT_KEYS = {f.name for f in fields(InputSpec)}

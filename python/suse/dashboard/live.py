@@ -73,7 +73,6 @@ class LiveQuery:
         self.events = events
         self.settings = settings
         self.query = events.spec.compile()
-        self.query_label = events.label
         self.parts: dict[int, Partition] = {}
         self.pos = 0  # events[:pos] have been fed
 
@@ -254,7 +253,7 @@ class Live:
             "size": self.settings.size,
             "exact": self.settings.exact,
             "queries": [
-                {"label": lq.query_label, "regex": lq.query.regex,
+                {"label": lq.events.label, "regex": lq.query.regex,
                  "window": duration_text(lq.query.window) if self.datetime_axis else str(lq.query.window),
                  "policy": lq.query.policy, "alphabet": lq.query.alphabet, "partitions": len(lq.events.keys)}
                 for lq in self.queries

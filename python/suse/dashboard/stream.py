@@ -77,7 +77,6 @@ class StreamQuery(LiveQuery):
         self.settings = settings
         self.query = plan.query()
         self.events = SimpleNamespace(label=label, spec=plan.spec, keys=[])
-        self.query_label = label
         self.index: dict[tuple, int] = {}
         self.parts = {}
         self.pos = 0  # events received (late ones included)

@@ -13,7 +13,7 @@ import pyarrow as pa
 import suse
 from suse.api import EXTREMA
 from suse.spark.events.triggers import Trigger
-from suse.spec import QuerySpec, SummarySpec
+from suse.spec import QUERY_SETTINGS, QuerySpec, SummarySpec
 
 
 class PartitionPlan(Protocol):
@@ -75,7 +75,7 @@ class Plan:
         return np.frombuffer(self.order.encode("ascii"), dtype=np.uint8)[ranks].tobytes()
 
 
-_QUERY_FIELDS = {"aggregate", "policy", "of", "max_missing"}
+_QUERY_FIELDS = set(QUERY_SETTINGS)
 
 
 def plan_of(regex: str, window: int, *, order: str, trigger: Trigger | None = None, exact: bool = False,
