@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+import pandas as pd
 import pytest
 
 pytest.importorskip("pyspark")
 
+import suse  # noqa: E402
+from helpers import run  # noqa: E402
 from suse.errors import LimitError  # noqa: E402
+from suse.spark import aggregate  # noqa: E402
+from suse.spark.batch import layout  # noqa: E402
 from suse.spark.memory import memory_error, memory_errors  # noqa: E402
 
 # The first lines of what a gathered job over 1,500,000 events of one partition raised in a
@@ -42,3 +48,97 @@ def test_other_failures_pass_through_at_once():
     # a lost connection to a JVM that did not exit of an out-of-memory error is not one
     assert memory_error(ConnectionRefusedError(111, "Connection refused")) is None
     assert time.monotonic() - started < 10  # the JVM's exit code is awaited only when it is gone
+
+
+def test_the_layout_is_chosen_from_the_largest_partition(spark, monkeypatch):
+    rows = [("big", t, "abc"[t % 3]) for t in range(60)] + [("small", t, "ac"[t % 2]) for t in range(6)]
+    df = spark.createDataFrame(rows, "k string, t long, c string")
+    common = dict(characters={c: f"c = '{c}'" for c in "abc"}, timestamp="t", partition_by="k", summary_size=4)
+    chosen = []
+    original = layout._too_large_to_gather
+    monkeypatch.setattr(layout, "_too_large_to_gather", lambda events: chosen.append(original(events)) or chosen[-1])
+
+    def rows_of(**kw):
+        return sorted(aggregate(df, "a(b|c)*c", 8, **common, **kw).drop("elements").collect())
+
+    assert layout.gathered_limit(spark) > 1_000_000  # the test session's heap holds far more than 60 events
+    gathered = rows_of()
+    monkeypatch.setattr(layout, "GATHERED_EVENTS_PER_GIB", 1)  # now no partition fits: stream them
+    streamed = rows_of()
+    assert chosen == [False, True]
+    assert streamed == gathered == rows_of(large_partitions=True)
+    rows_of(large_partitions=False)  # given: no estimate
+    assert chosen == [False, True]
+
+
+def test_memory_settings_are_read_as_spark_reads_them():
+    assert layout._memory_setting("4g") == 4 << 30
+    assert layout._memory_setting("512m") == layout._memory_setting("512") == 512 << 20
+    assert layout._memory_setting("2048k") == 2 << 20
+
+
+JOB = """
+name = "one big partition"
+[input]
+path = "{path}"
+timestamp = "t"
+partition_by = ["k"]
+value = "v"
+{layout}
+[characters]
+A = "x < 3"
+B = "x >= 3 AND x < 6"
+C = "x >= 6"
+[query]
+regex = "A(B|C)*C"
+window = 15
+[summary]
+size = 5
+seed = 1
+[output]
+path = "{out}"
+show = 0
+[spark]
+master = "local[1]"
+[spark.options]
+# a 200 MB JVM (Spark refuses to start below 450 MB unless told the memory it may assume)
+"spark.driver.memory" = "200m"
+"spark.testing.memory" = "471859200"
+"spark.sql.shuffle.partitions" = "1"
+"""
+
+
+def _one_partition(tmp_path, n: int, layout_line: str):
+    rng = np.random.default_rng(0)
+    events = pd.DataFrame({"k": "p", "t": np.arange(n), "x": rng.integers(0, 9, n), "v": rng.integers(0, 5, n)})
+    events.to_parquet(tmp_path / "events.parquet")
+    job = tmp_path / "job.toml"
+    job.write_text(JOB.format(path=tmp_path / "events.parquet", out=tmp_path / "out", layout=layout_line))
+    return events, job
+
+
+@pytest.mark.slow
+def test_suse_run_streams_a_partition_too_large_to_gather(tmp_path):
+    # 800,000 events: more than the 200 MB heap is trusted with (about 470,000), and more
+    # than the gathered layout could hold (it runs out of memory at 1,500,000 below)
+    events, job = _one_partition(tmp_path, 800_000, "")
+    proc = run("run", str(job), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    out = pd.read_parquet(tmp_path / "out").sort_values("evaluated_at").iloc[-1]
+    chars = np.where(events.x < 3, "A", np.where(events.x < 6, "B", "C"))
+    summary = suse.Summary(suse.Query("A(B|C)*C", 15), 5, seed=1)
+    summary.extend(list(chars), events.t.to_numpy(), events.v.to_numpy())
+    assert out["count"] == str(summary.result().count)
+
+
+@pytest.mark.slow
+def test_suse_run_reports_a_partition_too_large_for_the_heap(tmp_path):
+    _, job = _one_partition(tmp_path, 1_500_000, "large_partitions = false")  # gathered, as told
+    proc = run("run", str(job), timeout=600)
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    assert "out of memory" in errors[0] and "[input] large_partitions = true" in errors[0]
+    assert "spark.driver.memory" in errors[0]
+    assert "Traceback" not in proc.stderr and "bug in suse" not in proc.stderr
+    assert "OutOfMemoryError: Java heap space" not in proc.stderr  # the JVM's own stack trace

@@ -125,8 +125,9 @@ class InputSpec:
     timestamp_format: Optional[str] = None
     #: characters whose events every partition also receives (see docs/SPARK.md)
     replicate: tuple[str, ...] = ()
-    #: stream sorted events through the engine instead of gathering each partition in memory
-    large_partitions: bool = False
+    #: stream sorted events through the engine instead of gathering each partition in memory;
+    #: None: chosen per batch job from the largest partition's size (spark/batch/layout.py)
+    large_partitions: Optional[bool] = None
 
     def __post_init__(self) -> None:
         if isinstance(self.partition_by, str):
@@ -203,7 +204,7 @@ class BatchOptions(TypedDict, total=False):
     op: Optional[str]
     timestamp_format: Optional[str]
     replicate: Optional[Sequence[str]]
-    large_partitions: bool
+    large_partitions: Optional[bool]
     summary_size: int
     strategy: str
     probabilities: Any
@@ -263,7 +264,8 @@ def job_from_options(caller: str, query: Optional[str], window: Optional[Span], 
     if options.get("characters") is None or options.get("timestamp") is None:
         raise InputError(f"{caller} needs characters= and timestamp=")
     for name in ("large_partitions", "elements", "exact"):
-        if name in options and not isinstance(options[name], bool):  # "false" would read as true
+        allowed = (bool, type(None)) if name == "large_partitions" else bool  # None: chosen per job
+        if name in options and not isinstance(options[name], allowed):  # "false" would read as true
             raise InputError(f"{name} must be True or False, got {options[name]!r}")
     inp = InputSpec(**{k: v for k, v in options.items() if k in _INPUT_KEYS and v is not None})
     summary = SummarySpec(**{_SUMMARY_KEYS[k]: v for k, v in options.items() if k in _SUMMARY_KEYS})

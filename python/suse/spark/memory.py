@@ -1,6 +1,7 @@
 """A Spark job that ran out of memory, as a ``suse.errors.LimitError`` that says what to change.
 
-The gathered layout (the default with ``partition_by``) holds each partition's events in one
+The gathered layout (chosen when the largest partition looks small enough for the heap, or
+with ``large_partitions=False``) holds each partition's events in one
 executor's memory. A partition too large for the heap ends in ``java.lang.OutOfMemoryError``;
 in local mode that error stops the JVM itself (exit code 52), so the action that ran the job
 raises a raw ``Py4JJavaError`` (whose text names the OutOfMemoryError) or, when the JVM is
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 from typing import Iterator
 
@@ -37,7 +39,7 @@ def memory_error(exc: BaseException, large_partitions: bool = False) -> LimitErr
         return None
     layout = (
         "" if large_partitions else
-        "The default layout gathers each partition's events in one executor's memory "
+        "The gathered layout holds each partition's events in one executor's memory "
         f"({EVENTS_PER_GIB} events per GiB of heap): for partitions larger than that set "
         "large_partitions=True (in a job file: [input] large_partitions = true), which sorts and "
         "streams them instead. "
@@ -56,8 +58,11 @@ def memory_errors(large_partitions: bool = False) -> Iterator[None]:
     failure of the job becomes a ``suse.errors.LimitError`` saying what to change."""
     py4j = logging.getLogger("py4j")
     level = py4j.level
-    # py4j logs each failed call with a traceback when the JVM dies; the action says it once
+    # py4j logs each failed call with a traceback when the JVM dies, on its own logger and
+    # (through logging's module functions) on the root logger; the action says it once
     py4j.setLevel(logging.CRITICAL)
+    root = logging.getLogger()
+    root.addFilter(_not_from_py4j)
     try:
         with _quiet_accumulator_servers():
             yield
@@ -68,6 +73,11 @@ def memory_errors(large_partitions: bool = False) -> Iterator[None]:
         raise error from None
     finally:
         py4j.setLevel(level)
+        root.removeFilter(_not_from_py4j)
+
+
+def _not_from_py4j(record: logging.LogRecord) -> bool:
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
 
 
 def _out_of_memory(exc: BaseException) -> bool:

@@ -49,10 +49,11 @@ def aggregate(
     partition with the same character, timestamp and value; a retraction with nothing to cancel
     stops the job with an error naming it).
 
-    ``large_partitions``: by default Spark gathers each partition's events into one row (lists)
-    before the engine runs, which avoids sorting the whole input; set it for partitions of
-    tens of millions of events, which an executor could not hold at once: then the events are
-    sorted and streamed through the engine. The results are the same.
+    ``large_partitions``: False: Spark gathers each partition's events into one row (lists)
+    before the engine runs, which avoids sorting the whole input; True: for partitions of
+    tens of millions of events, which an executor could not hold at once, the events are
+    sorted and streamed through the engine. None (the default): one more Spark job counts
+    the largest partition and chooses (docs/SPARK.md, "How it runs"). The results are the same.
 
     ``elements=False`` leaves the ``elements`` column out: lean rows for dashboards, and less
     for Spark to take back from the Python workers (each row carries up to ``summary_size``

@@ -52,7 +52,9 @@ class InputConfig(_Strict):
     partition_by: list[str] = []
     value: Optional[str] = None
     op: Optional[str] = Field(None, description="column of '+' (an event) or '-' (a retraction of an equal event)")
-    large_partitions: bool = Field(False, description="stream sorted events instead of gathering each partition in memory")
+    large_partitions: Optional[bool] = Field(
+        None, description="stream sorted events instead of gathering each partition in memory (unset: chosen from "
+        "the largest partition's size)")
 
     @field_validator("partition_by", mode="before")
     @classmethod

@@ -154,7 +154,9 @@ def _batch(spark: SparkSession, cfg: JobConfig, console: Console, sink: Sink) ->
         top = _top(newest, cfg.output.show)
         dropped, corrupt = _counted(newest, by_query=True)
     finally:
-        result.unpersist()
+        # after a failure the JVM may be gone: the error that ended the job says why
+        with contextlib.suppress(Py4JError, PySparkException):
+            result.unpersist()
     return JobReport(cfg.output.path, keys, top, dropped=dropped, corrupt=corrupt)
 
 
@@ -255,7 +257,7 @@ def spark_progress(spark: SparkSession, console: Console, description: str) -> I
             while not stop.wait(0.25):
                 try:
                     stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
-                except Py4JError:  # the JVM went away: the job itself reports why
+                except (Py4JError, ConnectionError):  # the JVM went away: the job itself reports why
                     return
                 stages = [s for s in stages if s is not None]
                 if stages:
