@@ -150,6 +150,23 @@ class InputSpec:
 
 
 @dataclass(frozen=True)
+class MatchesSpec:
+    """Matches listed in each output row, among the retained elements the row reports: the
+    first ``n`` in the kernel's order, or ``n`` drawn uniformly with replacement (``sample``)."""
+
+    n: int
+    sample: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or not 1 <= self.n <= MAX_ROW_MATCHES:
+            raise InputError(f"{'sample_matches' if self.sample else 'matches'} must be a whole number from 1 "
+                             f"to {MAX_ROW_MATCHES:,} (matches listed per output row), got {self.n!r}")
+
+
+MAX_ROW_MATCHES = 10_000
+
+
+@dataclass(frozen=True)
 class OutputSpec:
     """When results are reported and what each row carries."""
 
@@ -159,6 +176,8 @@ class OutputSpec:
     exact: bool = False
     #: each row's retained elements (False: lean rows)
     elements: bool = True
+    #: each row's matches among its retained elements (None: no matches column)
+    matches: Optional[MatchesSpec] = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +235,8 @@ class BatchOptions(TypedDict, total=False):
     evaluate: Any
     exact: bool
     elements: bool
+    matches: Optional[int]
+    sample_matches: Optional[int]
     queries: Optional[Mapping[str, Any]]
 
 
@@ -251,6 +272,16 @@ _INPUT_KEYS = {f.name for f in fields(InputSpec)}
 _OUTPUT_KEYS = {f.name for f in fields(OutputSpec)}
 
 
+def matches_spec(first: Optional[int], sample: Optional[int]) -> Optional[MatchesSpec]:
+    """The matches option of ``matches=n`` (the first n) or ``sample_matches=n``; not both."""
+    if first is not None and sample is not None:
+        raise InputError("give either matches= (the first n matches of each row) or sample_matches= (n drawn "
+                         "uniformly), not both")
+    if first is not None:
+        return MatchesSpec(first)
+    return None if sample is None else MatchesSpec(sample, True)
+
+
 def job_from_options(caller: str, query: Optional[str], window: Optional[Span], options: Mapping[str, Any],
                      accepted: type) -> JobSpec:
     """The job that `caller`'s keyword arguments describe (`accepted`: the TypedDict naming
@@ -269,7 +300,8 @@ def job_from_options(caller: str, query: Optional[str], window: Optional[Span], 
             raise InputError(f"{name} must be True or False, got {options[name]!r}")
     inp = InputSpec(**{k: v for k, v in options.items() if k in _INPUT_KEYS and v is not None})
     summary = SummarySpec(**{_SUMMARY_KEYS[k]: v for k, v in options.items() if k in _SUMMARY_KEYS})
-    output = OutputSpec(**{k: v for k, v in options.items() if k in _OUTPUT_KEYS})
+    output = OutputSpec(**{k: v for k, v in options.items() if k in _OUTPUT_KEYS and k != "matches"},
+                        matches=matches_spec(options.get("matches"), options.get("sample_matches")))
     shared = {_QUERY_KEYS[k]: v for k, v in options.items() if k in _QUERY_KEYS}
     queries = options.get("queries")
     if queries is None:

@@ -14,6 +14,7 @@ from suse.errors import InputError
 from suse.spark.batch.layout import output_schema, run
 from suse.spark.events.rows import OP, RANK, TIE, TS, VALUE, Events, quoted
 from suse.spark.prepare import prepare, prepare_multi, spark_frame
+from suse.spark.runners.matches import check_matches
 from suse.spark.runners.plan import PartitionPlan
 from suse.spec import BatchOptions, JobSpec, job_from_options
 
@@ -58,6 +59,12 @@ def aggregate(
     ``elements=False`` leaves the ``elements`` column out: lean rows for dashboards, and less
     for Spark to take back from the Python workers (each row carries up to ``summary_size``
     retained elements otherwise).
+
+    ``matches=n`` adds a ``matches`` column: the first n matches among each row's retained
+    elements that the row's count counts, each as its elements; ``sample_matches=n`` draws n
+    of them uniformly with replacement instead (seeded, the same on every run). Not with
+    negation, contiguity or ``max_missing`` (the rows do not carry what lay between the
+    elements); see docs/SPARK.md.
     """
     spark_frame(df, "aggregate")
     if df.isStreaming:
@@ -72,6 +79,7 @@ def aggregate(
 
 def aggregate_job(df: DataFrame, job: JobSpec) -> DataFrame:
     """A whole job over a batch DataFrame (what `aggregate`'s arguments describe)."""
+    check_matches(job)
     plan: PartitionPlan
     schema = None
     if job.query_set:
@@ -81,7 +89,8 @@ def aggregate_job(df: DataFrame, job: JobSpec) -> DataFrame:
         events, plan = prepare(df, job)
     if events.has_op:
         events = cancel_retractions(events)
-    return run(events, plan, schema, large_partitions=job.input.large_partitions, elements=job.output.elements)
+    return run(events, plan, schema, large_partitions=job.input.large_partitions, elements=job.output.elements,
+               matches=job.output.matches)
 
 
 def cancel_retractions(events: Events) -> Events:

@@ -13,8 +13,10 @@ from pyspark.sql import types as T
 from suse.spark.events.rows import RANK, TIE, TS, VALUE, Events, quoted
 from suse.spark.runners import gathered as by_batch
 from suse.spark.runners.gathered import PACKED, WIDE
+from suse.spark.runners.matches import MATCHES_DDL, add_matches
 from suse.spark.runners.plan import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, PartitionPlan
 from suse.spark.runners.sorted import run_sorted
+from suse.spec import MatchesSpec
 
 
 def output_schema(events: Events, plan: PartitionPlan, query_column: bool = False) -> T.StructType:
@@ -35,7 +37,7 @@ _log = logging.getLogger("suse")
 
 
 def run(events: Events, plan: PartitionPlan, schema: T.StructType | None = None, *, grouped: bool = True,
-        large_partitions: bool | None = None, elements: bool = True) -> DataFrame:
+        large_partitions: bool | None = None, elements: bool = True, matches: MatchesSpec | None = None) -> DataFrame:
     """``plan`` over each partition's events (``schema``: the output's, when ``plan`` is not a
     single query's, e.g. a query set; ``grouped=False``: one native call per partition, for
     benchmarks).
@@ -51,10 +53,15 @@ def run(events: Events, plan: PartitionPlan, schema: T.StructType | None = None,
     keys = [quoted(k) for k in events.keys]
     key_names = list(events.keys)
     schema = schema or output_schema(events, plan)
+    if matches is not None:  # after elements, which it is computed from
+        at = schema.fieldNames().index("elements") + 1
+        schema = T.StructType(schema.fields[:at] + list(T._parse_datatype_string(MATCHES_DDL).fields) + schema.fields[at:])
     if not elements:
         schema = T.StructType([f for f in schema.fields if f.name != "elements"])
 
     def lean(batches):  # dropped in the worker, so Spark never receives them
+        if matches is not None:
+            batches = add_matches(batches, plan, matches)
         return batches if elements else (b.drop_columns(["elements"]) for b in batches)
 
     if grouped and keys and by_batch.serves(plan) and large_partitions is None:
@@ -85,7 +92,8 @@ def _too_large_to_gather(events: Events) -> bool:
     """Whether the largest partition holds more events than the gathered layout may (a count
     per key: Spark reads the input once more, with only the key columns)."""
     counts = events.frame.groupBy(*[quoted(k) for k in events.keys]).count()
-    largest = counts.agg(F.max("count")).first()[0] or 0
+    row = counts.agg(F.max("count")).first()
+    largest = (row[0] if row is not None else 0) or 0
     limit = gathered_limit(events.frame.sparkSession)
     if largest > limit:
         _log.info("the largest partition holds %d events, more than the %d the gathered layout may hold in this "
@@ -100,7 +108,7 @@ def gathered_limit(spark: SparkSession) -> int:
     heap = None
     try:
         context = spark.sparkContext
-        if context.master.startswith("local"):
+        if (context.master or "").startswith("local") and context._jvm is not None:
             heap = int(context._jvm.java.lang.Runtime.getRuntime().maxMemory())
     except Exception:  # Spark Connect has no context (nor a JVM here) to ask: use the setting
         heap = None

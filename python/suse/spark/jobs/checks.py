@@ -17,6 +17,7 @@ from suse.spark.events.letters import missing_predicates
 from suse.spark.events.timing import TimeAxis, is_duration
 from suse.spark.events.triggers import parse_trigger
 from suse.spark.jobs.config import JobConfig
+from suse.spark.runners.matches import check_matches
 
 _INTEGRAL = {"tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long"}
 _KINDS = {
@@ -138,7 +139,17 @@ def static_problems(cfg: JobConfig) -> list[str]:
     for i, q in enumerate(cfg.queries):
         key = f"query[{i}]" if many else "query"
         problems += _query_problems(cfg, q, key, kind, streaming)
+    if not problems and not streaming and (cfg.output.matches is not None or cfg.output.sample_matches is not None):
+        problems += _matches_problems(cfg)
     return list(dict.fromkeys(problems))  # several queries may find the same problem
+
+
+def _matches_problems(cfg: JobConfig) -> list[str]:
+    try:
+        check_matches(cfg.spec())
+    except SuseError as exc:
+        return [f"output.matches: {exc}"]
+    return []
 
 
 def _query_problems(cfg: JobConfig, q: Any, key: str, kind: str | None, streaming: bool) -> list[str]:

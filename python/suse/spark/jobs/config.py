@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from suse.api import STRATEGIES
 from suse.errors import InputError
-from suse.spec import InputSpec, JobSpec, OutputSpec, QuerySpec, SummarySpec
+from suse.spec import InputSpec, JobSpec, OutputSpec, QuerySpec, SummarySpec, matches_spec
 
 Format = Literal["parquet", "csv", "json"]
 DATASETS = ("flights", "stocks", "synthetic")
@@ -102,6 +102,8 @@ class OutputConfig(_Strict):
     mode: Literal["overwrite", "append", "error", "ignore"] = "overwrite"
     show: int = Field(10, ge=0, description="rows in the closing table")
     elements: bool = Field(True, description="batch: write each row's retained elements (false: leave the column out)")
+    matches: Optional[int] = Field(None, description="batch: list each row's first N matches (a matches column)")
+    sample_matches: Optional[int] = Field(None, description="batch: list N of each row's matches drawn uniformly")
 
 
 class SparkConfig(_Strict):
@@ -147,7 +149,8 @@ class JobConfig(_Strict):
                               summ.seed, lateness=lateness)
         given = InputSpec(inp.timestamp, self.characters, tuple(inp.partition_by), inp.value, inp.op,
                           inp.timestamp_format, tuple(replicate or ()), inp.large_partitions)
-        output = OutputSpec(ev.at, ev.exact, self.output.elements)
+        output = OutputSpec(ev.at, ev.exact, self.output.elements,
+                            matches_spec(self.output.matches, self.output.sample_matches))
         return JobSpec(queries, given, summary, output, query_set=len(queries) > 1)
 
     @model_validator(mode="after")
@@ -168,6 +171,9 @@ class JobConfig(_Strict):
             if not self.output.elements:
                 raise ValueError("output: elements = false is for batch jobs; a streaming job writes each "
                                  "partition's retained elements")
+            if self.output.matches is not None or self.output.sample_matches is not None:
+                raise ValueError("output: matches and sample_matches are for batch jobs; a streaming job's rows "
+                                 "carry each partition's retained elements")
             if self.input.large_partitions:
                 raise ValueError("input: large_partitions is for batch jobs; a streaming job keeps each "
                                  "partition's summary, never its whole input")
