@@ -28,8 +28,9 @@ path = "{out}"
 # --- matches among retained elements -----------------------------------------------------------
 
 
-def _explorer(regex: str, window: int, policy: str, chars: str, size: int):
-    """A live page over one partition of `chars` (timestamp = index), evaluated at the end."""
+def _explorer(regex: str, window: int, policy: str, chars: str, size: int, evaluated: bool = True):
+    """A live page over one partition of `chars` (timestamp = index), evaluated at the end
+    (or not started, to load a checkpoint into)."""
     from suse.dashboard.live import Live, QueryEvents, Settings
     from suse.spec import QuerySpec
 
@@ -37,8 +38,9 @@ def _explorer(regex: str, window: int, policy: str, chars: str, size: int):
     events = QueryEvents(QuerySpec(regex, window, policy=policy, name="q"), [("p",)], np.zeros(n, np.int32),
                          np.arange(n, dtype=np.int64), np.frombuffer(chars.encode(), np.uint8), None)
     live = Live([events], Settings(size, ["suse", "fifo"], 1, True), False, 1.0)
-    live.advance(n)
-    live.refresh()
+    if evaluated:
+        live.advance(n)
+        live.refresh()
     return live
 
 
@@ -66,6 +68,21 @@ def test_match_explorer_does_not_join_what_contiguity_separates():
     assert live.elements(0, 0, "suse") == [("A", 0, 1), ("C", 2, 1)]
     assert live.match(0, 0, "suse", 0) == {"match": None, "n": 0, "gave_up": False}
     assert _explorer("AC", 10, "any", "ABC", size=5).match(0, 0, "suse", 0)["match"] == [0, 1]
+
+
+def test_match_explorer_after_a_restart_shows_what_the_summary_counts(tmp_path):
+    from suse.dashboard import checkpoint as ckpt
+
+    for policy, chars, want in (("contiguous", "ABC", None), ("any", "ABC", [0, 1]), ("contiguous", "AC", [0, 1])):
+        a = _explorer("AC", 10, policy, chars, size=5)
+        ckpt.save_state(tmp_path, a)
+        b = _explorer("AC", 10, policy, chars, size=5, evaluated=False)
+        assert ckpt.load_state(tmp_path, b)
+        assert b.match(0, 0, "suse", 0)["match"] == a.match(0, 0, "suse", 0)["match"] == want
+    # fed since the last evaluation: the shown elements' neighbours are not at hand until the next one
+    b.query(0).parts[0].dirty, b.query(0).parts[0].matches = True, {}
+    with pytest.raises(InputError, match="next evaluation"):
+        b.match(0, 0, "suse", 0)
 
 
 # --- numbers -----------------------------------------------------------------------------------

@@ -116,6 +116,13 @@ class RetainedMatches:
         self.elements = elements
         self._set = match_set
 
+    @staticmethod
+    def told_by_elements(query: Query) -> bool:
+        """Whether `of_elements` gives exactly the matches a summary counts: the query has no
+        negation, no contiguity and no missing letters, so no event between two retained
+        elements changes whether they match."""
+        return query.policy != "contiguous" and not query.negated and not query.max_missing
+
     @classmethod
     def of_elements(cls, query: Query, elements: list[Element]) -> RetainedMatches:
         """From a list of elements alone, when the summary is not at hand: nothing is known

@@ -304,6 +304,9 @@ def load_state(directory: Path, live: Live) -> bool:
                     part.elements = {name: [tuple(e) for e in els] for name, els in p.elements.items()}
                     for name in part.summaries:
                         part.summaries[name] = suse.Summary.from_bytes(read_blob(path, z, f"{qi}/{name}/{pid}"))
+                    # Nothing fed since the last evaluation: the summaries are as they were then,
+                    # so they judge the elements shown with the events between them.
+                    part.matches = {} if part.dirty else {n: s.retained_matches() for n, s in part.summaries.items()}
     return True
 
 

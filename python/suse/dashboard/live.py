@@ -311,6 +311,10 @@ class Live:
             if part is None or strategy not in part.elements:
                 raise InputError(f"partition {pid} has no evaluated elements for strategy {strategy!r}")
             if strategy not in part.matches:  # elements without their summary (restored, or from Spark)
+                if not RetainedMatches.told_by_elements(lq.query):
+                    raise InputError(
+                        f"the matches of partition {pid}'s elements depend on the events between them (negation or "
+                        "contiguity), which are known again at the partition's next evaluation")
                 part.matches[strategy] = RetainedMatches.of_elements(lq.query, part.elements[strategy])
             return part.matches[strategy]
 

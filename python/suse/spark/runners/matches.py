@@ -31,15 +31,14 @@ def check_matches(job: JobSpec) -> None:
     if job.output.matches is None:
         return
     for query in job.queries:
-        if query.policy == "contiguous" or query.compile().negated:
-            what = "contiguity" if query.policy == "contiguous" else "negation"
-            raise InputError(
-                f"matches per row are not available for {query.regex!r} with {what}: whether a set of retained "
-                "elements matches depends on the events between them, which the rows do not carry; list them "
-                "in Python with suse.Summary(...).retained_matches()")
-        if query.max_missing:
-            raise InputError(f"matches per row are not available for the approximate query {query.regex!r} "
-                             "(max_missing); list them with suse.Summary(...).retained_matches()")
+        if RetainedMatches.told_by_elements(query.compile()):
+            continue
+        what = ("contiguity" if query.policy == "contiguous" else "missing letters (max_missing)" if query.max_missing
+                else "negation")
+        raise InputError(
+            f"matches per row are not available for {query.regex!r} with {what}: whether a set of retained "
+            "elements matches depends on the events between them, which the rows do not carry; list them "
+            "in Python with suse.Summary(...).retained_matches()")
 
 
 def row_matches(query: suse.Query, row: Mapping[str, Any], spec: MatchesSpec, seed: int) -> list:
