@@ -33,12 +33,12 @@ def check_matches(job: JobSpec) -> None:
     for query in job.queries:
         if RetainedMatches.told_by_elements(query.compile()):
             continue
-        what = ("contiguity" if query.policy == "contiguous" else "missing letters (max_missing)" if query.max_missing
-                else "negation")
+        what = ("contiguity" if query.policy == "contiguous" else "approximate matching (max_missing)"
+                if query.max_missing else "negation")
         raise InputError(
-            f"matches per row are not available for {query.regex!r} with {what}: whether a set of retained "
-            "elements matches depends on the events between them, which the rows do not carry; list them "
-            "in Python with suse.Summary(...).retained_matches()")
+            f"matches per row are not available for {query.regex!r} with {what}: the rows carry the retained "
+            "elements, not what else decides which sets of them match; list them in Python with "
+            "suse.Summary(...).retained_matches()")
 
 
 def row_matches(query: suse.Query, row: Mapping[str, Any], spec: MatchesSpec, seed: int) -> list:
