@@ -2,7 +2,7 @@
 //! copy of a fresh summary, and the evaluations come back column by column, ready to become
 //! Arrow arrays without a Python object per row.
 use super::*;
-use suse_kernel::batch::check_evals;
+use suse_kernel::engine::batch::check_evals;
 use num_bigint::BigUint;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::types::{PyBytes, PyDict};

@@ -1,10 +1,10 @@
 //! Enumeration and sampling against brute force over index subsets of the raw stream.
 use super::*;
-use crate::batch::Raw;
-use crate::dfa::tests::{letter_negated, negation, paper};
-use crate::dfa::DfaSpec;
-use crate::semantics::walk_runs;
-use crate::window::tests::{brute_matches, RawEv};
+use crate::engine::batch::Raw;
+use crate::automaton::dfa::tests::{letter_negated, negation, paper};
+use crate::automaton::dfa::DfaSpec;
+use crate::automaton::semantics::walk_runs;
+use crate::exact::window::tests::{brute_matches, RawEv};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 

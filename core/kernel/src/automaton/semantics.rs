@@ -5,10 +5,10 @@
 //! contributes (`start`, `retract`), and what an element forms from the active sets
 //! (`formed`, `advance`). The exact window engine, its overflow promotion and the summary's
 //! exact counters are generic over this trait; nothing else needs to know the policy.
-use crate::dfa::{Dfa, Skip, NONE};
-use crate::dual::{Dual, DualX};
-use crate::num::{Scalar, R};
-use crate::step::{self, Dir, Layout};
+use crate::automaton::dfa::{Dfa, Skip, NONE};
+use crate::numbers::dual::{Dual, DualX};
+use crate::numbers::num::{Scalar, R};
+use crate::automaton::step::{self, Dir, Layout};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,7 +17,7 @@ pub struct Ev {
     pub t: i64,
     pub v: u64,
     /// What lay between the previous element and this one without being an element: a bit
-    /// per negated character that occurred, and [`GAP_BREAK`](crate::dfa::GAP_BREAK) if any
+    /// per negated character that occurred, and [`GAP_BREAK`](crate::automaton::dfa::GAP_BREAK) if any
     /// event did. Sets pass the gap before they meet the element.
     pub gap: u32,
 }

@@ -10,10 +10,10 @@
 //! One element's operator is a relation on states: the sets that skip it (`pass`) and those
 //! that take it (`take`), chosen by the policy; taking adds the element's value when its
 //! letter is in the `of` mask. Products are dense |Z|×|Z| matrices of `Ext`.
-use crate::batch::Raw;
-use crate::dfa::{Dfa, Skip, NONE};
-use crate::error::Error;
-use crate::semantics::{expired, Ev, Policy};
+use crate::engine::batch::Raw;
+use crate::automaton::dfa::{Dfa, Skip, NONE};
+use crate::engine::error::Error;
+use crate::automaton::semantics::{expired, Ev, Policy};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -383,9 +383,9 @@ fn identity(z: usize) -> Vec<Ext> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::tests::{letter_negated, negation, paper};
-    use crate::dfa::UNKNOWN;
-    use crate::window::tests::{elements, RawEv};
+    use crate::automaton::dfa::tests::{letter_negated, negation, paper};
+    use crate::automaton::dfa::UNKNOWN;
+    use crate::exact::window::tests::{elements, RawEv};
     use proptest::prelude::*;
 
     /// Brute force over index subsets of the raw stream, as `window::tests::brute_sets` and
@@ -394,7 +394,7 @@ mod tests {
         let elems = elements(dfa, raw);
         let mut in_match = vec![false; elems.len()];
         match policy {
-            Policy::Next => crate::semantics::walk_runs(dfa, tau, &elems, |run| {
+            Policy::Next => crate::automaton::semantics::walk_runs(dfa, tau, &elems, |run| {
                 if let Some(last) = run.complete.iter().rposition(|&c| c) {
                     for &k in &run.taken[..=last] {
                         in_match[k] = true;

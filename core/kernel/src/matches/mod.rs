@@ -18,10 +18,10 @@
 //!   `u128`, then 256 bits, then big integers). A uniform integer below the total picks the
 //!   match by unranking: first element by the per-initiator counts, then take or skip by
 //!   the counts of each branch. Exact at any size, O(n·W·|Z|) once plus O(W·|Z|) per draw.
-use crate::dfa::{Dfa, Skip, NONE};
-use crate::error::Error;
-use crate::num::{Num, Overflow, R, U256};
-use crate::semantics::{expired, Ev, Policy};
+use crate::automaton::dfa::{Dfa, Skip, NONE};
+use crate::engine::error::Error;
+use crate::numbers::num::{Num, Overflow, R, U256};
+use crate::automaton::semantics::{expired, Ev, Policy};
 use num_bigint::BigUint;
 use rand::{RngCore, SeedableRng};
 use std::sync::Arc;

@@ -3,9 +3,9 @@
 //! A legal query can compile to thousands of automaton states, and the engines keep
 //! |Z|×|Z| matrices (per retained element, while an element is evicted). The estimate is
 //! made from the automaton and the configuration alone, before anything is built.
-use crate::dfa::Dfa;
-use crate::error::Error;
-use crate::semantics::Policy;
+use crate::automaton::dfa::Dfa;
+use crate::engine::error::Error;
+use crate::automaton::semantics::Policy;
 
 /// The largest summary size accepted.
 pub const MAX_SIZE: usize = 10_000_000;
@@ -82,7 +82,7 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::{Dfa, DfaSpec};
+    use crate::automaton::dfa::{Dfa, DfaSpec};
 
     fn chain(n: usize) -> Dfa {
         let table = (0..n).map(|q| if q + 1 < n { q as i64 + 1 } else { -1 }).collect();
