@@ -302,7 +302,6 @@ mod tests {
     use crate::exact::ooo::Replay;
     use proptest::prelude::*;
 
-    const POLICIES: [Policy; 3] = [Policy::Any, Policy::Next, Policy::Contiguous];
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
@@ -312,7 +311,7 @@ mod tests {
         #[test]
         fn a_restored_exact_engine_goes_on_as_the_original((dfa, raw) in crate::exact::window::tests::case(), tau in 0i64..8, cut in any::<prop::sample::Index>()) {
             let cut = cut.index(raw.len() + 1);
-            for policy in POLICIES {
+            for policy in Policy::ALL {
                 let new = || ExactEngine::new(dfa.clone(), tau, policy, &Limits::default()).unwrap();
                 let (mut original, mut whole) = (new(), new());
                 for &(b, t, v) in &raw[..cut] {

@@ -156,13 +156,8 @@ impl Extrema {
     /// The element's edges from state `q`: `(to, took)`, at most two.
     #[inline]
     fn edges(&self, q: u32, ev: &Ev) -> [(u32, bool); 2] {
-        let skip = if self.policy == Policy::Contiguous { Skip::Kill } else { Skip::Keep };
-        let take = self.dfa.take(q, ev.sym, ev.gap, skip);
-        let pass = self.dfa.pass(q, ev.sym, ev.gap, skip);
-        match self.policy {
-            Policy::Next if take != NONE => [(take, true), (NONE, false)],
-            _ => [(take, true), (pass, false)],
-        }
+        let (take, pass) = self.policy.edges(&self.dfa, q, ev);
+        [(take, true), (pass, false)]
     }
 
     /// Whether the element's operator is `I ⊕ w·T_c`: then updates run in place over the
@@ -170,7 +165,7 @@ impl Extrema {
     /// `row_order`), instead of through a dense copy.
     #[inline]
     fn plain(&self, ev: &Ev) -> bool {
-        self.policy == Policy::Any && self.dfa.plain(ev.sym, ev.gap, Skip::Keep)
+        self.policy.plain() && self.dfa.plain(ev.sym, ev.gap, Skip::Keep)
     }
 
     fn weight(&self, ev: &Ev) -> Ext {
@@ -461,7 +456,7 @@ mod tests {
         if !mask.iter().any(|&m| m) {
             mask[0] = true;
         }
-        for policy in [Policy::Any, Policy::Next, Policy::Contiguous] {
+        for policy in Policy::ALL {
             prop_assert_eq!(run(dfa, tau, policy, &mask, raw), brute(dfa, tau, policy, &mask, raw), "policy {:?}", policy);
         }
         Ok(())

@@ -107,7 +107,7 @@ impl MultiExact {
             let (dfa, tau, policy) = &queries[i];
             let mergeable = |j: usize| {
                 let (d, t, p) = &queries[j];
-                *p == Policy::Any && t == tau && d.negated.is_empty()
+                p.plain() && t == tau && d.negated.is_empty()
             };
             let group: Vec<usize> = if merge != Merge::Never && mergeable(i) { distinct.iter().copied().filter(|&j| !done[j] && mergeable(j)).collect() } else { vec![i] };
             if group.len() > 1 {

@@ -257,8 +257,6 @@ mod tests {
     use proptest::prelude::*;
     use std::sync::Arc;
 
-    const POLICIES: [Policy; 3] = [Policy::Any, Policy::Next, Policy::Contiguous];
-
     fn engine(dfa: &Arc<Dfa>, tau: i64, p: Policy) -> ExactEngine {
         ExactEngine::new(dfa.clone(), tau, p, &Limits::default()).unwrap()
     }
@@ -319,7 +317,7 @@ mod tests {
         #[test]
         fn equals_the_sorted_stream((dfa, raw, l, picks, kinds) in disordered(), tau in 0i64..8) {
             let arrival = permute(&raw, l, &picks);
-            for p in POLICIES {
+            for p in Policy::ALL {
                 let mut o = OutOfOrder::new(engine(&dfa, tau, p), l).unwrap();
                 let mut kept: Vec<(usize, RawEv)> = Vec::new();
                 for (i, &(b, t, v)) in arrival.iter().enumerate() {
@@ -410,7 +408,7 @@ mod tests {
                 let t = if rnd() % 10 == 0 { top - (rnd() % (l as u64 + 1)) as i64 } else { top };
                 arrival.push((bytes[(rnd() % bytes.len() as u64) as usize], t, rnd() % 4));
             }
-            for p in POLICIES {
+            for p in Policy::ALL {
                 let mut o = OutOfOrder::new(engine(&dfa, 300, p), l).unwrap();
                 let mut kept: Vec<RawEv> = Vec::new();
                 for (i, &(b, t, v)) in arrival.iter().enumerate() {

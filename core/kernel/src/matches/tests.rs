@@ -2,7 +2,7 @@
 use super::*;
 use crate::engine::batch::Raw;
 use crate::automaton::dfa::tests::{letter_negated, negation, paper};
-use crate::automaton::dfa::DfaSpec;
+use crate::automaton::dfa::{DfaSpec, Skip};
 use crate::automaton::semantics::walk_runs;
 use crate::exact::window::tests::{brute_matches, RawEv};
 use proptest::prelude::*;
@@ -56,7 +56,7 @@ fn at_raw(m: &Match, pos: &[u32]) -> (Vec<u32>, u32) {
 }
 
 fn check(dfa: &Dfa, raw: &[RawEv], tau: i64) -> Result<(), TestCaseError> {
-    for policy in [Policy::Any, Policy::Next, Policy::Contiguous] {
+    for policy in Policy::ALL {
         let want = brute(dfa, tau, policy, raw);
         let (set, pos) = set_of(dfa, tau, policy, raw);
         let got: Vec<(Vec<u32>, u32)> = set.iter().map(|m| at_raw(&m, &pos)).collect();

@@ -31,6 +31,8 @@ macro_rules! retained {
 macro_rules! set_policy {
     ($p:ty) => {
         impl SummaryPolicy for $p {
+            const ACTIVE_ROWS: bool = true;
+            const EVICTION_MATRICES: bool = true;
             fn rebuild_active<N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
                 rebuild_active::<$p, N>(c, r)
             }

@@ -80,6 +80,11 @@ const LATE_INSERT_ONLY: &str = "late elements go in at their place only under po
 /// What differs between selection semantics inside a summary. The exact window algebra
 /// comes from [`Semantics`]; these hooks keep the exact counters and estimates in step.
 pub trait SummaryPolicy: Semantics {
+    /// Whether each retained element keeps its active row `v` (else `v` stays empty).
+    const ACTIVE_ROWS: bool;
+    /// Whether evicting an element builds up to two |Z|×|Z| matrices per retained element
+    /// (the memory limit counts them).
+    const EVICTION_MATRICES: bool;
     /// Recompute the active counters (`a`, and `v` where the policy keeps it) from scratch.
     fn rebuild_active<N: crate::numbers::num::Num>(c: &mut Counters<N>, r: &Retained<'_>) -> crate::numbers::num::R<()>;
     /// Append `ev` (the window already moved to it).
@@ -332,7 +337,7 @@ impl<P: SummaryPolicy> Summary<P> {
             _ => return self.observe(ev),
         };
         self.settle()?;
-        if P::POLICY != crate::automaton::semantics::Policy::Any || !self.dfa.negated.is_empty() {
+        if !P::PLAIN || !self.dfa.negated.is_empty() {
             return Err(Error::input(LATE_INSERT_ONLY));
         }
         self.events += 1;
@@ -499,7 +504,7 @@ impl<P: SummaryPolicy> Summary<P> {
             return Ok(()); // no counters or estimates held yet
         }
         let lens = crate::on_tier!(&self.exact, |p| (p.g.len(), p.a.len(), p.v.len()));
-        let v_ok = lens.2 == n * z || (P::POLICY == crate::automaton::semantics::Policy::Next && lens.2 == 0);
+        let v_ok = lens.2 == n * z || (!P::ACTIVE_ROWS && lens.2 == 0);
         if lens.0 != z || lens.1 != z || !v_ok {
             return bad("exact counters do not match the automaton".into());
         }

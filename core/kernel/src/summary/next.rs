@@ -15,6 +15,8 @@ use crate::numbers::xf::Real;
 use num_bigint::BigUint;
 
 impl SummaryPolicy for NextMatch {
+    const ACTIVE_ROWS: bool = false;
+    const EVICTION_MATRICES: bool = false;
     /// The runs still active at the clock of the last element, per state.
     fn rebuild_active<N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
         let from = r.active_start.min(r.elems.len());

@@ -168,8 +168,7 @@ pub(crate) fn prepare<P: SummaryPolicy>(s: &mut Summary<P>) {
     if s.cfg.strategy == StrategyKind::Adaptive && s.coeffs.is_fresh() {
         // Decided once per set of coefficients (each estimator refresh, and after a restore).
         let window = (s.cfg.tau as f64) * s.estimator.rate();
-        let any = P::POLICY == crate::automaton::semantics::Policy::Any;
-        s.coeffs.set_loop_growth(adaptive::loop_growth(s.cfg.size as f64, window).filter(|_| any));
+        s.coeffs.set_loop_growth(adaptive::loop_growth(s.cfg.size as f64, window).filter(|_| P::PLAIN));
     }
     // Grow the cache only as far as a look-ahead can reach: `values` looks at most |S| steps
     // ahead, and a set's remaining lifetime is at most τ, so at most round(τ·rate) steps (the

@@ -133,7 +133,7 @@ proptest! {
 
     #[test]
     fn a_summary_larger_than_the_stream_is_exact((dfa, raw) in case(), tau in 0i64..12, policy in 0usize..3) {
-        let policy = [Policy::Any, Policy::Next, Policy::Contiguous][policy];
+        let policy = Policy::ALL[policy];
         let limits = Limits::default();
         let mut s = SummaryEngine::new(dfa.clone(), policy, config(20, tau, StrategyKind::Suse, Aggregate::Count, None), &limits).unwrap();
         let mut x = ExactEngine::new(dfa.clone(), tau, policy, &limits).unwrap();
@@ -161,7 +161,7 @@ proptest! {
     fn saved_state_is_checked(evs in stream(), tau in 0i64..12, policy in 0usize..3, pos in any::<usize>(),
                               byte in any::<u8>(), kind in 0usize..4) {
         let dfa = Arc::new(paper());
-        let policy = [Policy::Any, Policy::Next, Policy::Contiguous][policy];
+        let policy = Policy::ALL[policy];
         let limits = Limits::default();
         let mut s = SummaryEngine::new(dfa, policy, config(4, tau, StrategyKind::Suse, Aggregate::Count, None), &limits).unwrap();
         for e in &evs {
