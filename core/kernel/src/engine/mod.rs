@@ -7,10 +7,11 @@
 pub mod batch;
 pub mod error;
 pub mod limits;
+pub mod shared;
 pub mod state;
 
 use crate::engine::batch::Raw;
-use crate::automaton::dfa::Dfa;
+use crate::automaton::dfa::{Dfa, Skip, UNKNOWN};
 use crate::engine::error::Error;
 use crate::engine::limits::Limits;
 use crate::automaton::semantics::{AnyMatch, Contiguous, Ev, NextMatch, Policy};
@@ -111,6 +112,13 @@ impl SummaryEngine {
             Policy::Next => SummaryEngine::Next(Summary::new(dfa, cfg)),
             Policy::Contiguous => SummaryEngine::Contiguous(Summary::new(dfa, cfg)),
         })
+    }
+
+    /// Whether an event of character `byte` can change this summary: its letters and negated
+    /// characters, and every character where a set that skips an event dies (contiguity).
+    pub fn reads(&self, byte: u8) -> bool {
+        let dfa = self.dfa();
+        self.policy().skip() == Skip::Kill || dfa.lookup[byte as usize] != UNKNOWN || dfa.neg_lookup[byte as usize] != UNKNOWN
     }
 
     pub fn policy(&self) -> Policy {
