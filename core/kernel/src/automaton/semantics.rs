@@ -354,11 +354,14 @@ impl Semantics for NextMatch {
     const PLAIN: bool = false;
     state_fn_products!(NextMatch::run_step);
 
-    /// A run takes whenever it can.
+    /// A run takes whenever it can: its one step.
     #[inline]
     fn edges(dfa: &Dfa, q: u32, ev: &Ev) -> (u32, u32) {
-        let take = dfa.take(q, ev.sym, ev.gap, Skip::Keep);
-        (take, if take != NONE { NONE } else { dfa.pass(q, ev.sym, ev.gap, Skip::Keep) })
+        match NextMatch::run_step(dfa, q, ev) {
+            Some((to, true)) => (to, NONE),
+            Some((to, false)) => (NONE, to),
+            None => (NONE, NONE),
+        }
     }
 
     fn advance<S: Scalar>(dfa: &Dfa, a: &mut [Dual<S>], ev: &Ev, formed: &[Dual<S>]) -> R<()> {
