@@ -11,7 +11,7 @@ prints events/s of
 Events are fed in batches of `--batch` (one native call per batch and per read-out); with
 `--readout` the result is also read after every batch (what a streaming caller does). Each
 figure is the best of `--repeat` runs. The exact engine runs twice: "native" is the kernel's
-out-of-order layer (core/kernel/src/ooo.rs, the default), "buffer" the Python buffer of
+out-of-order layer (core/kernel/src/exact/ooo.rs, the default), "buffer" the Python buffer of
 suse/api/disorder.py (`Exact(..., _disorder="buffer")`, the previous path). The last lines compare
 the kernel layer at lateness 0 with the plain engine (the in-order cost of the layer itself).
 Summaries run twice: with the reorder buffer (`placement="buffer"`) and with late events

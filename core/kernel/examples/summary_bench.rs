@@ -5,11 +5,11 @@
 //! engine over the window instead (SIZE is ignored).
 use std::sync::Arc;
 use std::time::Instant;
-use suse_kernel::batch::Raw;
-use suse_kernel::dfa::{Dfa, DfaSpec};
+use suse_kernel::engine::batch::Raw;
+use suse_kernel::automaton::dfa::{Dfa, DfaSpec};
 use suse_kernel::engine::ExactEngine;
-use suse_kernel::limits::Limits;
-use suse_kernel::semantics::{AnyMatch, Ev, Policy};
+use suse_kernel::engine::limits::Limits;
+use suse_kernel::automaton::semantics::{AnyMatch, Ev, Policy};
 use suse_kernel::summary::selection::StrategyKind;
 use suse_kernel::summary::{Aggregate, Config, Summary};
 

@@ -1,36 +1,26 @@
 //! suse-kernel: exact windowed aggregation of regular-expression subsequence matches and the
 //! bounded state summary with selection. Pure Rust; the Python bindings live beside it.
 //!
-//! Layers, bottom up (docs/ENGINE.md, "Architecture"):
-//! * [`num`], [`xf`], [`dual`]: number types (checked u128, 256-bit, big integers; the
-//!   extended-range float of estimates) and the count+sum dual numbers over them;
-//! * [`dfa`]: the automaton, validated; [`step`]: the one sparse counter update;
-//! * [`semantics`]: selection semantics behind one trait (skip-till-any/next-match);
-//! * [`tier`]: overflow promotion, once; [`window`]: the exact two-stacks engine;
-//! * [`summary`]: the bounded summary (lifecycle, counters, neighbourhood algebra,
-//!   estimates, selection); [`benefit`]: expected-benefit coefficients;
-//! * [`approx`]: counts by missing pattern letters (approximate matching);
-//! * [`engine`], [`batch`], [`state`], [`limits`], [`error`]: what a caller drives;
-//!   [`multi`]: several exact queries over one stream in one pass; [`ooo`]: out-of-order
-//!   events and retraction in front of the exact engine.
-pub mod approx;
-pub mod batch;
-pub mod benefit;
-pub mod dfa;
-pub mod dual;
+//! Layers, bottom up (docs/ENGINE.md, "Architecture"); each uses only those above it in this
+//! list (and the caller layer's [`Error`]):
+//! * [`numbers`]: exact number types (checked u128, 256-bit, big integers), the extended-range
+//!   float of estimates, count+sum dual numbers, the overflow promotion ladder;
+//! * [`automaton`]: the validated automaton, the one sparse counter update, and the selection
+//!   semantics behind one trait (skip-till-any/next-match, contiguity);
+//! * [`exact`]: the exact two-stacks engine and what is built on it (MIN/MAX, approximate
+//!   matching, query sets, out-of-order events and retraction);
+//! * [`summary`]: the bounded summary (lifecycle, counters, neighbourhood algebra, estimates,
+//!   selection, expected-benefit coefficients);
+//! * [`matches`]: matches as output (listing, exact uniform samples);
+//! * [`engine`]: what a caller drives: run-time policy → type, batches, saved state, limits,
+//!   errors.
+pub mod automaton;
 pub mod engine;
-pub mod extrema;
-pub mod error;
-pub mod limits;
+pub mod exact;
 pub mod matches;
-pub mod merged;
-pub mod multi;
-pub mod num;
-pub mod ooo;
-pub mod semantics;
-pub mod state;
-pub mod step;
+pub mod numbers;
 pub mod summary;
-pub mod tier;
-pub mod window;
-pub mod xf;
+
+pub use automaton::semantics::Policy;
+pub use engine::error::Error;
+pub use engine::{ExactEngine, SummaryEngine};

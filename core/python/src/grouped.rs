@@ -2,7 +2,8 @@
 //! copy of a fresh summary, and the evaluations come back column by column, ready to become
 //! Arrow arrays without a Python object per row.
 use super::*;
-use suse_kernel::batch::check_evals;
+use suse_kernel::engine::batch::check_evals;
+use suse_kernel::engine::shared::SharedPass;
 use num_bigint::BigUint;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::types::{PyBytes, PyDict};
@@ -285,25 +286,11 @@ fn run_set(templates: &[&SummaryEngine], chars: &[u8], ts: &[i64], vals: Option<
         }
     }
     let n = templates.len();
-    let keep: Vec<Vec<bool>> = templates
-        .iter()
-        .map(|t| {
-            let (dfa, all) = (t.inner.dfa(), t.inner.policy() == Policy::Contiguous);
-            (0..256).map(|b| all || dfa.lookup[b] != UNKNOWN || dfa.neg_lookup[b] != UNKNOWN).collect()
-        })
-        .collect();
-    let shareable: Vec<usize> = (0..n)
-        .filter(|&q| {
-            let t = templates[q];
-            t.inner.policy() == Policy::Any && t.inner.dfa().negated.is_empty() && t.out.mask.is_none() && t.inner.config().time_to_live.is_none()
-        })
-        .collect();
-    let shared = if shareable.len() > 1 {
-        let qs: Vec<_> = shareable.iter().map(|&q| (templates[q].inner.dfa().clone(), templates[q].inner.config().tau, Policy::Any)).collect();
-        KMulti::new(&qs, &Limits::default(), Merge::Auto).ok() // over the memory limit: each query alone
-    } else {
-        None
-    };
+    let keep: Vec<Vec<bool>> = templates.iter().map(|t| (0..=255u8).map(|b| t.inner.reads(b)).collect()).collect();
+    let summaries: Vec<&KSummary> = templates.iter().map(|t| &t.inner).collect();
+    // MIN/MAX (a mask) is not in the shared pass: those summaries run on their own.
+    let own: Vec<bool> = templates.iter().map(|t| t.out.mask.is_some()).collect();
+    let shared = SharedPass::plan(&summaries, &own, &Limits::default());
     let mut out: Vec<Columns> = (0..n).map(|_| Columns::new()).collect();
     for g in 0..offs.len() - 1 {
         let (a, b) = (offs[g] as usize, offs[g + 1] as usize);
@@ -312,15 +299,15 @@ fn run_set(templates: &[&SummaryEngine], chars: &[u8], ts: &[i64], vals: Option<
         let fed: Vec<Vec<usize>> = keep.iter().map(|k| (0..gc.len()).filter(|&i| k[gc[i] as usize]).collect()).collect();
         let q_ts: Vec<Vec<i64>> = fed.iter().map(|f| f.iter().map(|&i| gt[i]).collect()).collect();
         let mut snaps: Vec<Option<Vec<Snap>>> = (0..n).map(|_| None).collect();
-        if let Some(m) = &shared {
-            let now: Vec<usize> = (0..shareable.len()).filter(|&k| fed[shareable[k]].len() <= templates[shareable[k]].inner.config().size).collect();
+        if let Some(pass) = &shared {
+            let now = pass.holding(&summaries, |q| fed[q].len());
             if now.len() > 1 {
-                let mut times: Vec<i64> = now.iter().flat_map(|&k| times_of(shareable[k]).iter().copied()).collect();
+                let mut times: Vec<i64> = now.iter().flat_map(|&k| times_of(pass.members[k]).iter().copied()).collect();
                 times.sort_unstable();
                 times.dedup();
-                let rows = m.clone().extend(gc, gt, gv, &times)?;
+                let rows = pass.engine.clone().extend(gc, gt, gv, &times)?;
                 for &k in &now {
-                    let q = shareable[k];
+                    let q = pass.members[k];
                     let mut list = Vec::with_capacity(times_of(q).len());
                     for &t in times_of(q) {
                         let j = times.binary_search(&t).map_err(|_| Error::internal("an evaluation time is missing from the shared ones"))?;

@@ -9,21 +9,21 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use suse_kernel::approx::CostLabels;
-use suse_kernel::batch::{Batch, Raw};
-use suse_kernel::dfa::{Dfa, DfaSpec, GAP_BREAK, UNKNOWN};
+use suse_kernel::exact::approx::CostLabels;
+use suse_kernel::engine::batch::{Batch, Raw};
+use suse_kernel::automaton::dfa::{Dfa, DfaSpec, GAP_BREAK, UNKNOWN};
 use suse_kernel::engine::{ExactEngine as KExact, SummaryEngine as KSummary};
-use suse_kernel::error::Error;
-use suse_kernel::dual::Dual;
-use suse_kernel::extrema::{check_mask, Ext, Extrema};
-use suse_kernel::limits::{Limits, DEFAULT_MAX_BYTES};
-use suse_kernel::multi::{Merge, MultiExact as KMulti};
-use suse_kernel::ooo::{OutOfOrder, Pending, Replay, Retracted};
-use suse_kernel::semantics::{Ev, Policy};
-use suse_kernel::state::{self, ExactSnapshot, Saved, FORMAT_VERSION};
+use suse_kernel::engine::error::Error;
+use suse_kernel::numbers::dual::Dual;
+use suse_kernel::exact::extrema::{check_mask, Ext, Extrema};
+use suse_kernel::engine::limits::{Limits, DEFAULT_MAX_BYTES};
+use suse_kernel::exact::multi::{Merge, MultiExact as KMulti};
+use suse_kernel::exact::ooo::{OutOfOrder, Pending, Replay, Retracted};
+use suse_kernel::automaton::semantics::{Ev, Policy};
+use suse_kernel::engine::state::{self, ExactSnapshot, Saved, FORMAT_VERSION};
 use suse_kernel::summary::selection::StrategyKind;
 use suse_kernel::summary::{Aggregate, Config, Readout};
-use suse_kernel::window::{per_initiator_totals, split_totals};
+use suse_kernel::exact::window::{per_initiator_totals, split_totals};
 
 mod grouped;
 mod matches;
@@ -434,7 +434,7 @@ fn exact_evaluation(me: &ExactState, t: i64, labels: Option<&CostLabels>) -> Nat
 }
 
 /// The exact engine with `lateness`: events newer than the horizon wait in order in the
-/// kernel (`suse_kernel::ooo`); read-outs see every accepted event in (timestamp, arrival)
+/// kernel (`suse_kernel::exact::ooo`); read-outs see every accepted event in (timestamp, arrival)
 /// order. Late events are refused here; the Python layer counts or reports them first.
 #[pyclass(name = "OooExactEngine", module = "suse._core")]
 struct OooExactEngine {
@@ -927,7 +927,7 @@ impl SummaryEngine {
     fn _active_counters(&self) -> PyResult<PairLists> {
         guard_ro(|| {
             let (kept, fresh) = self.inner.active_check()?;
-            let conv = |v: Vec<suse_kernel::dual::Dual<BigUint>>| v.into_iter().map(|d| (d.c, d.s)).collect();
+            let conv = |v: Vec<suse_kernel::numbers::dual::Dual<BigUint>>| v.into_iter().map(|d| (d.c, d.s)).collect();
             Ok((conv(kept), conv(fresh)))
         })
     }
@@ -984,6 +984,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AGGREGATES", Aggregate::NAMES.to_vec())?;
     m.add("STATE_FORMAT", FORMAT_VERSION)?;
     m.add("DEFAULT_MEMORY_LIMIT", DEFAULT_MAX_BYTES)?;
-    m.add("MAX_SIZE", suse_kernel::limits::MAX_SIZE)?;
+    m.add("MAX_SIZE", suse_kernel::engine::limits::MAX_SIZE)?;
     Ok(())
 }

@@ -4,12 +4,12 @@ use crate::{guard_ro, policy, PyDfa};
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use std::sync::Arc;
-use suse_kernel::approx::CostLabels;
-use suse_kernel::batch::{Batch, Raw};
-use suse_kernel::error::Error;
-use suse_kernel::limits::DEFAULT_MAX_BYTES;
+use suse_kernel::exact::approx::CostLabels;
+use suse_kernel::engine::batch::{Batch, Raw};
+use suse_kernel::engine::error::Error;
+use suse_kernel::engine::limits::DEFAULT_MAX_BYTES;
 use suse_kernel::matches::{Cursor, Match, MatchSet as KMatchSet};
-use suse_kernel::semantics::Ev;
+use suse_kernel::automaton::semantics::Ev;
 
 /// One match for Python: its positions and, for an approximate query, its missing letters.
 type PyMatch = (Vec<u64>, Option<u8>);

@@ -1,10 +1,10 @@
 //! Enumeration and sampling against brute force over index subsets of the raw stream.
 use super::*;
-use crate::batch::Raw;
-use crate::dfa::tests::{letter_negated, negation, paper};
-use crate::dfa::DfaSpec;
-use crate::semantics::walk_runs;
-use crate::window::tests::{brute_matches, RawEv};
+use crate::engine::batch::Raw;
+use crate::automaton::dfa::tests::{letter_negated, negation, paper};
+use crate::automaton::dfa::{DfaSpec, Skip};
+use crate::automaton::semantics::walk_runs;
+use crate::exact::window::tests::{brute_matches, RawEv};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
@@ -56,7 +56,7 @@ fn at_raw(m: &Match, pos: &[u32]) -> (Vec<u32>, u32) {
 }
 
 fn check(dfa: &Dfa, raw: &[RawEv], tau: i64) -> Result<(), TestCaseError> {
-    for policy in [Policy::Any, Policy::Next, Policy::Contiguous] {
+    for policy in Policy::ALL {
         let want = brute(dfa, tau, policy, raw);
         let (set, pos) = set_of(dfa, tau, policy, raw);
         let got: Vec<(Vec<u32>, u32)> = set.iter().map(|m| at_raw(&m, &pos)).collect();

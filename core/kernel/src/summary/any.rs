@@ -1,6 +1,6 @@
 //! Skip-till-any-match and contiguity inside the summary: everything is maintained
 //! incrementally. Both are "set" semantics (every subset that spells a word counts, under
-//! [`Skip::Keep`](crate::dfa::Skip) or [`Skip::Kill`](crate::dfa::Skip)), so one implementation serves both.
+//! [`Skip::Keep`](crate::automaton::dfa::Skip) or [`Skip::Kill`](crate::automaton::dfa::Skip)), so one implementation serves both.
 //!
 //! Inserting extends every active set (exact `a`, `v` and `g`; the estimates' active rows and
 //! present benefits). Evicting `x` subtracts `L_x` from the exact counters and, from every
@@ -10,14 +10,14 @@
 use super::counters::{Counters, Retained};
 use super::neighbourhood::{joint_matches, local_sets};
 use super::{Summary, SummaryPolicy};
-use crate::dfa::{Skip, NONE};
+use crate::automaton::dfa::{Skip, NONE};
 use super::estimates::Estimates;
-use crate::dual::Dual;
-use crate::error::Error;
-use crate::num::{Num, Scalar, R};
-use crate::semantics::{expired, AnyMatch, Contiguous, Ev, Semantics};
-use crate::step::{final_sum, gain_into_finals, identity, step, takes, Dir, Layout};
-use crate::xf::Real;
+use crate::numbers::dual::Dual;
+use crate::engine::error::Error;
+use crate::numbers::num::{Num, Scalar, R};
+use crate::automaton::semantics::{expired, AnyMatch, Contiguous, Ev, Semantics};
+use crate::automaton::step::{final_sum, gain_into_finals, identity, step, takes, Dir, Layout};
+use crate::numbers::xf::Real;
 use num_bigint::BigUint;
 
 /// Borrow the retained elements beside a mutable borrow of the exact counters.
@@ -31,6 +31,8 @@ macro_rules! retained {
 macro_rules! set_policy {
     ($p:ty) => {
         impl SummaryPolicy for $p {
+            const ACTIVE_ROWS: bool = true;
+            const EVICTION_MATRICES: bool = true;
             fn rebuild_active<N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
                 rebuild_active::<$p, N>(c, r)
             }
@@ -187,7 +189,7 @@ fn insert_at_exact<P: SummaryPolicy, N: Num>(c: &mut Counters<N>, r: &Retained<'
 
 /// Every neighbour of `elems[p]` gains (`add`: it was just inserted) or loses (it is about to
 /// leave) the complete matches it shares with it.
-fn shift_joint<P: SummaryPolicy, F: Real>(dfa: &crate::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize, add: bool) {
+fn shift_joint<P: SummaryPolicy, F: Real>(dfa: &crate::automaton::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize, add: bool) {
     // Joint matches are a subset of x's own: none to move when x completes none.
     if est.pres[p].c >= F::from_f64(0.5) {
         if let Ok((lo, joint)) = joint_matches::<F>(dfa, tau, P::SKIP, elems, p) {
@@ -222,8 +224,8 @@ fn expire<P: SummaryPolicy>(s: &mut Summary<P>, start: usize, end: usize) -> Res
 /// Leave-one-out: the matches of all retained elements minus those without each one.
 fn exact_locals<P: SummaryPolicy>(s: &Summary<P>) -> Result<Vec<Dual<BigUint>>, Error> {
     let total = |elems: &[Ev]| -> Result<Dual<BigUint>, Error> {
-        let w = crate::window::Window::<BigUint, P>::run(s.dfa.clone(), s.cfg.tau, elems).map_err(|_| Error::internal("big"))?;
-        let (c, s, _) = crate::window::split_totals(&s.dfa, &w.totals);
+        let w = crate::exact::window::Window::<BigUint, P>::run(s.dfa.clone(), s.cfg.tau, elems).map_err(|_| Error::internal("big"))?;
+        let (c, s, _) = crate::exact::window::split_totals(&s.dfa, &w.totals);
         Ok(Dual { c, s })
     };
     let all = total(&s.elems)?;

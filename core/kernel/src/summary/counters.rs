@@ -6,12 +6,12 @@
 //! match only); `detected`: matches ever formed while processing. Everything but `detected`
 //! can be rebuilt from the retained elements, which is how a [`Ladder`] widens them.
 use super::SummaryPolicy;
-use crate::dfa::Dfa;
-use crate::dual::Dual;
-use crate::num::{Num, R};
-use crate::semantics::Ev;
-use crate::tier::Family;
-use crate::window::Window;
+use crate::automaton::dfa::Dfa;
+use crate::numbers::dual::Dual;
+use crate::numbers::num::{Num, R};
+use crate::automaton::semantics::Ev;
+use crate::numbers::tier::Family;
+use crate::exact::window::Window;
 use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 use std::marker::PhantomData;

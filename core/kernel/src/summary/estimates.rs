@@ -1,6 +1,6 @@
 //! Selection estimates kept per retained element (floats, never reported).
-use crate::dual::{Dual, DualX};
-use crate::xf::{Real, Xf};
+use crate::numbers::dual::{Dual, DualX};
+use crate::numbers::xf::{Real, Xf};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -19,20 +19,21 @@
 //! skip-till-next-match in [`next`]); the algebra of what an element shares with the others
 //! is in [`neighbourhood`]; victim choice behind [`selection::Selector`].
 pub mod any;
+pub mod benefit;
 pub mod counters;
 pub mod estimates;
 pub mod neighbourhood;
 pub mod next;
 pub mod selection;
 
-use crate::benefit::{Coefficients, Estimator};
-use crate::dfa::Dfa;
-use crate::dual::{Dual, DualX};
-use crate::error::Error;
-use crate::semantics::{expired, Ev, Semantics};
-use crate::tier::Ladder;
-use crate::window::ExactWindow;
-use crate::xf::Real;
+use crate::summary::benefit::{Coefficients, Estimator};
+use crate::automaton::dfa::Dfa;
+use crate::numbers::dual::{Dual, DualX};
+use crate::engine::error::Error;
+use crate::automaton::semantics::{expired, Ev, Semantics};
+use crate::numbers::tier::Ladder;
+use crate::exact::window::ExactWindow;
+use crate::numbers::xf::Real;
 use counters::{Counters, CountersFamily, Retained};
 use estimates::Est;
 use num_bigint::BigUint;
@@ -79,8 +80,13 @@ const LATE_INSERT_ONLY: &str = "late elements go in at their place only under po
 /// What differs between selection semantics inside a summary. The exact window algebra
 /// comes from [`Semantics`]; these hooks keep the exact counters and estimates in step.
 pub trait SummaryPolicy: Semantics {
+    /// Whether each retained element keeps its active row `v` (else `v` stays empty).
+    const ACTIVE_ROWS: bool;
+    /// Whether evicting an element builds up to two |Z|×|Z| matrices per retained element
+    /// (the memory limit counts them).
+    const EVICTION_MATRICES: bool;
     /// Recompute the active counters (`a`, and `v` where the policy keeps it) from scratch.
-    fn rebuild_active<N: crate::num::Num>(c: &mut Counters<N>, r: &Retained<'_>) -> crate::num::R<()>;
+    fn rebuild_active<N: crate::numbers::num::Num>(c: &mut Counters<N>, r: &Retained<'_>) -> crate::numbers::num::R<()>;
     /// Append `ev` (the window already moved to it).
     fn insert(s: &mut Summary<Self>, ev: Ev) -> Result<(), Error>;
     /// Evict the element at position `p`.
@@ -118,7 +124,7 @@ pub struct Summary<P: SummaryPolicy> {
     pub evictions: u64,
     /// The gap since the last retained element (events and elements not retained).
     pub(crate) pending_gap: u32,
-    /// Tests: hold the estimates in [`crate::xf::Xf`] throughout.
+    /// Tests: hold the estimates in [`crate::numbers::xf::Xf`] throughout.
     #[serde(skip)]
     pub(crate) force_wide: bool,
     /// While no element has had to go: the exact window over the retained elements, standing
@@ -247,7 +253,7 @@ impl<P: SummaryPolicy> Summary<P> {
 
     /// The complete matches among the sets `g` (what a deferred summary has detected).
     fn held_matches(&self, g: &[Dual<BigUint>]) -> Dual<BigUint> {
-        crate::step::final_sum(&self.dfa, g).unwrap_or_default()
+        crate::automaton::step::final_sum(&self.dfa, g).unwrap_or_default()
     }
 
     pub fn readout(&self) -> Readout {
@@ -265,7 +271,7 @@ impl<P: SummaryPolicy> Summary<P> {
     /// Also returns the elements it covers.
     pub fn readout_upto(&self, t: i64) -> Result<(Readout, &[Ev]), Error> {
         let upto = &self.elems[..self.elems.partition_point(|e| e.t <= t)];
-        let w = crate::window::Window::<BigUint, P>::run(self.dfa.clone(), self.cfg.tau, upto).map_err(|_| Error::internal("a recount over big integers failed"))?;
+        let w = crate::exact::window::Window::<BigUint, P>::run(self.dfa.clone(), self.cfg.tau, upto).map_err(|_| Error::internal("a recount over big integers failed"))?;
         Ok((Readout { g: w.totals, detected: self.detected() }, upto))
     }
 
@@ -331,7 +337,7 @@ impl<P: SummaryPolicy> Summary<P> {
             _ => return self.observe(ev),
         };
         self.settle()?;
-        if P::POLICY != crate::semantics::Policy::Any || !self.dfa.negated.is_empty() {
+        if !P::PLAIN || !self.dfa.negated.is_empty() {
             return Err(Error::input(LATE_INSERT_ONLY));
         }
         self.events += 1;
@@ -369,7 +375,7 @@ impl<P: SummaryPolicy> Summary<P> {
     /// a character outside the query (counted as skipped). Either lies in the next gap.
     pub fn gap_event(&mut self, bit: u32) {
         self.events += 1;
-        if bit == crate::dfa::GAP_BREAK {
+        if bit == crate::automaton::dfa::GAP_BREAK {
             self.skipped += 1;
         }
         self.pending_gap |= bit;
@@ -432,7 +438,7 @@ impl<P: SummaryPolicy> Summary<P> {
     /// and the expected-future coefficients have an `f64` table (see [`Real`]). Widening
     /// happens at most once per tier change; the two forms agree on every value.
     pub(crate) fn fit_estimates(&mut self) {
-        let narrow_ok = !self.force_wide && matches!(self.exact, crate::tier::Ladder::U128(_)) && self.coeffs.narrow_ok();
+        let narrow_ok = !self.force_wide && matches!(self.exact, crate::numbers::tier::Ladder::U128(_)) && self.coeffs.narrow_ok();
         match (narrow_ok, self.est.is_wide()) {
             (false, false) => self.est.widen(),
             (true, true) => self.est.narrow(),
@@ -498,7 +504,7 @@ impl<P: SummaryPolicy> Summary<P> {
             return Ok(()); // no counters or estimates held yet
         }
         let lens = crate::on_tier!(&self.exact, |p| (p.g.len(), p.a.len(), p.v.len()));
-        let v_ok = lens.2 == n * z || (P::POLICY == crate::semantics::Policy::Next && lens.2 == 0);
+        let v_ok = lens.2 == n * z || (!P::ACTIVE_ROWS && lens.2 == 0);
         if lens.0 != z || lens.1 != z || !v_ok {
             return bad("exact counters do not match the automaton".into());
         }
@@ -509,7 +515,7 @@ impl<P: SummaryPolicy> Summary<P> {
 /// The first element of the run of elements up to `p` with no break between them: under
 /// contiguity no set reaches back past it.
 pub fn segment_start(elems: &[Ev], p: usize) -> usize {
-    elems[..=p].iter().rposition(|e| e.gap & crate::dfa::GAP_BREAK != 0).unwrap_or(0)
+    elems[..=p].iter().rposition(|e| e.gap & crate::automaton::dfa::GAP_BREAK != 0).unwrap_or(0)
 }
 
 /// The retained elements without element `p`, its gap merged into the next one's: the

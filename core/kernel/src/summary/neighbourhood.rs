@@ -15,11 +15,11 @@
 //!
 //! Both are generic over the number type: exact counters use the first, selection estimates
 //! the second, and the tests check each against recomputation from scratch.
-use crate::dfa::{Dfa, Skip, GAP_BREAK, NONE};
-use crate::dual::Dual;
-use crate::num::{Scalar, R};
-use crate::semantics::{expired, Ev};
-use crate::step::{final_sum, identity, step, takes, Dir, Layout};
+use crate::automaton::dfa::{Dfa, Skip, GAP_BREAK, NONE};
+use crate::numbers::dual::Dual;
+use crate::numbers::num::{Scalar, R};
+use crate::automaton::semantics::{expired, Ev};
+use crate::automaton::step::{final_sum, identity, step, takes, Dir, Layout};
 
 /// Whether sets can leave the product before the window ends (a negation filter or
 /// contiguity kills them), so matches must be counted at the element they end at. Without
@@ -355,9 +355,9 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::semantics::{AnyMatch, Contiguous, Semantics};
+    use crate::automaton::semantics::{AnyMatch, Contiguous, Semantics};
     use crate::summary::without;
-    use crate::window::{split_totals, tests::case, tests::elements, Window};
+    use crate::exact::window::{split_totals, tests::case, tests::elements, Window};
     use num_bigint::BigUint;
     use proptest::prelude::*;
     use std::sync::Arc;

@@ -6,15 +6,17 @@
 use super::counters::{Counters, Retained};
 use super::{Summary, SummaryPolicy};
 use super::estimates::Estimates;
-use crate::dual::Dual;
-use crate::error::Error;
-use crate::num::{Num, R};
-use crate::semantics::{expired, walk_runs, Ev, NextMatch, Semantics};
-use crate::window::Window;
-use crate::xf::Real;
+use crate::numbers::dual::Dual;
+use crate::engine::error::Error;
+use crate::numbers::num::{Num, R};
+use crate::automaton::semantics::{expired, walk_runs, Ev, NextMatch, Semantics};
+use crate::exact::window::Window;
+use crate::numbers::xf::Real;
 use num_bigint::BigUint;
 
 impl SummaryPolicy for NextMatch {
+    const ACTIVE_ROWS: bool = false;
+    const EVICTION_MATRICES: bool = false;
     /// The runs still active at the clock of the last element, per state.
     fn rebuild_active<N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
         let from = r.active_start.min(r.elems.len());
@@ -101,7 +103,7 @@ fn simulate_runs<F: Real>(s: &Summary<NextMatch>, est: &mut Estimates<F>) {
                 est.pres[run.taken[k]] = est.pres[run.taken[k]].plus(l);
             }
         }
-        if run.end != crate::dfa::NONE && !expired(elems[run.initiator].t, now, tau) {
+        if run.end != crate::automaton::dfa::NONE && !expired(elems[run.initiator].t, now, tau) {
             let value = run.value::<F>(elems).unwrap_or_default();
             for &k in run.taken {
                 let cell = &mut est.al[k * z + run.end as usize];

@@ -2,12 +2,12 @@
 //!
 //! To add a strategy, implement [`Selector`] and give it a [`StrategyKind`] variant and name.
 use super::{Aggregate, Summary, SummaryPolicy};
-use crate::benefit::MAX_STEPS;
+use crate::summary::benefit::MAX_STEPS;
 use super::estimates::Estimates;
-use crate::dual::Dual;
-use crate::semantics::Ev;
-use crate::step::final_sum;
-use crate::xf::Real;
+use crate::numbers::dual::Dual;
+use crate::automaton::semantics::Ev;
+use crate::automaton::step::final_sum;
+use crate::numbers::xf::Real;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -168,8 +168,7 @@ pub(crate) fn prepare<P: SummaryPolicy>(s: &mut Summary<P>) {
     if s.cfg.strategy == StrategyKind::Adaptive && s.coeffs.is_fresh() {
         // Decided once per set of coefficients (each estimator refresh, and after a restore).
         let window = (s.cfg.tau as f64) * s.estimator.rate();
-        let any = P::POLICY == crate::semantics::Policy::Any;
-        s.coeffs.set_loop_growth(adaptive::loop_growth(s.cfg.size as f64, window).filter(|_| any));
+        s.coeffs.set_loop_growth(adaptive::loop_growth(s.cfg.size as f64, window).filter(|_| P::PLAIN));
     }
     // Grow the cache only as far as a look-ahead can reach: `values` looks at most |S| steps
     // ahead, and a set's remaining lifetime is at most τ, so at most round(τ·rate) steps (the
@@ -235,7 +234,7 @@ pub(crate) fn values<P: SummaryPolicy, F: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xf::Xf;
+    use crate::numbers::xf::Xf;
     use proptest::prelude::*;
 
     /// What `dot` replaced: the dual products summed whole, then one part picked.

@@ -1,14 +1,14 @@
 use super::selection::StrategyKind;
 use super::*;
-use crate::dfa::tests::paper;
-use crate::dfa::DfaSpec;
+use crate::automaton::dfa::tests::paper;
+use crate::automaton::dfa::DfaSpec;
 use crate::engine::{ExactEngine, SummaryEngine};
-use crate::limits::Limits;
-use crate::semantics::{AnyMatch, NextMatch, Policy};
-use crate::state::{load, save, Saved};
-use crate::batch::Raw;
-use crate::semantics::Contiguous;
-use crate::window::{split_totals, tests::case, tests::elements, tests::stream, Window};
+use crate::engine::limits::Limits;
+use crate::automaton::semantics::{AnyMatch, NextMatch, Policy};
+use crate::engine::state::{load, save, Saved};
+use crate::engine::batch::Raw;
+use crate::automaton::semantics::Contiguous;
+use crate::exact::window::{split_totals, tests::case, tests::elements, tests::stream, Window};
 use proptest::prelude::*;
 
 fn config(size: usize, tau: i64, strategy: StrategyKind, aggregate: Aggregate, ttl: Option<i64>) -> Config {
@@ -50,7 +50,7 @@ fn run_checked<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Res
         // creates a match among the others, so the summary never counts more than the stream.
         // (Skip-till-next-match runs over the retained elements may take an element the full
         // stream's run skipped, with or without negation: there the property does not hold.)
-        if P::POLICY == crate::semantics::Policy::Next {
+        if P::POLICY == crate::automaton::semantics::Policy::Next {
             continue;
         }
         let (c, _, _) = split_totals(dfa, &s.readout().g);
@@ -133,7 +133,7 @@ proptest! {
 
     #[test]
     fn a_summary_larger_than_the_stream_is_exact((dfa, raw) in case(), tau in 0i64..12, policy in 0usize..3) {
-        let policy = [Policy::Any, Policy::Next, Policy::Contiguous][policy];
+        let policy = Policy::ALL[policy];
         let limits = Limits::default();
         let mut s = SummaryEngine::new(dfa.clone(), policy, config(20, tau, StrategyKind::Suse, Aggregate::Count, None), &limits).unwrap();
         let mut x = ExactEngine::new(dfa.clone(), tau, policy, &limits).unwrap();
@@ -161,7 +161,7 @@ proptest! {
     fn saved_state_is_checked(evs in stream(), tau in 0i64..12, policy in 0usize..3, pos in any::<usize>(),
                               byte in any::<u8>(), kind in 0usize..4) {
         let dfa = Arc::new(paper());
-        let policy = [Policy::Any, Policy::Next, Policy::Contiguous][policy];
+        let policy = Policy::ALL[policy];
         let limits = Limits::default();
         let mut s = SummaryEngine::new(dfa, policy, config(4, tau, StrategyKind::Suse, Aggregate::Count, None), &limits).unwrap();
         for e in &evs {
@@ -179,7 +179,7 @@ proptest! {
         }
         match load(&bad, &limits) {
             Ok(x) => prop_assert_eq!(save(&x).unwrap(), bytes),
-            Err(e) => prop_assert!(matches!(e, crate::error::Error::State(_)), "{e:?}"),
+            Err(e) => prop_assert!(matches!(e, crate::engine::error::Error::State(_)), "{e:?}"),
         }
     }
 }
@@ -195,7 +195,7 @@ fn consistent_checksum_with_inconsistent_content_is_refused() {
     s.settle().unwrap(); // a deferred summary holds no counters to lie about
     let mut lying = s.clone();
     if let SummaryEngine::Any(x) = &mut lying {
-        if let crate::tier::Ladder::U128(c) = &mut x.exact {
+        if let crate::numbers::tier::Ladder::U128(c) = &mut x.exact {
             c.g[4].c += 1;
         }
     }
@@ -236,7 +236,7 @@ fn selection_stays_exact_past_f64() {
     let (pres, _) = s.estimates();
     assert!(pres.iter().all(|d| d.c.to_f64().is_infinite()), "scores really are past f64");
     for (e, x) in pres.iter().zip(&locals) {
-        assert!((e.c.log2() - crate::num::Num::to_xf(&x.c).log2()).abs() < 1e-9, "estimate 2^{}", e.c.log2());
+        assert!((e.c.log2() - crate::numbers::num::Num::to_xf(&x.c).log2()).abs() < 1e-9, "estimate 2^{}", e.c.log2());
     }
     assert_eq!(s.evictions, 0);
     let mut s2 = Summary::<AnyMatch>::new(s.dfa.clone(), config(n_a + 1, 1 << 40, StrategyKind::Present, Aggregate::Count, None));
@@ -357,7 +357,7 @@ proptest! {
         if let Some(last) = evs.last().filter(|e| e.t > 0) {
             let before = (s.elems.clone(), s.readout().g);
             let late = Ev { t: last.t - 1, ..*last };
-            prop_assert!(matches!(s.observe_late(late), Err(crate::error::Error::Input(_))));
+            prop_assert!(matches!(s.observe_late(late), Err(crate::engine::error::Error::Input(_))));
             prop_assert_eq!((s.elems.clone(), s.readout().g), before);
         }
     }

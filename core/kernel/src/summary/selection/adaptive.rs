@@ -19,12 +19,12 @@
 use super::super::estimates::Estimates;
 use super::super::{Aggregate, Summary, SummaryPolicy};
 use super::{prepare, values};
-use crate::benefit::MAX_STEPS;
-use crate::dual::Dual;
-use crate::semantics::Ev;
-use crate::num::Scalar;
-use crate::step::final_sum;
-use crate::xf::{Real, Xf};
+use crate::summary::benefit::MAX_STEPS;
+use crate::numbers::dual::Dual;
+use crate::automaton::semantics::Ev;
+use crate::numbers::num::Scalar;
+use crate::automaton::step::final_sum;
+use crate::numbers::xf::{Real, Xf};
 
 pub struct Adaptive;
 
@@ -46,7 +46,7 @@ pub fn horizon(size: f64, window: f64) -> f64 {
 
 /// Where a window holds more than this many times `|S|` elements (the summary keeps under a
 /// third of it), the look-ahead counts the growth of sets in a loop at [`LOOP_GROWTH`], not at
-/// its mean ([`crate::benefit::Coefficients::set_loop_growth`]): the mean is carried by rare
+/// its mean ([`crate::summary::benefit::Coefficients::set_loop_growth`]): the mean is carried by rare
 /// futures rich in the loop's letters, and such a summary meets the typical one, keeping a
 /// share of it. Where it keeps more, the mean measured better (docs/RESULTS.md, "Beyond the
 /// paper").

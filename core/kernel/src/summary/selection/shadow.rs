@@ -5,12 +5,12 @@
 //! can hold, which the retained count is judged against. Not saved with the summary (a
 //! restored one starts a new record).
 use super::super::{Aggregate, SummaryPolicy};
-use crate::dfa::Dfa;
-use crate::dual::Dual;
-use crate::num::Scalar;
-use crate::semantics::Ev;
-use crate::step::final_sum;
-use crate::xf::Xf;
+use crate::automaton::dfa::Dfa;
+use crate::numbers::dual::Dual;
+use crate::numbers::num::Scalar;
+use crate::automaton::semantics::Ev;
+use crate::automaton::step::final_sum;
+use crate::numbers::xf::Xf;
 
 #[derive(Debug, Clone, Default)]
 pub struct Shadow {
@@ -62,8 +62,8 @@ impl Shadow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::semantics::AnyMatch;
-    use crate::window::{tests::stream, ExactWindow};
+    use crate::automaton::semantics::AnyMatch;
+    use crate::exact::window::{tests::stream, ExactWindow};
     use num_traits::ToPrimitive;
     use proptest::prelude::*;
     use std::sync::Arc;
@@ -81,7 +81,7 @@ mod tests {
         /// Within one block (span ≤ τ) the record is the exact count of the stream's matches.
         #[test]
         fn one_block_counts_every_match(evs in stream()) {
-            let dfa = Arc::new(crate::dfa::tests::paper());
+            let dfa = Arc::new(crate::automaton::dfa::tests::paper());
             let mut sh = Shadow::default();
             let span = evs.last().map_or(0, |e| e.t) - evs.first().map_or(0, |e| e.t);
             for e in &evs {
@@ -96,7 +96,7 @@ mod tests {
         /// Blocks restart after τ: the record is the richest block, never a sum over them.
         #[test]
         fn blocks_restart_after_tau(a in stream(), b in stream()) {
-            let dfa = Arc::new(crate::dfa::tests::paper());
+            let dfa = Arc::new(crate::automaton::dfa::tests::paper());
             let tau = 1_000;
             let later: Vec<Ev> = b.iter().map(|e| Ev { t: e.t + 10 * tau, ..*e }).collect();
             let mut sh = Shadow::default();

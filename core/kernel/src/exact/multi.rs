@@ -5,13 +5,13 @@
 //! policy (the exact engine counts COUNT and SUM together, so the aggregate does not matter).
 //! Each engine runs over the whole batch before the next one starts, so its counters stay in
 //! cache; evaluation times are snapshotted per engine at the same event positions as alone.
-use crate::batch::{Batch, Raw};
-use crate::dfa::{Dfa, UNKNOWN};
+use crate::engine::batch::{Batch, Raw};
+use crate::automaton::dfa::{Dfa, UNKNOWN};
 use crate::engine::ExactEngine;
-use crate::error::Error;
-use crate::limits::Limits;
-use crate::merged::{self, MergedExact, Product};
-use crate::semantics::Policy;
+use crate::engine::error::Error;
+use crate::engine::limits::Limits;
+use crate::exact::merged::{self, MergedExact, Product};
+use crate::automaton::semantics::Policy;
 use num_bigint::BigUint;
 use std::sync::Arc;
 
@@ -46,7 +46,7 @@ enum Slot {
 #[derive(Clone)]
 enum Snap {
     Plain(Totals),
-    Merged(Vec<crate::dual::Dual<BigUint>>),
+    Merged(Vec<crate::numbers::dual::Dual<BigUint>>),
 }
 
 #[derive(Clone)]
@@ -107,13 +107,13 @@ impl MultiExact {
             let (dfa, tau, policy) = &queries[i];
             let mergeable = |j: usize| {
                 let (d, t, p) = &queries[j];
-                *p == Policy::Any && t == tau && d.negated.is_empty()
+                p.plain() && t == tau && d.negated.is_empty()
             };
             let group: Vec<usize> = if merge != Merge::Never && mergeable(i) { distinct.iter().copied().filter(|&j| !done[j] && mergeable(j)).collect() } else { vec![i] };
             if group.len() > 1 {
                 let dfas: Vec<&Dfa> = group.iter().map(|&j| &*queries[j].0).collect();
                 let alone: usize = dfas.iter().map(|d| merged::cells(d)).sum();
-                let max_states = dfas.iter().map(|d| d.n).sum::<usize>().saturating_mul(2).min(crate::dfa::MAX_STATES);
+                let max_states = dfas.iter().map(|d| d.n).sum::<usize>().saturating_mul(2).min(crate::automaton::dfa::MAX_STATES);
                 // A product over the memory limit falls back to one engine per query.
                 let fits = |p: &Product| limits.check_exact(&p.dfa).is_ok() && (merge == Merge::Always || p.cells() < alone);
                 if let Some(prod) = Product::new(&dfas, max_states).filter(fits) {
@@ -236,7 +236,7 @@ impl MultiExact {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::{DfaSpec, GAP_BREAK};
+    use crate::automaton::dfa::{DfaSpec, GAP_BREAK};
     use proptest::prelude::*;
 
     /// `a b* c` over letters abc, and `a c` over letters ac.

@@ -3,7 +3,7 @@
 //! matches drawn uniformly at random, exactly, from the counts.
 //!
 //! A match is grown element by element: at each element a set either takes it or skips it
-//! (the policy's edges, [`edges`]). Two backward passes decide where that can lead:
+//! (the policy's edges, [`Policy::edges`]). Two backward passes decide where that can lead:
 //!
 //! * **Enumeration** needs only *whether* a branch leads to a match inside the window of the
 //!   match's first element. That depends on the first element only through the last index
@@ -18,10 +18,10 @@
 //!   `u128`, then 256 bits, then big integers). A uniform integer below the total picks the
 //!   match by unranking: first element by the per-initiator counts, then take or skip by
 //!   the counts of each branch. Exact at any size, O(n·W·|Z|) once plus O(W·|Z|) per draw.
-use crate::dfa::{Dfa, Skip, NONE};
-use crate::error::Error;
-use crate::num::{Num, Overflow, R, U256};
-use crate::semantics::{expired, Ev, Policy};
+use crate::automaton::dfa::{Dfa, NONE};
+use crate::engine::error::Error;
+use crate::numbers::num::{Num, Overflow, R, U256};
+use crate::automaton::semantics::{expired, Ev, Policy};
 use num_bigint::BigUint;
 use rand::{RngCore, SeedableRng};
 use std::sync::Arc;
@@ -59,17 +59,6 @@ const NEVER: u32 = u32::MAX;
 pub struct Match {
     pub elements: Vec<u32>,
     pub state: u32,
-}
-
-/// The edges of element `ev` from state `q` under `policy`: `(state after taking it, after
-/// skipping it)`, `NONE` where there is no such edge. Skip-till-next-match takes whenever it
-/// can; contiguity never skips.
-#[inline]
-pub fn edges(dfa: &Dfa, policy: Policy, q: u32, ev: &Ev) -> (u32, u32) {
-    let skip = if policy == Policy::Contiguous { Skip::Kill } else { Skip::Keep };
-    let take = dfa.take(q, ev.sym, ev.gap, skip);
-    let pass = if policy == Policy::Next && take != NONE { NONE } else { dfa.pass(q, ev.sym, ev.gap, skip) };
-    (take, pass)
 }
 
 /// The matches of one query over one sequence of elements (with their gaps).
@@ -110,7 +99,7 @@ impl MatchSet {
             let (row, below) = earliest.split_at_mut((j + 1) * z);
             let row = &mut row[j * z..];
             for q in 0..z as u32 {
-                let (take, pass) = edges(&dfa, policy, q, &elems[j]);
+                let (take, pass) = policy.edges(&dfa, q, &elems[j]);
                 let mut best = NEVER;
                 if take != NONE {
                     best = best.min(if dfa.finals[take as usize] { j as u32 } else { below[take as usize] });
@@ -254,7 +243,7 @@ impl MatchSet {
                 if self.earliest[j * z + q as usize] > self.last[i] {
                     continue; // no extension inside this window: 0
                 }
-                let (take, pass) = edges(&self.dfa, self.policy, q, &self.elems[j]);
+                let (take, pass) = self.policy.edges(&self.dfa, q, &self.elems[j]);
                 let mut x = N::zero();
                 if take != NONE {
                     x = x.add(&complete(&self.dfa, below, take)?)?;
@@ -318,7 +307,7 @@ impl<N: Num> Table<N> {
             if j > set.last[i] as usize {
                 return Err(Overflow); // the rank was not below the count
             }
-            let (take, pass) = edges(dfa, set.policy, q, &set.elems[j]);
+            let (take, pass) = set.policy.edges(dfa, q, &set.elems[j]);
             let below = self.row(j + 1, z);
             let through = if take == NONE { N::zero() } else { complete(dfa, below, take)? };
             if r.sub(&through).is_err() {
@@ -375,7 +364,7 @@ impl Need {
         let mut through = vec![NEVER; (c_us + 1 - lo as usize) * z];
         for j in (lo as usize..=c_us).rev() {
             for q in 0..z as u32 {
-                let (take, pass) = edges(&set.dfa, set.policy, q, &set.elems[j]);
+                let (take, pass) = set.policy.edges(&set.dfa, q, &set.elems[j]);
                 let mut best = NEVER;
                 if j == c_us {
                     if take != NONE {
@@ -501,7 +490,7 @@ impl Cursor {
                 self.frames.pop();
                 continue;
             }
-            let (take, pass) = edges(&set.dfa, set.policy, q, &set.elems[j]);
+            let (take, pass) = set.policy.edges(&set.dfa, q, &set.elems[j]);
             self.taken.truncate(f.len as usize);
             if !f.took {
                 f.took = true;

@@ -7,10 +7,10 @@
 //! `(1+vε)·` another. [`step`] is that update, written once; callers say which side and which
 //! layout. It runs in place in a dependency-safe transition order when the automaton has one
 //! (precomputed in [`Dfa`]), and from a copy otherwise.
-use crate::dfa::{Dfa, Skip, NONE};
-use crate::dual::Dual;
-use crate::num::{Scalar, R};
-use crate::semantics::Ev;
+use crate::automaton::dfa::{Dfa, Skip, NONE};
+use crate::numbers::dual::Dual;
+use crate::numbers::num::{Scalar, R};
+use crate::automaton::semantics::Ev;
 use std::borrow::Cow;
 
 /// Which state of a transition `(q, q2 = δ(q,c))` gains.
@@ -194,8 +194,8 @@ pub fn final_sum<S: Scalar>(dfa: &Dfa, x: &[Dual<S>]) -> R<Dual<S>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::tests::{letter_negated, negation, paper};
-    use crate::dfa::GAP_BREAK;
+    use crate::automaton::dfa::tests::{letter_negated, negation, paper};
+    use crate::automaton::dfa::GAP_BREAK;
     use proptest::prelude::*;
 
     /// The dense operator of an element by definition: row q has 1 where skipping sends the
@@ -234,7 +234,7 @@ mod tests {
 
     /// A cyclic automaton: symbol 0 swaps states 0 and 1 (forces the copy path).
     fn cyclic() -> Dfa {
-        use crate::dfa::DfaSpec;
+        use crate::automaton::dfa::DfaSpec;
         Dfa::new(DfaSpec { n: 3, alphabet: b"xy".to_vec(), negated: Vec::new(), start: 0, finals: vec![false, true, true], table: vec![1, 2, 0, -1, -1, 2] }).unwrap()
     }
 

@@ -4,8 +4,8 @@
 //! set passing through it. Every counting formula is then the COUNT formula over this ring,
 //! for any [`Scalar`]: exact counters use `Dual<u128 | U256 | BigUint>`, selection estimates
 //! `Dual<Xf>`.
-use crate::num::{Num, Scalar, R};
-use crate::xf::{Real, Xf};
+use crate::numbers::num::{Num, Scalar, R};
+use crate::numbers::xf::{Real, Xf};
 use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 
@@ -124,7 +124,7 @@ mod tests {
     fn exact_tiers_agree() {
         let d = Dual::<u128> { c: 1 << 100, s: 12345 };
         let big = d.to_big();
-        let back = Dual::<crate::num::U256>::from_big(&big).unwrap();
+        let back = Dual::<crate::numbers::num::U256>::from_big(&big).unwrap();
         assert_eq!(back.to_big(), big);
         assert_eq!(back.to_xf(), d.to_xf());
     }

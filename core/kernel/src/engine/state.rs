@@ -5,21 +5,21 @@
 //! metadata (the query and options as the Python layer states them), the last timestamp
 //! processed and the summary with its automaton and configuration. Loading checks, in this
 //! order and before building anything: magic, version, length, checksum, a bounded decode
-//! (no allocation beyond the input's size), the automaton ([`Dfa::new`](crate::dfa::Dfa)),
+//! (no allocation beyond the input's size), the automaton ([`Dfa::new`](crate::automaton::dfa::Dfa)),
 //! sizes and indices, the resource limit, every other field against the query and the others
 //! ([`check_fields`]: gap bits, times, positions, event counts, floats), and the exact
 //! counters against a recomputation from the retained elements. A checksum is no defence
 //! against an edited file, so nothing after it trusts the payload. Anything else is refused
 //! with [`Error::State`] naming the field.
-use crate::dfa::{Dfa, GAP_BREAK};
-use crate::dual::{Dual, DualX};
+use crate::automaton::dfa::{Dfa, GAP_BREAK};
+use crate::numbers::dual::{Dual, DualX};
 use crate::engine::{ExactEngine, SummaryEngine};
-use crate::error::Error;
-use crate::limits::Limits;
-use crate::num::{Num, U256};
-use crate::semantics::{expired, Ev, Policy, Semantics};
-use crate::tier::Ladder;
-use crate::window::{ExactWindow, Window};
+use crate::engine::error::Error;
+use crate::engine::limits::Limits;
+use crate::numbers::num::{Num, U256};
+use crate::automaton::semantics::{expired, Ev, Policy, Semantics};
+use crate::numbers::tier::Ladder;
+use crate::exact::window::{ExactWindow, Window};
 use std::sync::Arc;
 use crate::summary::counters::Counters;
 use crate::summary::{Summary, SummaryPolicy};
@@ -281,9 +281,9 @@ fn check_snapshot(dfa: &Dfa, tau: i64, snap: &ExactSnapshot) -> Result<(), Strin
 
 /// The window at the narrowest number type that holds it.
 fn rebuild<P: Semantics>(dfa: Arc<Dfa>, tau: i64, snap: &ExactSnapshot) -> Result<ExactWindow<P>, Error> {
-    fn at<N: Num, P: Semantics>(dfa: &Arc<Dfa>, tau: i64, snap: &ExactSnapshot) -> crate::num::R<Window<N, P>> {
+    fn at<N: Num, P: Semantics>(dfa: &Arc<Dfa>, tau: i64, snap: &ExactSnapshot) -> crate::numbers::num::R<Window<N, P>> {
         let mut w = Window::<N, P>::run(dfa.clone(), tau, &snap.window)?;
-        w.totals = snap.totals.iter().map(Dual::from_big).collect::<crate::num::R<_>>()?;
+        w.totals = snap.totals.iter().map(Dual::from_big).collect::<crate::numbers::num::R<_>>()?;
         Ok(w)
     }
     if let Ok(w) = at::<u128, P>(&dfa, tau, snap) {
@@ -299,10 +299,9 @@ fn rebuild<P: Semantics>(dfa: Arc<Dfa>, tau: i64, snap: &ExactSnapshot) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ooo::Replay;
+    use crate::exact::ooo::Replay;
     use proptest::prelude::*;
 
-    const POLICIES: [Policy; 3] = [Policy::Any, Policy::Next, Policy::Contiguous];
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
@@ -310,9 +309,9 @@ mod tests {
         /// An engine restored from a snapshot taken mid-stream goes on as the original: the
         /// same totals after the rest of the stream, equal to one engine fed all of it.
         #[test]
-        fn a_restored_exact_engine_goes_on_as_the_original((dfa, raw) in crate::window::tests::case(), tau in 0i64..8, cut in any::<prop::sample::Index>()) {
+        fn a_restored_exact_engine_goes_on_as_the_original((dfa, raw) in crate::exact::window::tests::case(), tau in 0i64..8, cut in any::<prop::sample::Index>()) {
             let cut = cut.index(raw.len() + 1);
-            for policy in POLICIES {
+            for policy in Policy::ALL {
                 let new = || ExactEngine::new(dfa.clone(), tau, policy, &Limits::default()).unwrap();
                 let (mut original, mut whole) = (new(), new());
                 for &(b, t, v) in &raw[..cut] {
@@ -336,7 +335,7 @@ mod tests {
 
     #[test]
     fn a_snapshot_that_does_not_fit_the_query_is_refused() {
-        let dfa = Arc::new(crate::dfa::tests::paper());
+        let dfa = Arc::new(crate::automaton::dfa::tests::paper());
         let ok = ExactSnapshot { window: vec![Ev { sym: 0, t: 5, v: 1, gap: 0 }], totals: vec![Dual::zero(); dfa.n], gap: 0 };
         let limits = Limits::default();
         assert!(restore_exact(dfa.clone(), 3, Policy::Any, &limits, &ok).is_ok());

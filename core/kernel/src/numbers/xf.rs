@@ -8,8 +8,8 @@
 //! bit for bit what plain `f64` gives (the selection of earlier releases is kept exactly), and
 //! the common case (e equal) costs one compare per operation beyond the float arithmetic.
 //! Values are estimates of non-negative quantities: subtraction clamps at zero.
-use crate::dual::Dual;
-use crate::num::{Scalar, R};
+use crate::numbers::dual::Dual;
+use crate::numbers::num::{Scalar, R};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 

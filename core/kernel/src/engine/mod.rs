@@ -1,14 +1,22 @@
-//! The two engines a caller drives, with the selection semantics chosen at run time.
+//! What a caller drives: the two engines with the selection semantics chosen at run time,
+//! validated batches ([`batch`]), saved state ([`state`]), memory limits ([`limits`]) and
+//! errors ([`error`]).
 //!
-//! Everything below is generic over [`Semantics`](crate::semantics::Semantics); this is the
+//! Everything below is generic over [`Semantics`](crate::automaton::semantics::Semantics); this is the
 //! one place that turns a run-time [`Policy`] into a type.
-use crate::batch::Raw;
-use crate::dfa::Dfa;
-use crate::error::Error;
-use crate::limits::Limits;
-use crate::semantics::{AnyMatch, Contiguous, Ev, NextMatch, Policy};
+pub mod batch;
+pub mod error;
+pub mod limits;
+pub mod shared;
+pub mod state;
+
+use crate::engine::batch::Raw;
+use crate::automaton::dfa::{Dfa, Skip, UNKNOWN};
+use crate::engine::error::Error;
+use crate::engine::limits::Limits;
+use crate::automaton::semantics::{AnyMatch, Contiguous, Ev, NextMatch, Policy};
 use crate::summary::{Config, Readout, Summary};
-use crate::window::{split_totals, ExactWindow};
+use crate::exact::window::{split_totals, ExactWindow};
 use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -70,8 +78,8 @@ impl ExactEngine {
         with_policy!(self, ExactEngine, |e, _g| split_totals(e.dfa(), &e.totals_big()))
     }
 
-    /// The totals per automaton state (what [`crate::approx::CostLabels::split`] reads).
-    pub fn per_state(&self) -> Vec<crate::dual::Dual<BigUint>> {
+    /// The totals per automaton state (what [`crate::exact::approx::CostLabels::split`] reads).
+    pub fn per_state(&self) -> Vec<crate::numbers::dual::Dual<BigUint>> {
         with_policy!(self, ExactEngine, |e, _g| e.totals_big())
     }
 
@@ -104,6 +112,13 @@ impl SummaryEngine {
             Policy::Next => SummaryEngine::Next(Summary::new(dfa, cfg)),
             Policy::Contiguous => SummaryEngine::Contiguous(Summary::new(dfa, cfg)),
         })
+    }
+
+    /// Whether an event of character `byte` can change this summary: its letters and negated
+    /// characters, and every character where a set that skips an event dies (contiguity).
+    pub fn reads(&self, byte: u8) -> bool {
+        let dfa = self.dfa();
+        self.policy().skip() == Skip::Kill || dfa.lookup[byte as usize] != UNKNOWN || dfa.neg_lookup[byte as usize] != UNKNOWN
     }
 
     pub fn policy(&self) -> Policy {
@@ -189,11 +204,11 @@ impl SummaryEngine {
     /// Selection estimates as `f64` (infinite past 10^308; tests and inspection only).
     pub fn estimates(&mut self) -> FloatEstimates {
         let (pres, al) = with_policy!(self, SummaryEngine, |s| s.estimates());
-        let f = |d: &crate::dual::DualX| (d.c.to_f64(), d.s.to_f64());
+        let f = |d: &crate::numbers::dual::DualX| (d.c.to_f64(), d.s.to_f64());
         (pres.iter().map(f).collect(), al.iter().map(|r| r.iter().map(f).collect()).collect())
     }
 
-    pub fn exact_locals(&self) -> Result<Vec<crate::dual::Dual<BigUint>>, Error> {
+    pub fn exact_locals(&self) -> Result<Vec<crate::numbers::dual::Dual<BigUint>>, Error> {
         with_policy!(self, SummaryEngine, |s| s.exact_locals())
     }
 
@@ -202,8 +217,8 @@ impl SummaryEngine {
     }
 
     /// The sets over the retained elements, recounted from scratch.
-    pub fn recount(&self) -> crate::num::R<Vec<crate::dual::Dual<BigUint>>> {
-        use crate::window::Window;
+    pub fn recount(&self) -> crate::numbers::num::R<Vec<crate::numbers::dual::Dual<BigUint>>> {
+        use crate::exact::window::Window;
         match self {
             SummaryEngine::Any(x) => Window::<BigUint, AnyMatch>::run(x.dfa.clone(), x.cfg.tau, &x.elems).map(|w| w.totals),
             SummaryEngine::Next(x) => Window::<BigUint, NextMatch>::run(x.dfa.clone(), x.cfg.tau, &x.elems).map(|w| w.totals),
@@ -225,8 +240,8 @@ fn check_config(dfa: &Dfa, cfg: &Config) -> Result<(), Error> {
     if cfg.time_to_live.is_some_and(|t| t < 0) {
         return Err(Error::input("time_to_live must be non-negative"));
     }
-    if cfg.size == 0 || cfg.size > crate::limits::MAX_SIZE {
-        return Err(Error::input(format!("size must be between 1 and {}, got {}", crate::limits::MAX_SIZE, cfg.size)));
+    if cfg.size == 0 || cfg.size > crate::engine::limits::MAX_SIZE {
+        return Err(Error::input(format!("size must be between 1 and {}, got {}", crate::engine::limits::MAX_SIZE, cfg.size)));
     }
     if let Some(p) = &cfg.probabilities {
         if p.len() != dfa.k() {

@@ -7,8 +7,8 @@
 //! operation must leave that intact when it fails) and runs the operation again.
 //! Overflow at the last tier can only be a logic error (a subtraction below zero), and is
 //! reported as an internal error instead of a panic.
-use crate::error::Error;
-use crate::num::{Num, U256};
+use crate::engine::error::Error;
+use crate::numbers::num::{Num, U256};
 use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +17,7 @@ pub trait Family: 'static {
     /// What a rebuild needs beside the structure itself.
     type Ctx<'a>;
     /// The structure over `M`, rebuilt from the committed state of `part`.
-    fn widen<N: Num, M: Num>(ctx: &Self::Ctx<'_>, part: &Self::At<N>) -> crate::num::R<Self::At<M>>;
+    fn widen<N: Num, M: Num>(ctx: &Self::Ctx<'_>, part: &Self::At<N>) -> crate::numbers::num::R<Self::At<M>>;
 }
 
 #[derive(Serialize, Deserialize)]
@@ -50,7 +50,7 @@ macro_rules! promoting {
             let r = $crate::on_tier!($ladder, |$p| $body);
             match r {
                 Ok(v) => break Ok(v),
-                Err($crate::num::Overflow) => {
+                Err($crate::numbers::num::Overflow) => {
                     if let Err(e) = $ladder.widen($ctx) {
                         break Err(e);
                     }
@@ -65,9 +65,9 @@ macro_rules! promoting {
 macro_rules! on_tier {
     ($ladder:expr, |$p:ident| $body:expr) => {
         match $ladder {
-            $crate::tier::Ladder::U128($p) => $body,
-            $crate::tier::Ladder::U256($p) => $body,
-            $crate::tier::Ladder::Big($p) => $body,
+            $crate::numbers::tier::Ladder::U128($p) => $body,
+            $crate::numbers::tier::Ladder::U256($p) => $body,
+            $crate::numbers::tier::Ladder::Big($p) => $body,
         }
     };
 }
@@ -107,10 +107,10 @@ macro_rules! narrowest {
     ($n:ident => $make:expr) => {{
         let small = { type $n = u128; $make };
         match small {
-            Ok(p) => $crate::tier::Ladder::U128(p),
-            Err(_) => match { type $n = $crate::num::U256; $make } {
-                Ok(p) => $crate::tier::Ladder::U256(p),
-                Err(_) => $crate::tier::Ladder::Big({ type $n = num_bigint::BigUint; $make }.map_err(|_| $crate::error::Error::internal("a build over big integers failed"))?),
+            Ok(p) => $crate::numbers::tier::Ladder::U128(p),
+            Err(_) => match { type $n = $crate::numbers::num::U256; $make } {
+                Ok(p) => $crate::numbers::tier::Ladder::U256(p),
+                Err(_) => $crate::numbers::tier::Ladder::Big({ type $n = num_bigint::BigUint; $make }.map_err(|_| $crate::engine::error::Error::internal("a build over big integers failed"))?),
             },
         }
     }};

@@ -8,10 +8,10 @@
 //! grown lazily, O(|Z|) memory per step instead of the paper's O(|Z|²).
 //! Values enter through the dual numbers: a step with character `c` weighs `1 + v̄_c·ε`, so the
 //! sum part of `h_n` is the expected value of the matches formed (the SUM variant, §6.3).
-use crate::dfa::{Dfa, NONE};
-use crate::dual::{Dual, DualX};
-use crate::semantics::Semantics;
-use crate::xf::{Real, Xf, NARROW_LIMIT};
+use crate::automaton::dfa::{Dfa, NONE};
+use crate::numbers::dual::{Dual, DualX};
+use crate::automaton::semantics::Semantics;
+use crate::numbers::xf::{Real, Xf, NARROW_LIMIT};
 use serde::{Deserialize, Serialize};
 
 /// Largest number of future steps the cache looks ahead.
@@ -204,8 +204,8 @@ impl Coefficients {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::DfaSpec;
-    use crate::semantics::AnyMatch;
+    use crate::automaton::dfa::DfaSpec;
+    use crate::automaton::semantics::AnyMatch;
 
     /// `ab*c`: 0 -a-> 1, 1 -b-> 1, 1 -c-> 2 (final).
     fn ab_star_c() -> Dfa {

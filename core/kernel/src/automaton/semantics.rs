@@ -3,12 +3,15 @@
 //! To add a semantics, implement [`Semantics`]: the step operator of one element as an
 //! element of a monoid (`Agg`, with `identity`, `append`, `prepend`), what one initiator
 //! contributes (`start`, `retract`), and what an element forms from the active sets
-//! (`formed`, `advance`). The exact window engine, its overflow promotion and the summary's
-//! exact counters are generic over this trait; nothing else needs to know the policy.
-use crate::dfa::{Dfa, Skip, NONE};
-use crate::dual::{Dual, DualX};
-use crate::num::{Scalar, R};
-use crate::step::{self, Dir, Layout};
+//! (`formed`, `advance`), and the decisions other layers ask of it (`SKIP`, `PLAIN`,
+//! `edges`); then register it as a [`Policy`] variant and an arm of
+//! [`with_semantics!`](crate::with_semantics). The exact window engine, its overflow promotion
+//! and the summary's exact counters are generic over this trait; the other layers reach it
+//! through a `Policy`, and only the engines' dispatch (`engine/mod.rs`) matches on one.
+use crate::automaton::dfa::{Dfa, Skip, NONE};
+use crate::numbers::dual::{Dual, DualX};
+use crate::numbers::num::{Scalar, R};
+use crate::automaton::step::{self, Dir, Layout};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,7 +20,7 @@ pub struct Ev {
     pub t: i64,
     pub v: u64,
     /// What lay between the previous element and this one without being an element: a bit
-    /// per negated character that occurred, and [`GAP_BREAK`](crate::dfa::GAP_BREAK) if any
+    /// per negated character that occurred, and [`GAP_BREAK`](crate::automaton::dfa::GAP_BREAK) if any
     /// event did. Sets pass the gap before they meet the element.
     pub gap: u32,
 }
@@ -28,6 +31,9 @@ pub fn expired(old: i64, now: i64, tau: i64) -> bool {
     (now as i128) - (old as i128) > tau as i128
 }
 
+/// The run-time name of a semantics. Every decision that depends on it is a const or method of
+/// [`Semantics`]; a `Policy` reaches them through [`with_semantics!`](crate::with_semantics),
+/// the registration of every semantics (and the engines' variants in `engine/mod.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Policy {
     /// Skip-till-any-match: every set may take or skip each element.
@@ -38,18 +44,50 @@ pub enum Policy {
     Contiguous,
 }
 
+/// Runs `$body` with `$P` naming the [`Semantics`] type of `$policy`: the one place a
+/// run-time policy becomes a type, where a new semantics is registered.
+#[macro_export]
+macro_rules! with_semantics {
+    ($policy:expr, $P:ident => $body:expr) => {
+        match $policy {
+            $crate::automaton::semantics::Policy::Any => {
+                type $P = $crate::automaton::semantics::AnyMatch;
+                $body
+            }
+            $crate::automaton::semantics::Policy::Next => {
+                type $P = $crate::automaton::semantics::NextMatch;
+                $body
+            }
+            $crate::automaton::semantics::Policy::Contiguous => {
+                type $P = $crate::automaton::semantics::Contiguous;
+                $body
+            }
+        }
+    };
+}
+
 impl Policy {
+    /// Indexed like [`Policy::NAMES`] (the order of the variants).
+    pub const ALL: [Policy; 3] = [Policy::Any, Policy::Next, Policy::Contiguous];
     pub const NAMES: [&'static str; 3] = ["any", "next", "contiguous"];
     pub fn parse(s: &str) -> Option<Policy> {
-        match s {
-            "any" => Some(Policy::Any),
-            "next" => Some(Policy::Next),
-            "contiguous" => Some(Policy::Contiguous),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|p| p.name() == s)
     }
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
+    }
+    /// [`Semantics::SKIP`] of this policy.
+    pub fn skip(self) -> Skip {
+        crate::with_semantics!(self, P => P::SKIP)
+    }
+    /// [`Semantics::PLAIN`] of this policy.
+    pub fn plain(self) -> bool {
+        crate::with_semantics!(self, P => P::PLAIN)
+    }
+    /// [`Semantics::edges`] under this policy.
+    #[inline]
+    pub fn edges(self, dfa: &Dfa, q: u32, ev: &Ev) -> (u32, u32) {
+        crate::with_semantics!(self, P => P::edges(dfa, q, ev))
     }
 }
 
@@ -57,6 +95,11 @@ pub trait Semantics: Clone + Copy + Default + Send + Sync + 'static {
     const POLICY: Policy;
     /// What happens to the sets that do not take an element.
     const SKIP: Skip;
+    /// Whether every element's operator is `I + w·T_c` (before negation): each set takes or
+    /// skips each element independently and nothing between two elements matters. Then a late
+    /// element can be put in place, queries can share one product automaton, updates run in
+    /// place over the symbol's transitions, and the adaptive look-ahead models loop growth.
+    const PLAIN: bool;
     /// The product of the step operators of a range of elements.
     type Agg<S: Scalar>: Clone + Send + Sync;
     /// What one initiator contributes to the active vector, pushed to a stack boundary.
@@ -84,6 +127,12 @@ pub trait Semantics: Clone + Copy + Default + Send + Sync + 'static {
             formed[init as usize].add_assign(&Dual::weight(ev.v))?;
         }
         Ok(())
+    }
+    /// The edges of `ev` from state `q`: `(state after taking it, after skipping it)`, `NONE`
+    /// where there is no such edge.
+    #[inline]
+    fn edges(dfa: &Dfa, q: u32, ev: &Ev) -> (u32, u32) {
+        (dfa.take(q, ev.sym, ev.gap, Self::SKIP), dfa.pass(q, ev.sym, ev.gap, Self::SKIP))
     }
     /// Apply `ev` to the active vector, given what it formed.
     fn advance<S: Scalar>(dfa: &Dfa, a: &mut [Dual<S>], ev: &Ev, formed: &[Dual<S>]) -> R<()>;
@@ -125,6 +174,7 @@ pub struct AnyMatch;
 impl Semantics for AnyMatch {
     const POLICY: Policy = Policy::Any;
     const SKIP: Skip = Skip::Keep;
+    const PLAIN: bool = true;
     type Agg<S: Scalar> = Vec<Dual<S>>; // |Z|×|Z| row-major
     type Cursor<S: Scalar> = Vec<Dual<S>>; // a row vector
 
@@ -301,7 +351,18 @@ impl NextMatch {
 impl Semantics for NextMatch {
     const POLICY: Policy = Policy::Next;
     const SKIP: Skip = Skip::Keep;
+    const PLAIN: bool = false;
     state_fn_products!(NextMatch::run_step);
+
+    /// A run takes whenever it can: its one step.
+    #[inline]
+    fn edges(dfa: &Dfa, q: u32, ev: &Ev) -> (u32, u32) {
+        match NextMatch::run_step(dfa, q, ev) {
+            Some((to, true)) => (to, NONE),
+            Some((to, false)) => (NONE, to),
+            None => (NONE, NONE),
+        }
+    }
 
     fn advance<S: Scalar>(dfa: &Dfa, a: &mut [Dual<S>], ev: &Ev, formed: &[Dual<S>]) -> R<()> {
         if !dfa.plain(ev.sym, ev.gap, Skip::Keep) {
@@ -338,6 +399,7 @@ impl Contiguous {
 impl Semantics for Contiguous {
     const POLICY: Policy = Policy::Contiguous;
     const SKIP: Skip = Skip::Kill;
+    const PLAIN: bool = false;
     state_fn_products!(Contiguous::run_step);
 
     fn advance<S: Scalar>(_dfa: &Dfa, a: &mut [Dual<S>], _ev: &Ev, formed: &[Dual<S>]) -> R<()> {

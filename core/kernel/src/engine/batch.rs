@@ -1,7 +1,7 @@
 //! A batch of raw events with evaluation times, validated before anything is processed.
-use crate::dfa::{Dfa, GAP_BREAK, UNKNOWN};
-use crate::error::Error;
-use crate::semantics::Ev;
+use crate::automaton::dfa::{Dfa, GAP_BREAK, UNKNOWN};
+use crate::engine::error::Error;
+use crate::automaton::semantics::Ev;
 
 /// One raw event as an engine sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn snapshots_cover_events_up_to_their_time() {
-        let dfa = crate::dfa::tests::negation(); // letters abcd, negated eg
+        let dfa = crate::automaton::dfa::tests::negation(); // letters abcd, negated eg
         let b = Batch::new(b"axge", &[1, 2, 3, 3], None, &[0, 2, 9], None).unwrap();
         let mut seen = Vec::new();
         let rows = b

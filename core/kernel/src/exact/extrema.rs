@@ -10,10 +10,10 @@
 //! One element's operator is a relation on states: the sets that skip it (`pass`) and those
 //! that take it (`take`), chosen by the policy; taking adds the element's value when its
 //! letter is in the `of` mask. Products are dense |Z|×|Z| matrices of `Ext`.
-use crate::batch::Raw;
-use crate::dfa::{Dfa, Skip, NONE};
-use crate::error::Error;
-use crate::semantics::{expired, Ev, Policy};
+use crate::engine::batch::Raw;
+use crate::automaton::dfa::{Dfa, Skip, NONE};
+use crate::engine::error::Error;
+use crate::automaton::semantics::{expired, Ev, Policy};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -156,13 +156,8 @@ impl Extrema {
     /// The element's edges from state `q`: `(to, took)`, at most two.
     #[inline]
     fn edges(&self, q: u32, ev: &Ev) -> [(u32, bool); 2] {
-        let skip = if self.policy == Policy::Contiguous { Skip::Kill } else { Skip::Keep };
-        let take = self.dfa.take(q, ev.sym, ev.gap, skip);
-        let pass = self.dfa.pass(q, ev.sym, ev.gap, skip);
-        match self.policy {
-            Policy::Next if take != NONE => [(take, true), (NONE, false)],
-            _ => [(take, true), (pass, false)],
-        }
+        let (take, pass) = self.policy.edges(&self.dfa, q, ev);
+        [(take, true), (pass, false)]
     }
 
     /// Whether the element's operator is `I ⊕ w·T_c`: then updates run in place over the
@@ -170,7 +165,7 @@ impl Extrema {
     /// `row_order`), instead of through a dense copy.
     #[inline]
     fn plain(&self, ev: &Ev) -> bool {
-        self.policy == Policy::Any && self.dfa.plain(ev.sym, ev.gap, Skip::Keep)
+        self.policy.plain() && self.dfa.plain(ev.sym, ev.gap, Skip::Keep)
     }
 
     fn weight(&self, ev: &Ev) -> Ext {
@@ -383,9 +378,9 @@ fn identity(z: usize) -> Vec<Ext> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::tests::{letter_negated, negation, paper};
-    use crate::dfa::UNKNOWN;
-    use crate::window::tests::{elements, RawEv};
+    use crate::automaton::dfa::tests::{letter_negated, negation, paper};
+    use crate::automaton::dfa::UNKNOWN;
+    use crate::exact::window::tests::{elements, RawEv};
     use proptest::prelude::*;
 
     /// Brute force over index subsets of the raw stream, as `window::tests::brute_sets` and
@@ -394,7 +389,7 @@ mod tests {
         let elems = elements(dfa, raw);
         let mut in_match = vec![false; elems.len()];
         match policy {
-            Policy::Next => crate::semantics::walk_runs(dfa, tau, &elems, |run| {
+            Policy::Next => crate::automaton::semantics::walk_runs(dfa, tau, &elems, |run| {
                 if let Some(last) = run.complete.iter().rposition(|&c| c) {
                     for &k in &run.taken[..=last] {
                         in_match[k] = true;
@@ -461,7 +456,7 @@ mod tests {
         if !mask.iter().any(|&m| m) {
             mask[0] = true;
         }
-        for policy in [Policy::Any, Policy::Next, Policy::Contiguous] {
+        for policy in Policy::ALL {
             prop_assert_eq!(run(dfa, tau, policy, &mask, raw), brute(dfa, tau, policy, &mask, raw), "policy {:?}", policy);
         }
         Ok(())

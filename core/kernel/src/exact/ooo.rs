@@ -15,9 +15,9 @@
 //! totals by a sum over (initiator, last element) pairs constrained by the window, which is not
 //! a product over the recent part (it is one only without expiry). docs/ENGINE.md has the
 //! details and the measurements.
-use crate::batch::Raw;
+use crate::engine::batch::Raw;
 use crate::engine::ExactEngine;
-use crate::error::Error;
+use crate::engine::error::Error;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
@@ -210,8 +210,8 @@ impl<E: Replay> OutOfOrder<E> {
         evals: &[i64],
         snap: impl Fn(&E, i64) -> Row,
     ) -> Result<Vec<Row>, Error> {
-        crate::batch::Batch::unordered(chars, ts, vals)?; // lengths and values
-        crate::batch::check_evals(evals)?;
+        crate::engine::batch::Batch::unordered(chars, ts, vals)?; // lengths and values
+        crate::engine::batch::check_evals(evals)?;
         if let (Some(&first), Some(h)) = (evals.first(), self.horizon()) {
             if first < h {
                 return Err(Error::input(format!(
@@ -248,16 +248,14 @@ impl<E: Replay> OutOfOrder<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::tests::{letter_negated, negation, paper};
-    use crate::dfa::Dfa;
-    use crate::limits::Limits;
-    use crate::semantics::Policy;
-    use crate::window::tests::{brute_runs, brute_sets, RawEv};
+    use crate::automaton::dfa::tests::{letter_negated, negation, paper};
+    use crate::automaton::dfa::Dfa;
+    use crate::engine::limits::Limits;
+    use crate::automaton::semantics::Policy;
+    use crate::exact::window::tests::{brute_runs, brute_sets, RawEv};
     use num_bigint::BigUint;
     use proptest::prelude::*;
     use std::sync::Arc;
-
-    const POLICIES: [Policy; 3] = [Policy::Any, Policy::Next, Policy::Contiguous];
 
     fn engine(dfa: &Arc<Dfa>, tau: i64, p: Policy) -> ExactEngine {
         ExactEngine::new(dfa.clone(), tau, p, &Limits::default()).unwrap()
@@ -276,7 +274,7 @@ mod tests {
     /// pending events mixed in: `(arrival, retracted arrival indices in arrival order)`.
     fn disordered() -> impl Strategy<Value = (Arc<Dfa>, Vec<RawEv>, i64, Vec<prop::sample::Index>, Vec<u8>)> {
         (
-            crate::window::tests::case(),
+            crate::exact::window::tests::case(),
             0i64..6,
             proptest::collection::vec(any::<prop::sample::Index>(), 0..20),
             proptest::collection::vec(0u8..4, 0..20),
@@ -319,7 +317,7 @@ mod tests {
         #[test]
         fn equals_the_sorted_stream((dfa, raw, l, picks, kinds) in disordered(), tau in 0i64..8) {
             let arrival = permute(&raw, l, &picks);
-            for p in POLICIES {
+            for p in Policy::ALL {
                 let mut o = OutOfOrder::new(engine(&dfa, tau, p), l).unwrap();
                 let mut kept: Vec<(usize, RawEv)> = Vec::new();
                 for (i, &(b, t, v)) in arrival.iter().enumerate() {
@@ -347,8 +345,8 @@ mod tests {
                 let got = o.readout(None).unwrap().totals();
                 prop_assert_eq!(&got, &sorted_totals(&dfa, tau, p, &sorted));
                 let (c, s) = match p {
-                    Policy::Any => brute_sets(&dfa, tau, crate::dfa::Skip::Keep, &sorted),
-                    Policy::Contiguous => brute_sets(&dfa, tau, crate::dfa::Skip::Kill, &sorted),
+                    Policy::Any => brute_sets(&dfa, tau, crate::automaton::dfa::Skip::Keep, &sorted),
+                    Policy::Contiguous => brute_sets(&dfa, tau, crate::automaton::dfa::Skip::Kill, &sorted),
                     Policy::Next => brute_runs(&dfa, tau, &sorted),
                 };
                 prop_assert_eq!((got.0, got.1), (BigUint::from(c), BigUint::from(s)), "{:?}", p);
@@ -410,7 +408,7 @@ mod tests {
                 let t = if rnd() % 10 == 0 { top - (rnd() % (l as u64 + 1)) as i64 } else { top };
                 arrival.push((bytes[(rnd() % bytes.len() as u64) as usize], t, rnd() % 4));
             }
-            for p in POLICIES {
+            for p in Policy::ALL {
                 let mut o = OutOfOrder::new(engine(&dfa, 300, p), l).unwrap();
                 let mut kept: Vec<RawEv> = Vec::new();
                 for (i, &(b, t, v)) in arrival.iter().enumerate() {

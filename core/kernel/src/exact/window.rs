@@ -10,13 +10,13 @@
 //! method (front stack: products precomputed right-to-left at a flip; back stack: one running
 //! product), so each event costs amortised O(|Z| · transitions) ring operations whatever the
 //! window, instead of O(window) for per-initiator counters.
-use crate::dfa::{Dfa, NONE};
-use crate::dual::Dual;
-use crate::error::Error;
-use crate::num::{Num, Scalar, R};
-use crate::semantics::{expired, AnyMatch, Ev, Semantics};
-use crate::step::{self, Dir, Layout};
-use crate::tier::{Family, Ladder};
+use crate::automaton::dfa::{Dfa, NONE};
+use crate::numbers::dual::Dual;
+use crate::engine::error::Error;
+use crate::numbers::num::{Num, Scalar, R};
+use crate::automaton::semantics::{expired, AnyMatch, Ev, Semantics};
+use crate::automaton::step::{self, Dir, Layout};
+use crate::numbers::tier::{Family, Ladder};
 use num_bigint::BigUint;
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -116,7 +116,7 @@ impl<S: Scalar, P: Semantics> Window<S, P> {
         Ok(())
     }
 
-    /// Process one element. On [`Overflow`](crate::num::Overflow) the committed totals and
+    /// Process one element. On [`Overflow`](crate::numbers::num::Overflow) the committed totals and
     /// the raw window are intact, so the caller can rebuild wider and push the element again.
     pub fn push(&mut self, ev: Ev) -> R<()> {
         self.expire(ev.t)?;
@@ -219,7 +219,7 @@ pub fn per_initiator_totals(dfa: &Dfa, tau: i64, events: &[Ev]) -> Option<Vec<Du
             t.add_assign(f).ok()?;
         }
         for (_, v) in runs.iter_mut() {
-            step::step(dfa, ev, crate::dfa::Skip::Keep, v, Dir::Forward, Layout::Vector, &mut scratch).ok()?;
+            step::step(dfa, ev, crate::automaton::dfa::Skip::Keep, v, Dir::Forward, Layout::Vector, &mut scratch).ok()?;
         }
         AnyMatch::advance(dfa, &mut a, ev, &formed).ok()?;
         let q = dfa.init[ev.sym as usize];
@@ -235,10 +235,10 @@ pub fn per_initiator_totals(dfa: &Dfa, tau: i64, events: &[Ev]) -> Option<Vec<Du
 #[cfg(test)]
 pub mod tests {
     use super::*;
-    use crate::batch::Raw;
-    use crate::dfa::tests::{letter_negated, negation, paper};
-    use crate::dfa::{Skip, NONE};
-    use crate::semantics::{Contiguous, NextMatch};
+    use crate::engine::batch::Raw;
+    use crate::automaton::dfa::tests::{letter_negated, negation, paper};
+    use crate::automaton::dfa::{Skip, NONE};
+    use crate::automaton::semantics::{Contiguous, NextMatch};
     use proptest::prelude::*;
 
     /// A raw event: a byte of the stream, its timestamp and value.
@@ -269,7 +269,7 @@ pub mod tests {
 
     /// The matches of [`brute_sets`]: raw positions and the final state of each.
     pub fn brute_matches(dfa: &Dfa, tau: i64, skip: Skip, raw: &[RawEv]) -> Vec<(Vec<usize>, u32)> {
-        let letters: Vec<usize> = (0..raw.len()).filter(|&i| dfa.lookup[raw[i].0 as usize] != crate::dfa::UNKNOWN).collect();
+        let letters: Vec<usize> = (0..raw.len()).filter(|&i| dfa.lookup[raw[i].0 as usize] != crate::automaton::dfa::UNKNOWN).collect();
         let mut found = Vec::new();
         for mask in 1u32..(1 << letters.len()) {
             let idx: Vec<usize> = (0..letters.len()).filter(|i| mask >> i & 1 == 1).map(|i| letters[i]).collect();
@@ -284,7 +284,7 @@ pub mod tests {
                 if k > 0 {
                     for between in &raw[idx[k - 1] + 1..i] {
                         let j = dfa.neg_lookup[between.0 as usize];
-                        if j != crate::dfa::UNKNOWN && q != NONE {
+                        if j != crate::automaton::dfa::UNKNOWN && q != NONE {
                             q = dfa.neg_next[q as usize * dfa.negated.len() + j as usize];
                         }
                     }
@@ -307,7 +307,7 @@ pub mod tests {
         let m = dfa.negated.len();
         for i in 0..raw.len() {
             let sym = dfa.lookup[raw[i].0 as usize];
-            if sym == crate::dfa::UNKNOWN || dfa.init[sym as usize] == NONE {
+            if sym == crate::automaton::dfa::UNKNOWN || dfa.init[sym as usize] == NONE {
                 continue;
             }
             let mut q = dfa.init[sym as usize];
@@ -318,7 +318,7 @@ pub mod tests {
             }
             for e in &raw[i + 1..] {
                 let (letter, neg) = (dfa.lookup[e.0 as usize], dfa.neg_lookup[e.0 as usize]);
-                if letter != crate::dfa::UNKNOWN {
+                if letter != crate::automaton::dfa::UNKNOWN {
                     if expired(raw[i].1, e.1, tau) {
                         break;
                     }
@@ -333,7 +333,7 @@ pub mod tests {
                         continue;
                     }
                 }
-                if neg != crate::dfa::UNKNOWN {
+                if neg != crate::automaton::dfa::UNKNOWN {
                     q = dfa.neg_next[q as usize * m + neg as usize];
                     if q == NONE {
                         break;
@@ -405,7 +405,7 @@ pub mod tests {
             let evs = elements(&dfa, &raw);
             let (c, s) = count::<NextMatch>(&dfa, tau, &evs);
             let (mut wc, mut ws) = (0u128, 0u128);
-            crate::semantics::walk_runs(&dfa, tau, &evs, |run| {
+            crate::automaton::semantics::walk_runs(&dfa, tau, &evs, |run| {
                 for (k, &done) in run.complete.iter().enumerate() {
                     if done {
                         wc += 1;
@@ -420,7 +420,7 @@ pub mod tests {
     #[test]
     fn promotes_through_every_tier_with_exact_results() {
         // "a+" over n a's in one window has 2^n - 1 matches: crosses 2^128 and 2^256.
-        let dfa = Arc::new(Dfa::new(crate::dfa::DfaSpec { n: 2, alphabet: b"a".to_vec(), negated: Vec::new(), start: 0, finals: vec![false, true], table: vec![1, 1] }).unwrap());
+        let dfa = Arc::new(Dfa::new(crate::automaton::dfa::DfaSpec { n: 2, alphabet: b"a".to_vec(), negated: Vec::new(), start: 0, finals: vec![false, true], table: vec![1, 1] }).unwrap());
         let mut w = ExactWindow::<AnyMatch>::new(dfa.clone(), 1_000_000);
         let mut tiers = Vec::new();
         for i in 0..300u64 {

@@ -7,8 +7,8 @@
 //! (both policies, contiguity, summaries) get it from the same readout. The labels stay
 //! outside [`Dfa`] and the saved state: they are a function of the query, which the saved
 //! state states and the caller recompiles and checks.
-use crate::dfa::Dfa;
-use crate::dual::Dual;
+use crate::automaton::dfa::Dfa;
+use crate::numbers::dual::Dual;
 use num_bigint::BigUint;
 
 /// The largest label (most missing letters) accepted.
@@ -66,9 +66,9 @@ impl CostLabels {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::DfaSpec;
-    use crate::semantics::{AnyMatch, Ev};
-    use crate::window::{split_totals, Window};
+    use crate::automaton::dfa::DfaSpec;
+    use crate::automaton::semantics::{AnyMatch, Ev};
+    use crate::exact::window::{split_totals, Window};
     use std::sync::Arc;
 
     /// `AB` with one missing letter: states 0 start, 1 after A (final, cost 1), 2 after B

@@ -3,9 +3,10 @@
 //! A legal query can compile to thousands of automaton states, and the engines keep
 //! |Z|×|Z| matrices (per retained element, while an element is evicted). The estimate is
 //! made from the automaton and the configuration alone, before anything is built.
-use crate::dfa::Dfa;
-use crate::error::Error;
-use crate::semantics::Policy;
+use crate::automaton::dfa::Dfa;
+use crate::engine::error::Error;
+use crate::automaton::semantics::Policy;
+use crate::summary::SummaryPolicy;
 
 /// The largest summary size accepted.
 pub const MAX_SIZE: usize = 10_000_000;
@@ -50,9 +51,10 @@ impl Limits {
     pub fn summary_bytes(dfa: &Dfa, size: usize, policy: Policy) -> u64 {
         let (z, n) = (dfa.n as u64, size as u64);
         let rows = n.saturating_mul(3).saturating_mul(z);
-        let matrices = match policy {
-            Policy::Any | Policy::Contiguous => n.saturating_add(1).saturating_mul(2).saturating_mul(z).saturating_mul(z),
-            Policy::Next => z.saturating_mul(z),
+        let matrices = if crate::with_semantics!(policy, P => <P as SummaryPolicy>::EVICTION_MATRICES) {
+            n.saturating_add(1).saturating_mul(2).saturating_mul(z).saturating_mul(z)
+        } else {
+            z.saturating_mul(z)
         };
         rows.saturating_add(matrices).saturating_mul(CELL)
     }
@@ -82,7 +84,7 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::{Dfa, DfaSpec};
+    use crate::automaton::dfa::{Dfa, DfaSpec};
 
     fn chain(n: usize) -> Dfa {
         let table = (0..n).map(|q| if q + 1 < n { q as i64 + 1 } else { -1 }).collect();

@@ -8,15 +8,15 @@
 //! The dense two-stacks engine costs O(|Z|²) per element, so a product of N queries would be
 //! slower than N small engines. The product of prefix-sharing queries is block structured,
 //! though: from a state of one query's suffix only that query's states are reachable. This
-//! window is the two-stacks engine of [`crate::window`] (skip-till-any-match, no negation)
+//! window is the two-stacks engine of [`crate::exact::window`] (skip-till-any-match, no negation)
 //! with every loop restricted to reachable states, so it costs the structurally non-zero
 //! cells: the prefix block once, plus each suffix.
-use crate::dfa::{Dfa, DfaSpec, NONE};
-use crate::dual::Dual;
-use crate::num::{Num, Scalar, R};
-use crate::semantics::{expired, AnyMatch, Ev, Semantics};
-use crate::step;
-use crate::tier::{Family, Ladder};
+use crate::automaton::dfa::{Dfa, DfaSpec, NONE};
+use crate::numbers::dual::Dual;
+use crate::numbers::num::{Num, Scalar, R};
+use crate::automaton::semantics::{expired, AnyMatch, Ev, Semantics};
+use crate::automaton::step;
+use crate::numbers::tier::{Family, Ladder};
 use num_bigint::BigUint;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -334,7 +334,7 @@ impl MergedExact {
         MergedExact { ladder: Ladder::U128(SparseWindow::new(prod, tau)) }
     }
 
-    pub fn push(&mut self, ev: Ev) -> Result<(), crate::error::Error> {
+    pub fn push(&mut self, ev: Ev) -> Result<(), crate::engine::error::Error> {
         crate::promoting!(&mut self.ladder, &(), |w| w.push(ev))
     }
 

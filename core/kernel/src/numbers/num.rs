@@ -5,7 +5,7 @@
 //! counters need on top: conversion to big integers and back. Exact counters run on checked
 //! `u128` first, then on 256-bit integers, then on [`BigUint`]; an [`Overflow`] makes the owner
 //! rebuild itself one tier up (see `tier.rs`), so results are exact at any size and the common
-//! case stays on machine words. Selection estimates use [`crate::xf::Xf`], a float whose
+//! case stays on machine words. Selection estimates use [`crate::numbers::xf::Xf`], a float whose
 //! exponent does not run out.
 use num_bigint::BigUint;
 use num_traits::ToPrimitive;
@@ -39,7 +39,7 @@ pub trait Num: Scalar {
     /// The value in this type, or [`Overflow`] if it does not fit.
     fn from_big(b: &BigUint) -> R<Self>;
     /// Correctly rounded conversion to the selection estimates' float.
-    fn to_xf(&self) -> crate::xf::Xf;
+    fn to_xf(&self) -> crate::numbers::xf::Xf;
 }
 
 /// The operations machine integers share: checked add and subtract, zero tests.
@@ -96,8 +96,8 @@ impl Num for u128 {
         b.to_u128().ok_or(Overflow)
     }
     #[inline]
-    fn to_xf(&self) -> crate::xf::Xf {
-        crate::xf::Xf::from_f64(*self as f64)
+    fn to_xf(&self) -> crate::numbers::xf::Xf {
+        crate::numbers::xf::Xf::from_f64(*self as f64)
     }
 }
 
@@ -125,7 +125,7 @@ impl Num for U256 {
         let bytes = b.to_bytes_le();
         U256::try_from_le_slice(&bytes).ok_or(Overflow)
     }
-    fn to_xf(&self) -> crate::xf::Xf {
+    fn to_xf(&self) -> crate::numbers::xf::Xf {
         let bits = self.bit_len();
         if bits <= 128 {
             let limbs = self.as_limbs();
@@ -135,7 +135,7 @@ impl Num for U256 {
         let shift = bits - 64;
         let top = (*self >> shift).as_limbs()[0];
         let sticky = (*self & ((U256::from(1u8) << shift) - U256::from(1u8))) != U256::ZERO;
-        crate::xf::Xf::from_parts((top | sticky as u64) as f64, shift as i64)
+        crate::numbers::xf::Xf::from_parts((top | sticky as u64) as f64, shift as i64)
     }
 }
 
@@ -175,15 +175,15 @@ impl Num for BigUint {
     fn from_big(b: &BigUint) -> R<Self> {
         Ok(b.clone())
     }
-    fn to_xf(&self) -> crate::xf::Xf {
+    fn to_xf(&self) -> crate::numbers::xf::Xf {
         let bits = self.bits();
         if bits <= 1000 {
-            return crate::xf::Xf::from_f64(ToPrimitive::to_f64(self).unwrap_or(0.0));
+            return crate::numbers::xf::Xf::from_f64(ToPrimitive::to_f64(self).unwrap_or(0.0));
         }
         let shift = bits - 64;
         let top = (self >> shift).to_u64().unwrap_or(u64::MAX);
         let sticky = self.trailing_zeros().is_some_and(|z| z < shift);
-        crate::xf::Xf::from_parts((top | sticky as u64) as f64, shift as i64)
+        crate::numbers::xf::Xf::from_parts((top | sticky as u64) as f64, shift as i64)
     }
 }
 
