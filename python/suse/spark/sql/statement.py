@@ -157,7 +157,9 @@ class _Parser:
         return self.text[start.pos : end.pos + len(end.text)], start.pos
 
     # --- the statement ----------------------------------------------------------------------
-    def statement(self) -> Statement:
+    def head(self) -> tuple[list[str], str, bool, dict[str, int]]:
+        """SELECT ... FROM source MATCH_RECOGNIZE ( : the select list, the source, whether it is
+        a subquery, and where FROM and MATCH_RECOGNIZE were written."""
         self.expect("SELECT")
         select = []
         while True:
@@ -182,14 +184,28 @@ class _Parser:
             while self.accept("."):
                 parts.append(self.ident("a table name"))
             source, is_query = ".".join(parts), False
-        st = Statement(self.text, select, source, is_query)
-        st.at["FROM"] = source_at
         mr = self.tok
         if mr.upper() != "MATCH_RECOGNIZE":
             raise self.fail(f"expected MATCH_RECOGNIZE after the source, found {self._shown(mr)}")
         self.i += 1
-        st.at["MATCH_RECOGNIZE"] = mr.pos
         self.expect("(", "'(' after MATCH_RECOGNIZE")
+        return select, source, is_query, {"FROM": source_at, "MATCH_RECOGNIZE": mr.pos}
+
+    def tail(self) -> None:
+        """What may follow MATCH_RECOGNIZE (...): a table alias and a semicolon."""
+        self.accept("AS")
+        if self.tok.kind in ("id", "qid") and self.tok.upper() not in ("WHERE", "ORDER", "GROUP", "LIMIT"):
+            self.i += 1  # a table alias, as in SQL; nothing refers to it
+        self.accept(";")
+        if self.tok.kind != "end":
+            raise self.fail(f"unexpected {self._shown(self.tok)} after MATCH_RECOGNIZE (...); "
+                            f"filter or sort the result with Spark (the statement returns a DataFrame)")
+
+    def statement(self) -> Statement:
+        select, source, is_query, at = self.head()
+        st = Statement(self.text, select, source, is_query)
+        st.at.update(at)
+        mr = self.toks[self.i - 2]
         seen: set[str] = set()
         while not self.accept(")"):
             tok = self.tok
@@ -205,13 +221,7 @@ class _Parser:
             st.at[key] = tok.pos
             self.i += 1
             getattr(self, "clause_" + word.lower())(st, tok)
-        self.accept("AS")
-        if self.tok.kind in ("id", "qid") and self.tok.upper() not in ("WHERE", "ORDER", "GROUP", "LIMIT"):
-            self.i += 1  # a table alias, as in SQL; nothing refers to it
-        self.accept(";")
-        if self.tok.kind != "end":
-            raise self.fail(f"unexpected {self._shown(self.tok)} after MATCH_RECOGNIZE (...); "
-                            f"filter or sort the result with Spark (the statement returns a DataFrame)")
+        self.tail()
         for needed in ("ORDER", "PATTERN", "WITHIN"):
             if needed not in seen:
                 example = {"ORDER": "ORDER BY time", "PATTERN": "PATTERN (A B* C)", "WITHIN": "WITHIN INTERVAL '1' HOUR"}[needed]
@@ -244,7 +254,8 @@ class _Parser:
             head = self.tok
             kind = _MEASURES.get(head.upper()) if head.kind == "id" else None
             if kind is None:
-                raise self.fail(f"expected COUNT(*), SUM(expression) or AVG(expression), found {self._shown(head)}")
+                raise self.fail(f"expected COUNT(*), SUM(expression) or AVG(expression), found {self._shown(head)} "
+                                f"({self.mode_clause()} makes this statement suse's counting mode)")
             self.i += 1
             self.expect("(", f"'(' after {head.text}")
             arg = None
@@ -396,17 +407,23 @@ class _Parser:
         st.policy = "contiguous"
 
     def clause_after(self, st: Statement, tok: Token) -> None:
-        raise self.fail("AFTER MATCH SKIP chooses non-overlapping matches; suse counts every subsequence match "
-                        "in the window instead. Say SKIP TILL ANY MATCH (the default), SKIP TILL NEXT MATCH or "
-                        "CONTIGUOUS (docs/SPARK.md, 'Spark SQL')", tok)
+        raise self.fail(f"AFTER MATCH SKIP is a clause of the standard mode, but {self.mode_clause()} makes this statement "
+                        "suse's counting mode, which counts every subsequence match in the window; leave out suse's "
+                        "clauses for the standard's matches (docs/SPARK.md, 'Spark SQL')", tok)
 
     def clause_one(self, st: Statement, tok: Token) -> None:
-        raise self.fail("suse reports one row per partition and evaluation time, not per match: leave out ONE ROW PER MATCH", tok)
+        raise self.fail(f"{tok.text.upper()} ROWS PER MATCH is a clause of the standard mode, but {self.mode_clause()} makes "
+                        "this statement suse's counting mode, which reports one row per partition and evaluation time", tok)
 
     clause_all = clause_one
 
     def clause_subset(self, st: Statement, tok: Token) -> None:
-        raise self.fail("SUBSET is not supported: write the union in PATTERN, (A | B)", tok)
+        raise self.fail(f"SUBSET is a clause of the standard mode, but {self.mode_clause()} makes this statement suse's "
+                        "counting mode: write the union in PATTERN, (A | B)", tok)
+
+    def mode_clause(self) -> str:
+        found = counting_clause(self.toks)
+        return f"{found.text.upper()} (line {SqlError('', found.pos, self.text).line})" if found else "a counting clause"
 
     # --- variables -> engine characters --------------------------------------------------------
     def check_variables(self, st: Statement) -> None:
@@ -428,6 +445,30 @@ class _Parser:
         for kind, text, _ in self.pattern_parts:
             regex.append(st.letters[text] if kind == "var" else text)
         st.regex = "".join(regex)
+
+
+COUNTING_CLAUSES = ("SUMMARY", "EVALUATE", "CONTIGUOUS", "SKIP")
+
+
+def counting_clause(tokens: list[Token]) -> Token | None:
+    """The first of suse's own clauses (SUMMARY, EVALUATE, CONTIGUOUS, SKIP TILL) directly
+    inside MATCH_RECOGNIZE ( ... ): it selects suse's counting; without one the statement is
+    standard MATCH_RECOGNIZE."""
+    depth, inside = 0, False
+    for k, t in enumerate(tokens):
+        if not inside:
+            inside = t.upper() == "MATCH_RECOGNIZE"
+            continue
+        if t.text == "(":
+            depth += 1
+        elif t.text == ")":
+            depth -= 1
+            if depth == 0:
+                return None
+        elif depth == 1 and t.kind == "id" and t.upper() in COUNTING_CLAUSES:
+            if t.upper() != "SKIP" or tokens[k + 1].upper() == "TILL":
+                return t
+    return None
 
 
 def assign_letters(names: list[str]) -> dict[str, str]:
