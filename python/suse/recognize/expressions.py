@@ -197,6 +197,10 @@ class Extractor:
         """The Spark text of tokens a..b-1 with qualifiers removed, and their one qualifier."""
         if a >= b:
             raise self.fail(f"{call.text}() needs an argument", call)
+        if b - a == 1 and self.is_column(a):  # one column: the same text as a bare reference
+            return self.quote(self.toks[a]), None
+        if b - a == 3 and self.is_name(a) and self.toks[a + 2].kind in ("id", "qid"):
+            return self.quote(self.toks[a + 2]), self.ident(self.toks[a])
         quals: set = set()
         out, last = [], self.toks[a].pos
         k = a

@@ -254,6 +254,10 @@ def sql_standard(spark: Any, text: str):
             df.schema
     except PySparkException as exc:
         raise st.error(f"cannot read {'the subquery' if st.source_is_query else st.source}: {spark_message(exc)}", "FROM") from None
+    if df.isStreaming:
+        raise st.error("standard MATCH_RECOGNIZE runs on batch DataFrames only: streaming input (emitting a match once "
+                       "it can no longer change) is not supported yet; suse's counting mode (SUMMARY ...) streams "
+                       "with suse.spark.aggregate_stream", "FROM")
     columns = {f.name.lower(): f for f in df.schema.fields}
     for name in st.partition_by + [c for c, _, _ in st.order_by]:
         if name.lower() not in columns:
