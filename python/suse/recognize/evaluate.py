@@ -38,6 +38,19 @@ def _rows_of(rows: Rows, qual: Optional[str], start: int, labels: Sequence[int],
     return [start + i for i in range(upto) if wanted is None or labels[i] in wanted]
 
 
+def _nth_row(rows: Rows, leaf: Nav, start: int, labels: Sequence[int], upto: int) -> Optional[int]:
+    """The row ``FIRST``/``LAST(qual, index)`` selects among the first ``upto`` rows of the match."""
+    wanted = None if leaf.qual is None else rows.members[leaf.qual]
+    seen = 0
+    steps = range(upto) if leaf.logical == "FIRST" else range(upto - 1, -1, -1)
+    for i in steps:
+        if wanted is None or labels[i] in wanted:
+            if seen == leaf.index:
+                return start + i
+            seen += 1
+    return None
+
+
 def leaf_value(leaf: Leaf, rows: Rows, start: int, labels: Sequence[int], upto: int, number: int) -> Any:
     """The leaf's value for the match so far: rows ``start .. start + upto - 1`` labelled ``labels``."""
     if isinstance(leaf, MatchNumber):
@@ -46,10 +59,9 @@ def leaf_value(leaf: Leaf, rows: Rows, start: int, labels: Sequence[int], upto: 
         chosen = _rows_of(rows, leaf.qual, start, labels, upto)
         return rows.variables[labels[chosen[-1] - start]] if chosen else None
     if isinstance(leaf, Nav):
-        chosen = _rows_of(rows, leaf.qual, start, labels, upto)
-        if leaf.index >= len(chosen):
+        row = _nth_row(rows, leaf, start, labels, upto)
+        if row is None:
             return None
-        row = chosen[leaf.index] if leaf.logical == "FIRST" else chosen[-1 - leaf.index]
         row += leaf.physical
         return rows.columns[leaf.expr][row] if 0 <= row < rows.n else None
     assert isinstance(leaf, Agg)

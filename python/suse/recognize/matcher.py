@@ -141,6 +141,7 @@ def match_at(program: Program, start: int, n: int, accept: Accept,
     excluded: list[bool] = []
     stack: list[tuple] = []
     steps = 0
+    plain, stride = program.registers == 0, n + 1  # without registers a state is one integer
     while True:
         op, a, b = code[pc]
         steps += 1
@@ -148,8 +149,8 @@ def match_at(program: Program, start: int, n: int, accept: Accept,
             raise RecognizeError(f"more than {max_steps} backtracking steps for the match starting at row {start + 1} of the partition: "
                                  "simplify the pattern or the DEFINE conditions that look at other rows of the match")
         ok = True
-        if memo is not None and op in (VAR, SPLIT):
-            key = (pc, pos, regs)
+        if memo is not None and op <= SPLIT:  # VAR or SPLIT: every cycle passes one
+            key = pc * stride + pos if plain else (pc, pos, regs)
             if key in memo:
                 ok = False
             else:

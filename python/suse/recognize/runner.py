@@ -57,13 +57,12 @@ def run(plan: Plan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
         if batch.num_rows == 0:
             continue
         table = pa.Table.from_batches([batch]) if pending is None else pa.concat_tables([pending, pa.Table.from_batches([batch])])
-        keys = _key_rows(table, plan.keys)
-        starts = _group_starts(keys)
-        for a, b in zip(starts, starts[1:]):
-            yield from _partition(plan, table.slice(a, b - a))
+        starts = _group_starts(_key_rows(table, plan.keys))
+        if len(starts) > 1:  # every group but the last is complete
+            yield from _match_groups(plan, table.slice(0, starts[-1]), starts)
         pending = table.slice(starts[-1])
     if pending is not None and pending.num_rows:
-        yield from _partition(plan, pending)
+        yield from _match_groups(plan, pending, [0, pending.num_rows])
 
 
 def _key_rows(table: pa.Table, keys: Sequence[str]) -> list[tuple]:
@@ -73,84 +72,101 @@ def _key_rows(table: pa.Table, keys: Sequence[str]) -> list[tuple]:
 
 
 def _group_starts(keys: list[tuple]) -> list[int]:
-    return [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]]
+    return [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + ([len(keys)] if keys else [])
 
 
-def _partition(plan: Plan, table: pa.Table) -> Iterator[pa.RecordBatch]:
-    try:
-        yield from _match_partition(plan, table)
-    except SuseError as exc:
-        where = ", ".join(f"{k}={v!r}" for k, v in zip(plan.keys, _key_rows(table.slice(0, 1), plan.keys)[0]))
-        message = f"MATCH_RECOGNIZE: {exc}" + (f" (partition {where})" if where else "")
-        arrays = [pa.nulls(1, f.type) if f.name != ERROR else pa.array([message], pa.string()) for f in plan.schema]
-        yield pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
+def _match_groups(plan: Plan, table: pa.Table, bounds: Sequence[int]) -> Iterator[pa.RecordBatch]:
+    """Match the partitions ``table[bounds[i]:bounds[i + 1]]``: one output batch for all of them."""
+    bounds = [x for x in bounds if x <= table.num_rows]
+    data = {expr: table.column(col).to_pylist() for expr, col in plan.expr_columns.items()}
+    flags = {c.column: table.column(c.column).to_pylist() for c in plan.conditions if c.column is not None}
+    times = table.column(plan.within[0]).to_pylist() if plan.within else None
+    out = _Output(plan)
+    for a, b in zip(bounds, bounds[1:]):
+        if a == b:
+            continue
+        rows = Rows(b - a, {e: v[a:b] for e, v in data.items()}, plan.program.variables, plan.members)
+        accept, scope = _acceptor(plan, {c: f[a:b] for c, f in flags.items()}, times[a:b] if times else None, rows)
+        try:
+            _match_partition(plan, rows, accept, scope, out, a)
+        except SuseError as exc:
+            where = ", ".join(f"{k}={v!r}" for k, v in zip(plan.keys, _key_rows(table.slice(a, 1), plan.keys)[0]))
+            message = f"MATCH_RECOGNIZE: {exc}" + (f" (partition {where})" if where else "")
+            arrays = [pa.nulls(1, f.type) if f.name != ERROR else pa.array([message], pa.string()) for f in plan.schema]
+            yield pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
+            return
+    if out.kinds:
+        yield out.batch(table)
 
 
-def _match_partition(plan: Plan, table: pa.Table) -> Iterator[pa.RecordBatch]:
-    n = table.num_rows
-    rows = Rows(n, {expr: table.column(col).to_pylist() for expr, col in plan.expr_columns.items()},
-                plan.program.variables, plan.members)
-    accept, scope = _acceptor(plan, table, rows)
-    out_rows: list[int] = []  # input row per output row (ALL ROWS), or -1
-    kinds: list[int] = []
-    values: list[list] = [[] for _ in plan.leaves]
+class _Output:
+    """The output rows of a stretch of partitions, built column by column."""
 
-    def emit(row: int, kind: int, start: int, labels: Sequence[int], upto: int, number: int) -> None:
-        out_rows.append(row)
-        kinds.append(kind)
-        for k, leaf in enumerate(plan.leaves):
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.rows: list[int] = []  # the input row (ALL ROWS) or the partition's first row (ONE ROW)
+        self.kinds: list[int] = []
+        self.values: list[list] = [[] for _ in plan.leaves]
+        self.final = [getattr(leaf, "final", False) or not plan.all_rows for leaf in plan.leaves]
+
+    def emit(self, rows: Rows, row: int, kind: int, start: int, labels: Sequence[int], upto: int, number: int) -> None:
+        self.rows.append(row)
+        self.kinds.append(kind)
+        for k, leaf in enumerate(self.plan.leaves):
             if kind == KIND_UNMATCHED:
-                values[k].append(None)
+                self.values[k].append(None)
             else:
-                final = getattr(leaf, "final", False) or not plan.all_rows
-                values[k].append(leaf_value(leaf, rows, start, labels, len(labels) if final else upto, number))
+                self.values[k].append(leaf_value(leaf, rows, start, labels, len(labels) if self.final[k] else upto, number))
 
-    for m in matches(plan.program, n, accept, plan.skip, scope, plan.max_steps):
+    def batch(self, table: pa.Table) -> pa.RecordBatch:
+        arrays = []
+        leaf_fields = {f"_suse_l{k}": k for k in range(len(self.plan.leaves))}
+        take = pa.array(self.rows, pa.int64())
+        for f in self.plan.schema:
+            if f.name == KIND:
+                arrays.append(pa.array(self.kinds, f.type))
+            elif f.name == ERROR:
+                arrays.append(pa.nulls(len(self.kinds), f.type))
+            elif f.name in leaf_fields:
+                arrays.append(pa.array(self.values[leaf_fields[f.name]], f.type))
+            else:  # an input column: the partition key (ONE ROW) or the row itself (ALL ROWS)
+                arrays.append(table.column(f.name).take(take).combine_chunks())
+        return pa.RecordBatch.from_arrays(arrays, schema=self.plan.schema)
+
+
+def _match_partition(plan: Plan, rows: Rows, accept, scope, out: _Output, offset: int) -> None:
+    """Match one partition (rows ``offset ..`` of the stretch) and add its output rows to ``out``."""
+    all_rows = plan.all_rows
+    for m in matches(plan.program, rows.n, accept, plan.skip, scope, plan.max_steps):
         if isinstance(m, Unmatched):
-            if plan.all_rows and plan.empty == "unmatched":
-                emit(m.row, KIND_UNMATCHED, m.row, (), 0, 0)
+            if all_rows and plan.empty == "unmatched":
+                out.emit(rows, offset + m.row, KIND_UNMATCHED, m.row, (), 0, 0)
             continue
         if not m.labels:
-            if not plan.all_rows or plan.empty != "omit":
-                emit(m.start, KIND_EMPTY, m.start, (), 0, m.number)
+            if not all_rows or plan.empty != "omit":
+                out.emit(rows, offset + (m.start if all_rows else 0), KIND_EMPTY, m.start, (), 0, m.number)
             continue
-        if not plan.all_rows:
-            emit(m.start, KIND_MATCH, m.start, m.labels, len(m.labels), m.number)
+        if not all_rows:
+            out.emit(rows, offset, KIND_MATCH, m.start, m.labels, len(m.labels), m.number)
             continue
         for i, excluded in enumerate(m.excluded):
             if not excluded:
-                emit(m.start + i, KIND_MATCH, m.start, m.labels, i + 1, m.number)
-    if not kinds:
-        return
-    arrays = []
-    leaf_fields = {f"_suse_l{k}": k for k in range(len(plan.leaves))}
-    for f in plan.schema:
-        if f.name == KIND:
-            arrays.append(pa.array(kinds, f.type))
-        elif f.name == ERROR:
-            arrays.append(pa.nulls(len(kinds), f.type))
-        elif f.name in leaf_fields:
-            arrays.append(pa.array(values[leaf_fields[f.name]], f.type))
-        else:  # an input column: the partition key (ONE ROW) or the row itself (ALL ROWS)
-            arrays.append(table.column(f.name).take(pa.array(out_rows if plan.all_rows else [0] * len(kinds))).combine_chunks())
-    yield pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
+                out.emit(rows, offset + m.start + i, KIND_MATCH, m.start, m.labels, i + 1, m.number)
 
 
-def _acceptor(plan: Plan, table: pa.Table, rows: Rows):
+def _acceptor(plan: Plan, flags: dict, times: Optional[list], rows: Rows):
     """accept(variable, row, start, labels) and the memo scope it allows."""
     checks: list[Any] = []
     local = True
     for cond in plan.conditions:
         if cond.column is not None:
-            flags = table.column(cond.column).to_pylist()
-            checks.append(("column", flags))
+            checks.append(("column", flags[cond.column]))
         elif cond.tokens:
             local = False
             ev = ConditionParser(cond.tokens, cond.text, "DEFINE").parse()
             checks.append(("glue", (cond.leaves, ev)))
         else:
             checks.append(("true", None))
-    times = table.column(plan.within[0]).to_pylist() if plan.within else None
     bound = plan.within[1] if plan.within else 0
 
     def accept(v: int, row: int, start: int, labels: list) -> bool:
