@@ -374,7 +374,7 @@ def sql_standard(spark: Any, text: str):
         keys=tuple(columns[k.lower()].name for k in st.partition_by), program=program, members=members,
         conditions=tuple(conditions), skip=Skip(mode, members.get(var, frozenset()), var or ""),
         all_rows=st.all_rows, empty=st.empty, leaves=tuple(all_leaves), expr_columns=dict(exprs),
-        passthrough=tuple(df.columns), schema=to_arrow_schema(out_schema), within=within,
+        passthrough=tuple(df.columns), schema=to_arrow_schema(out_schema, timezone="UTC"), within=within,
     )
     parts = [F.col(k) for k in keys]
     ordered = prepared.repartition(*parts) if parts else prepared.repartition(1)
