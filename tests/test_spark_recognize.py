@@ -165,3 +165,51 @@ def test_runtime_errors_are_spark_errors_with_the_partition(spark, orders):
     out = sql(spark, V_SHAPE.replace("AFTER MATCH SKIP PAST LAST ROW", "AFTER MATCH SKIP TO FIRST A"))
     with pytest.raises(PySparkException, match=r"would resume at its own first row.*partition custkey=1"):
         out.collect()
+
+
+# Worked examples of published engines: the data are set up so that the documented result rows
+# follow; the expected rows below are those results, written out here.
+
+# Oracle's "Pattern Match: Simple V-Shape with 1 Row Output per Match": ticker ACME, April 2011.
+ACME = [12, 17, 19, 21, 25, 12, 15, 20, 24, 25, 19, 15, 25, 25, 14, 12, 14, 24, 23, 22]
+# Snowflake's "Identifying Sequences of Rows That Match a Pattern": ABCD, October 2020.
+ABCD = [50, 36, 39, 42, 30, 47, 71, 80, 75, 63]
+
+
+def test_documented_examples(spark):
+    import datetime as dt
+
+    from suse.spark import sql
+
+    rows = [("ACME", dt.date(2011, 4, 1 + i), p) for i, p in enumerate(ACME)]
+    rows += [("ABCD", dt.date(2020, 10, 1 + i), p) for i, p in enumerate(ABCD)]
+    spark.createDataFrame(rows, "symbol string, tstamp date, price int").createOrReplaceTempView("ticker")
+    oracle = """SELECT * FROM (SELECT * FROM ticker WHERE symbol = 'ACME') MATCH_RECOGNIZE (
+        PARTITION BY symbol ORDER BY tstamp
+        MEASURES STRT.tstamp AS start_tstamp, LAST(DOWN.tstamp) AS bottom_tstamp, LAST(UP.tstamp) AS end_tstamp
+        ONE ROW PER MATCH
+        AFTER MATCH SKIP TO LAST UP
+        PATTERN (STRT DOWN+ UP+)
+        DEFINE DOWN AS DOWN.price < PREV(DOWN.price), UP AS UP.price > PREV(UP.price)
+        {within}) MR"""
+    day = lambda d: dt.date(2011, 4, d)  # noqa: E731
+    got = [tuple(r) for r in sql(spark, oracle.format(within="")).orderBy("start_tstamp").collect()]
+    assert got == [("ACME", day(5), day(6), day(10)), ("ACME", day(10), day(12), day(13)), ("ACME", day(14), day(16), day(18))]
+    # Flink SQL's WITHIN: from a match's first row to its last less than 3 days (our own case)
+    got = [tuple(r) for r in sql(spark, oracle.format(within="WITHIN INTERVAL '3' DAY")).orderBy("start_tstamp").collect()]
+    assert got == [("ACME", day(5), day(6), day(7)), ("ACME", day(11), day(12), day(13)), ("ACME", day(15), day(16), day(17))]
+
+    snowflake = """SELECT company, match_number, start_date, end_date, rows_in_sequence, num_decreases, num_increases
+      FROM (SELECT symbol AS company, tstamp AS price_date, price FROM ticker WHERE symbol = 'ABCD')
+      MATCH_RECOGNIZE (
+        PARTITION BY company ORDER BY price_date
+        MEASURES MATCH_NUMBER() AS match_number, FIRST(price_date) AS start_date, LAST(price_date) AS end_date,
+                 COUNT(*) AS rows_in_sequence, COUNT(row_with_price_decrease.*) AS num_decreases,
+                 COUNT(row_with_price_increase.*) AS num_increases
+        ONE ROW PER MATCH
+        AFTER MATCH SKIP TO LAST row_with_price_increase
+        PATTERN (row_before_decrease row_with_price_decrease+ row_with_price_increase+)
+        DEFINE row_with_price_decrease AS price < LAG(price), row_with_price_increase AS price > LAG(price))"""
+    got = [tuple(r) for r in sql(spark, snowflake.replace("LAG(", "PREV(")).orderBy("match_number").collect()]
+    oct_ = lambda d: dt.date(2020, 10, d)  # noqa: E731
+    assert got == [("ABCD", 1, oct_(1), oct_(4), 4, 1, 2), ("ABCD", 2, oct_(4), oct_(8), 5, 1, 3)]
