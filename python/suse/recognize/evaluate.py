@@ -139,14 +139,14 @@ class ConditionParser:
         while self.word() == "OR":
             self.i += 1
             parts.append(self.conjunction())
-        return parts[0] if len(parts) == 1 else _or(parts)
+        return parts[0] if len(parts) == 1 else _junction(parts, True)
 
     def conjunction(self) -> Eval:
         parts = [self.negation()]
         while self.word() == "AND":
             self.i += 1
             parts.append(self.negation())
-        return parts[0] if len(parts) == 1 else _and(parts)
+        return parts[0] if len(parts) == 1 else _junction(parts, False)
 
     def negation(self) -> Eval:
         if self.word() == "NOT":
@@ -224,27 +224,17 @@ class ConditionParser:
         raise self.fail(t)
 
 
-def _or(parts: list[Eval]) -> Eval:
+def _junction(parts: list[Eval], decisive: bool) -> Eval:
+    """OR (decisive True) or AND (decisive False) in three-valued logic: one decisive part
+    settles it, else any unknown part makes it unknown."""
     def ev(v):
         unknown = False
         for p in parts:
             x = p(v)
-            if x is True:
-                return True
+            if x is decisive:
+                return decisive
             unknown |= x is None
-        return None if unknown else False
-    return ev
-
-
-def _and(parts: list[Eval]) -> Eval:
-    def ev(v):
-        unknown = False
-        for p in parts:
-            x = p(v)
-            if x is False:
-                return False
-            unknown |= x is None
-        return None if unknown else True
+        return None if unknown else not decisive
     return ev
 
 

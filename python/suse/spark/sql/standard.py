@@ -53,24 +53,10 @@ class StandardParser(_Parser):
         head = self.head()
         st = StandardStatement(self.text, *head[:3])
         st.at.update(head[3])
-        seen: set[str] = set()
-        while not self.accept(")"):
-            tok = self.tok
-            word = tok.upper() if tok.kind == "id" else ""
-            if tok.kind == "end":
-                raise self.fail("unclosed '(' of MATCH_RECOGNIZE: expected ')'")
-            if word not in CLAUSES:
-                raise self.fail(f"unknown clause {self._shown(tok)}; expected one of PARTITION BY, ORDER BY, MEASURES, "
-                                "ONE ROW PER MATCH, ALL ROWS PER MATCH, AFTER MATCH SKIP, PATTERN, SUBSET, DEFINE, WITHIN "
-                                "(or suse's counting clauses SUMMARY, EVALUATE, SKIP TILL ... MATCH, CONTIGUOUS)")
-            key = "ROWS" if word in ("ONE", "ALL") else word
-            if key in seen:
-                raise self.fail(f"{word} is given twice")
-            seen.add(key)
-            st.at[key] = tok.pos
-            self.i += 1
-            getattr(self, "std_" + key.lower())(st, tok)
-        self.tail()
+        methods = {w: (k, "std_" + k.lower()) for w in CLAUSES for k in ["ROWS" if w in ("ONE", "ALL") else w]}
+        seen = self.clauses(st, methods, "PARTITION BY, ORDER BY, MEASURES, ONE ROW PER MATCH, ALL ROWS PER MATCH, "
+                            "AFTER MATCH SKIP, PATTERN, SUBSET, DEFINE, WITHIN (or suse's counting clauses SUMMARY, "
+                            "EVALUATE, SKIP TILL ... MATCH, CONTIGUOUS)")
         if "PATTERN" not in seen:
             raise st.error("MATCH_RECOGNIZE needs PATTERN (...)", "MATCH_RECOGNIZE")
         if "ORDER" not in seen:

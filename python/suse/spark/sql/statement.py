@@ -191,6 +191,27 @@ class _Parser:
         self.expect("(", "'(' after MATCH_RECOGNIZE")
         return select, source, is_query, {"FROM": source_at, "MATCH_RECOGNIZE": mr.pos}
 
+    def clauses(self, st: Any, methods: dict[str, tuple[str, str]], expected: str) -> set[str]:
+        """Read clauses up to the ')' closing MATCH_RECOGNIZE and what may follow it. ``methods``:
+        clause word -> (the key that may be given once, the method reading the clause)."""
+        seen: set[str] = set()
+        while not self.accept(")"):
+            tok = self.tok
+            word = tok.upper() if tok.kind == "id" else ""
+            if tok.kind == "end":
+                raise self.fail("unclosed '(' of MATCH_RECOGNIZE: expected ')'")
+            if word not in methods:
+                raise self.fail(f"unknown clause {self._shown(tok)}; expected one of {expected}")
+            key, method = methods[word]
+            if key in seen:
+                raise self.fail(f"{word} is given twice")
+            seen.add(key)
+            st.at[key] = tok.pos
+            self.i += 1
+            getattr(self, method)(st, tok)
+        self.tail()
+        return seen
+
     def tail(self) -> None:
         """What may follow MATCH_RECOGNIZE (...): a table alias and a semicolon."""
         self.accept("AS")
@@ -205,27 +226,12 @@ class _Parser:
         select, source, is_query, at = self.head()
         st = Statement(self.text, select, source, is_query)
         st.at.update(at)
-        mr = self.toks[self.i - 2]
-        seen: set[str] = set()
-        while not self.accept(")"):
-            tok = self.tok
-            word = tok.upper()
-            if tok.kind == "end":
-                raise self.fail("unclosed '(' of MATCH_RECOGNIZE: expected ')'")
-            if word not in _CLAUSES:
-                raise self.fail(f"unknown clause {self._shown(tok)}; expected one of PARTITION BY, ORDER BY, MEASURES, PATTERN, DEFINE, WITHIN, SUMMARY, EVALUATE, SKIP TILL ... MATCH, CONTIGUOUS")
-            key = "SKIP" if word == "CONTIGUOUS" else word
-            if key in seen:
-                raise self.fail(f"{word} is given twice")
-            seen.add(key)
-            st.at[key] = tok.pos
-            self.i += 1
-            getattr(self, "clause_" + word.lower())(st, tok)
-        self.tail()
+        seen = self.clauses(st, {w: ("SKIP" if w == "CONTIGUOUS" else w, "clause_" + w.lower()) for w in _CLAUSES},
+                            "PARTITION BY, ORDER BY, MEASURES, PATTERN, DEFINE, WITHIN, SUMMARY, EVALUATE, SKIP TILL ... MATCH, CONTIGUOUS")
         for needed in ("ORDER", "PATTERN", "WITHIN"):
             if needed not in seen:
                 example = {"ORDER": "ORDER BY time", "PATTERN": "PATTERN (A B* C)", "WITHIN": "WITHIN INTERVAL '1' HOUR"}[needed]
-                raise SqlError(f"MATCH_RECOGNIZE needs {needed} ({example})", mr.pos, self.text)
+                raise SqlError(f"MATCH_RECOGNIZE needs {needed} ({example})", st.at["MATCH_RECOGNIZE"], self.text)
         if not st.measures:
             st.measures = [("count", "count", None)]
         self.check_variables(st)
