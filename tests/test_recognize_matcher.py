@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from recognize_oracle import oracle_matches
 from suse.errors import SqlError
-from suse.recognize.matcher import Match, RecognizeError, Skip, Unmatched, compile_pattern, matches
+from suse.recognize.matcher import RecognizeError, Skip, Unmatched, compile_pattern, matches
 from suse.recognize.pattern import parse_pattern, variables
 from suse.spark.sql.statement import tokenize
 
@@ -80,7 +80,7 @@ tables = st.lists(st.frozensets(st.sampled_from(VARS)), max_size=7)
 def test_matcher_equals_oracle(text, rows, skip, var):
     try:
         want = oracle(text, rows, skip, (var,))
-    except ValueError as exc:
+    except ValueError:
         with pytest.raises(RecognizeError):
             run(text, rows, skip, (var,))
         return
@@ -168,7 +168,7 @@ def test_without_memo_the_step_cap_raises():
     with pytest.raises(RecognizeError, match="backtracking steps"):
         node = tree("(A | A)* B")
         program = compile_pattern(node, ["A", "B"])
-        list(matches(program, len(rows), lambda v, r, s, l: v == 0, memo_scope=None, max_steps=100_000))
+        list(matches(program, len(rows), lambda v, row, start, labels: v == 0, memo_scope=None, max_steps=100_000))
     # with the memo the same pattern is linear
     assert shape(run("(A | A)* B", [{"A"}] * 300)) == [f"unmatched {i}" for i in range(300)]
 

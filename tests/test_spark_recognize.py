@@ -63,7 +63,7 @@ def test_statement_errors_name_the_construct(change, message):
         st = parse(text)
         from suse.recognize.expressions import Extractor
 
-        for name, tokens, _ in st.measures:  # the MEASURES check needs the columns: given here
+        for _, tokens, _ in st.measures:  # the MEASURES check needs the columns: given here
             Extractor(tokens, st.text, {"totalprice", "orderdate", "custkey"}, set(st.variables) | set(st.subsets), "MEASURES").split()
         for _, (tokens, _) in st.define.items():
             Extractor(tokens, st.text, {"totalprice", "orderdate", "custkey"}, set(st.variables) | set(st.subsets), "DEFINE").split()
@@ -147,7 +147,7 @@ def test_spark_equals_the_oracle_on_a_random_table(spark):
     for k in range(4):
         xs = [x for kk, _, x in rows if kk == k]
         number = 0
-        for item in oracle_matches(node, len(xs), lambda v, r, path: tests[v](xs[r]), "next"):
+        for item in oracle_matches(node, len(xs), lambda v, r, path, xs=xs: tests[v](xs[r]), "next"):
             if item[0] != "match":
                 continue
             number += 1

@@ -122,7 +122,8 @@ class Extractor:
                     raise self.fail("FINAL is for MEASURES only: DEFINE sees the match so far", t)
                 j = i + 1
             w = self.word(j)
-            leaf, k = None, None
+            leaf: Optional[Leaf] = None
+            k = i + 1
             if w in REFUSED and self.at(j + 1, "("):
                 raise self.fail(REFUSED[w], self.toks[j])
             if w in NAVIGATION and self.at(j + 1, "("):

@@ -16,7 +16,7 @@ match disable that; ``max_steps`` then bounds the work and raises :class:`Recogn
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Sequence
 
 from suse.errors import SuseError
@@ -33,7 +33,7 @@ class RecognizeError(SuseError, ValueError):
 
 @dataclass(frozen=True)
 class Program:
-    code: tuple[tuple[int, int, int], ...]
+    code: tuple[tuple[int, ...], ...]  # (op, a, b)
     registers: int
     variables: tuple[str, ...]
 

@@ -32,17 +32,17 @@ class Var:
 
 @dataclass(frozen=True)
 class Seq:
-    items: tuple["Node", ...]
+    items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Alt:
-    items: tuple["Node", ...]
+    items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Repeat:
-    body: "Node"
+    body: Node
     low: int
     high: Optional[int]  # None: unbounded
     greedy: bool
@@ -55,7 +55,7 @@ class Anchor:
 
 @dataclass(frozen=True)
 class Exclude:
-    body: "Node"
+    body: Node
 
 
 Node = Union[Var, Seq, Alt, Repeat, Anchor, Exclude]

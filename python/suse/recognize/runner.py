@@ -9,7 +9,7 @@ holds the message; the caller turns it into Spark's ``raise_error``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
 import pyarrow as pa
@@ -17,7 +17,7 @@ import pyarrow as pa
 from suse.errors import SuseError
 from suse.recognize.evaluate import ConditionParser, Rows, leaf_value
 from suse.recognize.expressions import Leaf
-from suse.recognize.matcher import Match, Program, Skip, Unmatched, matches
+from suse.recognize.matcher import Program, Skip, Unmatched, matches
 
 KIND_MATCH, KIND_EMPTY, KIND_UNMATCHED = 0, 1, 2
 KIND, ERROR = "_suse_kind", "_suse_error"

@@ -16,7 +16,7 @@ from suse.errors import SqlError
 from suse.recognize.expressions import Agg, Classifier, Extractor, MatchNumber, Nav, Split
 from suse.recognize.matcher import RecognizeError, Skip, compile_pattern
 from suse.recognize.pattern import Exclude, Node, parse_pattern, variables
-from suse.spark.sql.statement import Token, _Parser, tokenize
+from suse.spark.sql.statement import Token, _Parser, apply_select, read_source, tokenize
 
 CLAUSES = ("PARTITION", "ORDER", "MEASURES", "ONE", "ALL", "AFTER", "PATTERN", "SUBSET", "DEFINE", "WITHIN")
 
@@ -45,11 +45,16 @@ class StandardStatement:
 
     @property
     def variables(self) -> list[str]:
-        return variables(self.pattern)
+        return variables(self.node)
+
+    @property
+    def node(self) -> Node:
+        assert self.pattern is not None, "parse_standard requires PATTERN"
+        return self.pattern
 
 
 class StandardParser(_Parser):
-    def statement(self) -> StandardStatement:
+    def statement(self) -> StandardStatement:  # type: ignore[override]
         head = self.head()
         st = StandardStatement(self.text, *head[:3])
         st.at.update(head[3])
@@ -172,18 +177,9 @@ class StandardParser(_Parser):
                 break
 
     def std_define(self, st, tok):
-        while True:
-            at = self.tok.pos
-            name = self.ident("a pattern variable")
-            if name in st.define:
-                raise SqlError(f"variable {name} is defined twice", at, self.text)
-            self.expect("AS", f"AS after {name}")
-            start = self.i
-            _, cond_at = self.span(CLAUSES)
-            st.define[name] = (self.toks[start:self.i], cond_at)
+        for name, at, tokens, _, cond_at in self.definitions(CLAUSES):
+            st.define[name] = (tokens, cond_at)
             st.at[f"name:{name}"] = at
-            if not self.accept(","):
-                break
 
     def std_within(self, st, tok):
         st.at["WITHIN"] = self.tok.pos
@@ -205,7 +201,7 @@ def check(st: StandardStatement) -> None:
     mode, var, at = st.skip
     if var is not None and var not in names and var not in st.subsets:
         raise SqlError(f"AFTER MATCH SKIP TO {mode.upper()} {var}: {var} is not a pattern variable or subset", at, st.text)
-    if st.empty == "unmatched" and _has_exclusion(st.pattern):
+    if st.empty == "unmatched" and _has_exclusion(st.node):
         raise st.error("ALL ROWS PER MATCH WITH UNMATCHED ROWS cannot be combined with an exclusion {- -} in PATTERN "
                        "(the standard forbids it)", "UNMATCHED")
 
@@ -234,12 +230,7 @@ def sql_standard(spark: Any, text: str):
     from suse.spark.events.rows import analysing, spark_message
 
     st = parse_standard(text)
-    try:
-        with analysing():
-            df = spark.sql(st.source) if st.source_is_query else spark.table(st.source)
-            df.schema
-    except PySparkException as exc:
-        raise st.error(f"cannot read {'the subquery' if st.source_is_query else st.source}: {spark_message(exc)}", "FROM") from None
+    df = read_source(spark, st)
     if df.isStreaming:
         raise st.error("standard MATCH_RECOGNIZE runs on batch DataFrames only: streaming input (emitting a match once "
                        "it can no longer change) is not supported yet; suse's counting mode (SUMMARY ...) streams "
@@ -265,7 +256,7 @@ def sql_standard(spark: Any, text: str):
     expr_at: dict[str, int] = {}
     for sp, at in [(m[1], m[2]) for m in measures] + list(defines.values()):
         for leaf in sp.leaves:
-            if getattr(leaf, "expr", None) is not None and leaf.expr not in exprs:
+            if isinstance(leaf, (Nav, Agg)) and leaf.expr is not None and leaf.expr not in exprs:
                 exprs[leaf.expr] = f"_suse_e{len(exprs)}"
                 expr_at[leaf.expr] = at
     keys = [f"`{k}`" for k in st.partition_by]
@@ -353,12 +344,12 @@ def sql_standard(spark: Any, text: str):
     out_schema = T.StructType(base + leaf_fields + [T.StructField(KIND, T.IntegerType()), T.StructField(ERROR, T.StringType())])
     mode, var, _ = st.skip
     try:
-        program = compile_pattern(st.pattern, st.variables)
+        program = compile_pattern(st.node, st.variables)
     except RecognizeError as exc:
         raise st.error(f"PATTERN: {exc}", "PATTERN") from None
     plan = Plan(
         keys=tuple(columns[k.lower()].name for k in st.partition_by), program=program, members=members,
-        conditions=tuple(conditions), skip=Skip(mode, members.get(var, frozenset()), var or ""),
+        conditions=tuple(conditions), skip=Skip(mode, members.get(var or "", frozenset()), var or ""),
         all_rows=st.all_rows, empty=st.empty, leaves=tuple(all_leaves), expr_columns=dict(exprs),
         passthrough=tuple(df.columns), schema=to_arrow_schema(out_schema, timezone="UTC"), within=within,
     )
@@ -382,19 +373,12 @@ def sql_standard(spark: Any, text: str):
         measure_cols.append(c)
     if st.all_rows:
         order_names = [c for c, _, _ in st.order_by]
-        first = [F.col(f"`{c}`") for c in st.partition_by + order_names]
+        leading = [F.col(f"`{c}`") for c in st.partition_by + order_names]
         rest = [F.col(f"`{c}`") for c in df.columns if c.lower() not in {x.lower() for x in st.partition_by + order_names}]
-        out = out.select(*first, *measure_cols, *rest)
+        out = out.select(*leading, *measure_cols, *rest)
     else:
         out = out.select(*[F.col(k) for k in keys], *measure_cols)
-    if st.select != ["*"]:
-        try:
-            with analysing():
-                out = out.selectExpr(*st.select)
-                out.schema
-        except PySparkException as exc:
-            raise SqlError(f"SELECT: {spark_message(exc)}", 7, st.text) from None
-    return out
+    return apply_select(st, out)
 
 
 def _current_row(leaf, var: str, members: dict) -> bool:

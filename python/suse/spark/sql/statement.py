@@ -321,19 +321,26 @@ class _Parser:
             parts.append(("op", t.text, t.pos))
         self.pattern_parts = parts
 
-    def clause_define(self, st: Statement, tok: Token) -> None:
+    def definitions(self, stops: tuple[str, ...]) -> list[tuple[str, int, list[Token], str, int]]:
+        """DEFINE's list: (variable, its position, the condition's tokens, its text, its position)."""
+        out: list[tuple[str, int, list[Token], str, int]] = []
         while True:
             at = self.tok.pos
             name = self.ident("a pattern variable")
-            if name in st.define:
+            if any(name == d[0] for d in out):
                 raise SqlError(f"variable {name} is defined twice", at, self.text)
             self.expect("AS", f"AS after {name}")
-            cond, cond_at = self.span(_CLAUSES)
+            start = self.i
+            cond, cond_at = self.span(stops)
+            out.append((name, at, self.toks[start:self.i], cond, cond_at))
+            if not self.accept(","):
+                return out
+
+    def clause_define(self, st: Statement, tok: Token) -> None:
+        for name, at, _, cond, cond_at in self.definitions(_CLAUSES):
             st.define[name] = cond
             st.at[f"var:{name}"] = cond_at
             st.at[f"name:{name}"] = at
-            if not self.accept(","):
-                break
 
     def clause_within(self, st: Statement, tok: Token) -> None:
         st.at["WITHIN"] = self.tok.pos
@@ -569,12 +576,7 @@ def translate(spark: Any, text: str) -> tuple[Statement, Any, dict[str, Any]]:
     from suse.spark.events.rows import analysing, spark_message
 
     st = parse(text)
-    try:
-        with analysing():
-            df = spark.sql(st.source) if st.source_is_query else spark.table(st.source)
-            df.schema  # Spark Connect analyses lazily: fail here, at the source
-    except PySparkException as exc:
-        raise st.error(f"cannot read {'the subquery' if st.source_is_query else st.source}: {spark_message(exc)}", "FROM") from None
+    df = read_source(spark, st)
     value = None
     kinds = [k for _, k, _ in st.measures if k != "count"]
     arg = next((a for _, _, a in st.measures if a is not None), None)
@@ -605,7 +607,6 @@ def sql(spark: Any, text: str):
     from pyspark.sql import functions as F
 
     from suse.spark.batch.aggregate import aggregate
-    from suse.spark.events.rows import analysing, spark_message
 
     st, df, kwargs = translate(spark, text)
     try:
@@ -622,16 +623,38 @@ def sql(spark: Any, text: str):
     cols += [F.col(c) for c in ("events", "dropped_events", "corrupt_records")]
     cols.append(F.transform("elements", lambda e: F.struct(
         F.element_at(back, e["char"]).alias("char"), e["timestamp"].alias("timestamp"), e["value"].alias("value"))).alias("elements"))
-    out = out.select(*cols)
-    if st.select != ["*"]:
-        from pyspark.errors import PySparkException
+    return apply_select(st, out.select(*cols))
 
-        try:
-            with analysing():
-                out = out.selectExpr(*st.select)
-                out.schema
-        except PySparkException as exc:
-            raise st.error(f"SELECT: {spark_message(exc)}", 7) from None
+
+def read_source(spark: Any, st: Any):
+    """The statement's FROM as a DataFrame, analysed (a missing table fails here, at FROM)."""
+    from pyspark.errors import PySparkException
+
+    from suse.spark.events.rows import analysing, spark_message
+
+    try:
+        with analysing():
+            df = spark.sql(st.source) if st.source_is_query else spark.table(st.source)
+            df.schema  # Spark Connect analyses lazily: fail here, at the source
+    except PySparkException as exc:
+        raise st.error(f"cannot read {'the subquery' if st.source_is_query else st.source}: {spark_message(exc)}", "FROM") from None
+    return df
+
+
+def apply_select(st: Any, out: Any):
+    """The statement's select list over its result (``SELECT *``: the result as it is)."""
+    if st.select == ["*"]:
+        return out
+    from pyspark.errors import PySparkException
+
+    from suse.spark.events.rows import analysing, spark_message
+
+    try:
+        with analysing():
+            out = out.selectExpr(*st.select)
+            out.schema
+    except PySparkException as exc:
+        raise st.error(f"SELECT: {spark_message(exc)}", 7) from None
     return out
 
 
