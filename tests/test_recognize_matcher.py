@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recognize_oracle import oracle_matches
-from suse.errors import SqlError
+from suse.errors import LimitError, SqlError
 from suse.recognize.matcher import RecognizeError, Skip, Unmatched, compile_pattern, matches
 from suse.recognize.pattern import parse_pattern, variables
 from suse.spark.sql.statement import tokenize
@@ -165,7 +165,7 @@ def test_skip_to_the_first_row_of_the_match_is_an_error():
 
 def test_without_memo_the_step_cap_raises():
     rows = [{"A"}] * 18
-    with pytest.raises(RecognizeError, match="backtracking steps"):
+    with pytest.raises(LimitError, match="backtracking steps"):
         node = tree("(A | A)* B")
         program = compile_pattern(node, ["A", "B"])
         list(matches(program, len(rows), lambda v, row, start, labels: v == 0, memo_scope=None, max_steps=100_000))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Sequence
 
-from suse.errors import SuseError
+from suse.errors import LimitError, SuseError
 from suse.recognize.pattern import Alt, Anchor, Exclude, Node, Repeat, Seq, Var, nullable
 
 VAR, SPLIT, JMP, START, END, EXCL_ON, EXCL_OFF, MARK, PROGRESS, MATCH = range(10)
@@ -29,6 +29,10 @@ MAX_STEPS = 5_000_000  # interpreter steps for one start row when the memo is of
 
 class RecognizeError(SuseError, ValueError):
     """A match could not be computed: too much backtracking, or an impossible AFTER MATCH SKIP."""
+
+
+class BacktrackingLimitError(RecognizeError, LimitError):
+    """More backtracking steps for one start row than ``max_steps`` (or a pattern too large)."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ def compile_pattern(node: Node, variables: Sequence[str]) -> Program:
     def emit(op: int, a: int = 0, b: int = 0) -> int:
         code.append([op, a, b])
         if len(code) > MAX_PROGRAM:
-            raise RecognizeError(f"the pattern unrolls to more than {MAX_PROGRAM} instructions: use smaller bounds in {{n,m}}")
+            raise BacktrackingLimitError(f"the pattern unrolls to more than {MAX_PROGRAM} instructions: use smaller bounds in {{n,m}}")
         return len(code) - 1
 
     def iteration(body: Node) -> None:
@@ -146,7 +150,7 @@ def match_at(program: Program, start: int, n: int, accept: Accept,
         op, a, b = code[pc]
         steps += 1
         if memo is None and steps > max_steps:
-            raise RecognizeError(f"more than {max_steps} backtracking steps for the match starting at row {start + 1} of the partition: "
+            raise BacktrackingLimitError(f"more than {max_steps} backtracking steps for the match starting at row {start + 1} of the partition: "
                                  "simplify the pattern or the DEFINE conditions that look at other rows of the match")
         ok = True
         if memo is not None and op <= SPLIT:  # VAR or SPLIT: every cycle passes one

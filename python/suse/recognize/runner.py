@@ -57,10 +57,11 @@ def run(plan: Plan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
         if batch.num_rows == 0:
             continue
         table = pa.Table.from_batches([batch]) if pending is None else pa.concat_tables([pending, pa.Table.from_batches([batch])])
-        starts = _group_starts(_key_rows(table, plan.keys))
-        if len(starts) > 1:  # every group but the last is complete
-            yield from _match_groups(plan, table.slice(0, starts[-1]), starts)
-        pending = table.slice(starts[-1])
+        bounds = _group_bounds(_key_rows(table, plan.keys))
+        last = bounds[-2]  # the last group may continue in the next batch
+        if last > 0:
+            yield from _match_groups(plan, table.slice(0, last), bounds[:-1])
+        pending = table.slice(last)
     if pending is not None and pending.num_rows:
         yield from _match_groups(plan, pending, [0, pending.num_rows])
 
@@ -71,7 +72,8 @@ def _key_rows(table: pa.Table, keys: Sequence[str]) -> list[tuple]:
     return list(zip(*(table.column(k).to_pylist() for k in keys)))
 
 
-def _group_starts(keys: list[tuple]) -> list[int]:
+def _group_bounds(keys: list[tuple]) -> list[int]:
+    """Where each run of equal keys starts, and the end."""
     return [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + ([len(keys)] if keys else [])
 
 
