@@ -19,6 +19,16 @@ LEAVES = (Classifier(None), MatchNumber(), Agg("count", None, None), Nav("`x`", 
 TESTS = {"A": lambda x: x < 2, "B": lambda x: 1 <= x <= 3, "C": lambda x: x >= 3}
 
 
+def _values(xs, start, labels, upto, number):
+    """The LEAVES for the first ``upto`` rows of a match of rows ``start ..`` labelled ``labels``."""
+    seen = labels[:upto]
+    rows = list(range(start, start + upto))
+    a_values = [xs[r] for r, v in zip(rows, seen) if v == "A"]
+    b_rows = [r for r, v in zip(rows, seen) if v == "B"]
+    prev_b = xs[b_rows[-1] - 1] if b_rows and b_rows[-1] >= 1 else None
+    return (seen[-1], number, upto, xs[rows[-1]], xs[start], sum(a_values) if a_values else None, prev_b)
+
+
 def expected(node, xs, all_rows, empty):
     """(row, kind, leaf values) per output row of one partition, from the oracle's matches."""
     out, number = [], 0
@@ -34,19 +44,10 @@ def expected(node, xs, all_rows, empty):
                 out.append((start if all_rows else 0, 1, (None, number, 0, None, None, None, None)))
             continue
         labels = [v for _, v, _ in path]
-
-        def values(upto):
-            seen = labels[:upto]
-            rows = list(range(start, start + upto))
-            a_sum = [xs[r] for r, v in zip(rows, seen) if v == "A"]
-            b_rows = [r for r, v in zip(rows, seen) if v == "B"]
-            prev_b = xs[b_rows[-1] - 1] if b_rows and b_rows[-1] >= 1 else None
-            return (seen[-1], number, upto, xs[rows[-1]], xs[start], sum(a_sum) if a_sum else None, prev_b)
-
         if not all_rows:
-            out.append((0, 0, values(len(labels))))
+            out.append((0, 0, _values(xs, start, labels, len(labels), number)))
         else:
-            out += [(start + i, 0, values(i + 1)) for i, (_, _, excl) in enumerate(path) if not excl]
+            out += [(start + i, 0, _values(xs, start, labels, i + 1, number)) for i, (_, _, excl) in enumerate(path) if not excl]
     return out
 
 
