@@ -131,7 +131,9 @@ class Match:
         return self.start + len(self.labels)
 
 
-# accept(variable, row, start, labels): labels holds the rows start..row, row labelled variable
+# accept(variable, row, start, labels): labels holds the rows start..row, row labelled variable.
+# An accept whose answer depends on (variable, row) alone may carry ``table``: table[variable][row]
+# is True where it holds, read by the interpreter without a call.
 Accept = Callable[[int, int, int, list], bool]
 
 
@@ -146,6 +148,7 @@ def match_at(program: Program, start: int, n: int, accept: Accept,
     stack: list[tuple] = []
     steps = 0
     plain, stride = program.registers == 0, n + 1  # without registers a state is one integer
+    table = getattr(accept, "table", None)  # row-local conditions: read the flags directly
     while True:
         op, a, b = code[pc]
         steps += 1
@@ -164,7 +167,7 @@ def match_at(program: Program, start: int, n: int, accept: Accept,
                 if pos < n:
                     labels.append(a)
                     excluded.append(depth > 0)
-                    if accept(a, pos, start, labels):
+                    if (table[a][pos] is True) if table is not None else accept(a, pos, start, labels):
                         pos += 1
                         pc += 1
                         continue

@@ -170,6 +170,14 @@ def _acceptor(plan: Plan, flags: dict, times: Optional[list], rows: Rows):
         else:
             checks.append(("true", None))
     bound = plan.within[1] if plan.within else 0
+    if local and times is None:  # the common case, kept to one list lookup per row
+        table = [data if kind == "column" else [True] * rows.n for kind, data in checks]
+
+        def by_row(v: int, row: int, start: int, labels: list) -> bool:
+            return table[v][row] is True
+
+        by_row.table = table  # type: ignore[attr-defined]
+        return by_row, "partition"
 
     def accept(v: int, row: int, start: int, labels: list) -> bool:
         if times is not None:
