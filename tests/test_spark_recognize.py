@@ -94,6 +94,10 @@ def test_v_shape_one_row_per_match(spark, orders):
         (1, 105, 90, 120, 2, 5, 190, 6, "D"),
         (2, 50, 40, 60, 1, 4, 40, 0, "D"),
     ]
+    with pytest.raises(SqlError, match="name of a partition column"):
+        sql(spark, V_SHAPE.replace("AS n,", "AS custkey,"))
+    with pytest.raises(SqlError, match=r"line 4, column 12: MEASURES starting_price: .*no_such"):
+        sql(spark, V_SHAPE.replace("A.totalprice AS starting_price", "no_such(A.totalprice) AS starting_price"))
 
 
 def test_all_rows_running_and_final_with_unmatched_rows(spark, orders):

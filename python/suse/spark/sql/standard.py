@@ -334,13 +334,12 @@ def sql_standard(spark: Any, text: str):
             if leaf not in all_leaves:
                 all_leaves.append(leaf)
     leaf_fields = [T.StructField(f"_suse_l{k}", _leaf_type(leaf, prepared, exprs), True) for k, leaf in enumerate(all_leaves)]
-    if st.all_rows:
-        for name, _, at in st.measures:
-            if name.lower() in columns:
-                raise SqlError(f"measure {name} has the name of an input column; ALL ROWS PER MATCH returns both", at, st.text)
-        base = [f for f in df.schema.fields]
-    else:
-        base = [columns[k.lower()] for k in st.partition_by]
+    taken = set(columns) if st.all_rows else {k.lower() for k in st.partition_by}
+    for name, _, at in st.measures:
+        if name.lower() in taken:
+            raise SqlError(f"measure {name} has the name of {'an input' if st.all_rows else 'a partition'} column, "
+                           "which the output holds too", at, st.text)
+    base = list(df.schema.fields) if st.all_rows else [columns[k.lower()] for k in st.partition_by]
     out_schema = T.StructType(base + leaf_fields + [T.StructField(KIND, T.IntegerType()), T.StructField(ERROR, T.StringType())])
     mode, var, _ = st.skip
     try:
