@@ -33,6 +33,8 @@ def test_leaves_and_the_text_around_them():
     assert sp.render(lambda leaf: f"L{sp.leaves.index(leaf)}") == "L0 - L1 + abs(L2) * L3 + L4"
     assert split("CLASSIFIER(U) || MATCH_NUMBER()").leaves == (Classifier("U"), MatchNumber())
     assert split("NEXT(price)").leaves == (Nav("`price`", None, "LAST", 0, 1),)
+    assert split("LAG(price, 2)").leaves == (Nav("`price`", None, "LAST", 0, -2),)  # Snowflake's synonym
+    assert split("lag(price) OVER (ORDER BY day)").leaves == (Nav("`price`", None), Nav("`day`", None))  # Spark's own
     assert split("CAST(price AS DOUBLE)").leaves == (Nav("`price`", None),)  # DOUBLE is a type, not a column
 
 

@@ -18,6 +18,7 @@ from typing import Optional, Sequence, Union
 from suse.errors import SqlError
 
 NAVIGATION = ("FIRST", "LAST", "PREV", "NEXT")
+SYNONYMS = {"LAG": "PREV", "LEAD": "NEXT"}  # as Snowflake accepts them in DEFINE and MEASURES
 AGGREGATES = ("SUM", "AVG", "COUNT", "MIN", "MAX", "ARRAY_AGG", "COLLECT_LIST")
 REFUSED = {  # functions that look at the match which this front does not offer yet, by name
     "MAX_BY": "max_by over pattern variables is not supported yet",
@@ -126,7 +127,7 @@ class Extractor:
             k = i + 1
             if w in REFUSED and self.at(j + 1, "("):
                 raise self.fail(REFUSED[w], self.toks[j])
-            if w in NAVIGATION and self.at(j + 1, "("):
+            if (w in NAVIGATION or (w in SYNONYMS and not self.windowed(j))) and self.at(j + 1, "("):
                 leaf, k = self.navigation(j)
             elif w in AGGREGATES and self.at(j + 1, "("):
                 leaf, k = self.aggregate(j)
@@ -162,6 +163,10 @@ class Extractor:
             end_tok = self.toks[-1]
             pieces.append(self.text[last:end_tok.pos + len(end_tok.text)])
         return Split(tuple(pieces), tuple(leaves))
+
+    def windowed(self, j: int) -> bool:
+        """Whether the call at ``j`` is followed by OVER: Spark's own window function."""
+        return self.at(j + 1, "(") and self.word(self.close(j + 1) + 1) == "OVER"
 
     def quote(self, t) -> str:
         return "`" + self.ident(t).replace("`", "``") + "`"
@@ -234,7 +239,7 @@ class Extractor:
 
     def navigation(self, j: int) -> tuple[Nav, int]:
         call = self.toks[j]
-        name = call.text.upper()
+        name = SYNONYMS.get(call.text.upper(), call.text.upper())
         args, after = self.arguments(j)
         if not args or len(args) > 2:
             raise self.fail(f"{call.text}() takes an expression and an optional offset", call)
