@@ -217,3 +217,10 @@ def test_documented_examples(spark):
     got = [tuple(r) for r in sql(spark, snowflake).orderBy("match_number").collect()]
     oct_ = lambda d: dt.date(2020, 10, d)  # noqa: E731
     assert got == [("ABCD", 1, oct_(1), oct_(4), 4, 1, 2), ("ABCD", 2, oct_(4), oct_(8), 5, 1, 3)]
+
+
+def test_unquoted_variable_names_are_case_insensitive():
+    st = parse("""SELECT * FROM t MATCH_RECOGNIZE (ORDER BY d MEASURES CLASSIFIER() AS c
+        AFTER MATCH SKIP TO LAST u PATTERN (a b+ `q`?) SUBSET u = (A, b) DEFINE B AS x < PREV(x), `q` AS true)""")
+    assert st.variables == ["A", "B", "q"] and st.subsets == {"U": ["A", "B"]} and set(st.define) == {"B", "q"}
+    assert st.skip[:2] == ("last", "U")

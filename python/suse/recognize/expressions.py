@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
 from suse.errors import SqlError
+from suse.recognize.pattern import variable_name
 
 NAVIGATION = ("FIRST", "LAST", "PREV", "NEXT")
 SYNONYMS = {"LAG": "PREV", "LEAD": "NEXT"}  # as Snowflake accepts them in DEFINE and MEASURES
@@ -96,7 +97,7 @@ class Extractor:
 
     def is_name(self, i: int) -> bool:
         t = self.toks[i]
-        return t.kind in ("id", "qid") and self.ident(t) in self.names and self.at(i + 1, ".")
+        return t.kind in ("id", "qid") and variable_name(t) in self.names and self.at(i + 1, ".")
 
     def is_column(self, i: int) -> bool:
         """An unqualified column of the input (not a function name, not after '.' or AS)."""
@@ -144,7 +145,7 @@ class Extractor:
                     raise self.fail(f"{self.ident(t)}.* is only allowed in count({self.ident(t)}.*)", t)
                 if i + 2 >= len(self.toks) or self.toks[i + 2].kind not in ("id", "qid"):
                     raise self.fail(f"expected a column after {self.ident(t)}.", t)
-                leaf, k = Nav(self.quote(self.toks[i + 2]), self.ident(t)), i + 3
+                leaf, k = Nav(self.quote(self.toks[i + 2]), variable_name(t)), i + 3
             elif self.is_column(i):
                 leaf, k = Nav(self.quote(t), None), i + 1
             if leaf is None:
@@ -206,7 +207,7 @@ class Extractor:
         if b - a == 1 and self.is_column(a):  # one column: the same text as a bare reference
             return self.quote(self.toks[a]), None
         if b - a == 3 and self.is_name(a) and self.toks[a + 2].kind in ("id", "qid"):
-            return self.quote(self.toks[a + 2]), self.ident(self.toks[a])
+            return self.quote(self.toks[a + 2]), variable_name(self.toks[a])
         quals: set = set()
         out, last = [], self.toks[a].pos
         k = a
@@ -216,7 +217,7 @@ class Extractor:
             if (w in NAVIGATION + AGGREGATES + ("CLASSIFIER", "MATCH_NUMBER", "RUNNING", "FINAL")) and self.at(k + 1, "("):
                 raise self.fail(f"{t.text} cannot be nested in {call.text}() here", t)
             if self.is_name(k):
-                quals.add(self.ident(t))
+                quals.add(variable_name(t))
                 out.append(self.text[last:t.pos])
                 last = self.toks[k + 2].pos
                 k += 2
@@ -269,7 +270,7 @@ class Extractor:
         if b - a == 3 and self.is_name(a) and self.at(a + 2, "*"):
             if func != "count":
                 raise self.fail(f"{call.text}(X.*) is not an aggregate: only count(X.*)", call)
-            return Agg("count", None, self.ident(self.toks[a])), after
+            return Agg("count", None, variable_name(self.toks[a])), after
         expr, qual = self.row_expression(a, b, call)
         return Agg(func, expr, qual), after
 
@@ -279,9 +280,9 @@ class Extractor:
         if not args:
             return Classifier(None), after
         a, b = args[0]
-        if len(args) > 1 or b - a != 1 or self.ident(self.toks[a]) not in self.names:
+        if len(args) > 1 or b - a != 1 or variable_name(self.toks[a]) not in self.names:
             raise self.fail("CLASSIFIER takes no argument or one pattern variable or subset", call)
-        return Classifier(self.ident(self.toks[a])), after
+        return Classifier(variable_name(self.toks[a])), after
 
 
 def _with_final(leaf: Leaf, final: bool, extractor: Extractor, tok) -> Leaf:

@@ -61,6 +61,12 @@ class Exclude:
 Node = Union[Var, Seq, Alt, Repeat, Anchor, Exclude]
 
 
+def variable_name(tok) -> str:
+    """A pattern variable's name: unquoted names are case-insensitive (upper-cased, as in the
+    standard and Trino, so CLASSIFIER() of ``a`` is 'A'); a `quoted` name is kept as written."""
+    return tok.text.upper() if tok.kind == "id" else tok.text[1:-1].replace("``", "`")
+
+
 def permute(items: Sequence[Node]) -> Alt:
     """PERMUTE(a, b, c): every order, lexicographic in the order written (a b c, a c b, b a c, ...)."""
     return Alt(tuple(Seq(tuple(order)) for order in itertools.permutations(items)))
@@ -201,7 +207,7 @@ class PatternParser:
                     raise self.fail(f"PERMUTE of {len(items)} items has {len(list(itertools.permutations(range(len(items)))))} orders; at most 6 items", t)
                 return permute(items)
             self.i += 1
-            return Var(t.text if t.kind == "id" else t.text[1:-1].replace("``", "`"), t.pos)
+            return Var(variable_name(t), t.pos)
         if t.kind == "op" and t.text == "(":
             self.i += 1
             node = self.alternation()

@@ -15,7 +15,7 @@ from typing import Any, Optional
 from suse.errors import SqlError
 from suse.recognize.expressions import Agg, Classifier, Extractor, MatchNumber, Nav, Split
 from suse.recognize.matcher import RecognizeError, Skip, compile_pattern
-from suse.recognize.pattern import Exclude, Node, parse_pattern, variables
+from suse.recognize.pattern import Exclude, Node, parse_pattern, variable_name, variables
 from suse.spark.sql.statement import Token, _Parser, apply_select, read_source, tokenize
 
 CLAUSES = ("PARTITION", "ORDER", "MEASURES", "ONE", "ALL", "AFTER", "PATTERN", "SUBSET", "DEFINE", "WITHIN")
@@ -139,7 +139,7 @@ class StandardParser(_Parser):
         if which is not None:
             mode = which.upper().lower()
         at = self.tok.pos
-        st.skip = (mode, self.ident("a pattern variable to skip to"), at)
+        st.skip = (mode, self.name("a pattern variable to skip to"), at)
 
     def std_pattern(self, st, tok):
         open_tok = self.expect("(", "'(' after PATTERN")
@@ -162,22 +162,31 @@ class StandardParser(_Parser):
     def std_subset(self, st, tok):
         while True:
             at = self.tok.pos
-            name = self.ident("a subset name")
+            name = self.name("a subset name")
             if name in st.subsets:
                 raise SqlError(f"subset {name} is defined twice", at, self.text)
             self.expect("=", f"= after {name}")
             self.expect("(", "'(' listing the subset's variables")
-            members = [self.ident("a pattern variable")]
+            members = [self.name("a pattern variable")]
             while self.accept(","):
-                members.append(self.ident("a pattern variable"))
+                members.append(self.name("a pattern variable"))
             self.expect(")", "')' closing the subset")
             st.subsets[name] = members
             st.at[f"subset:{name}"] = at
             if not self.accept(","):
                 break
 
+    def name(self, what: str) -> str:
+        """A variable or subset name (see ``variable_name``)."""
+        tok = self.tok
+        self.ident(what)
+        return variable_name(tok)
+
     def std_define(self, st, tok):
-        for name, at, tokens, _, cond_at in self.definitions(CLAUSES):
+        for _, at, tokens, _, cond_at in self.definitions(CLAUSES):
+            name = variable_name(next(t for t in self.toks if t.pos == at))
+            if name in st.define:
+                raise SqlError(f"variable {name} is defined twice", at, self.text)
             st.define[name] = (tokens, cond_at)
             st.at[f"name:{name}"] = at
 
