@@ -9,6 +9,7 @@ holds the message; the caller turns it into Spark's ``raise_error``.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
@@ -156,6 +157,12 @@ def _match_partition(plan: Plan, rows: Rows, accept, scope, out: _Output, offset
                 out.emit(rows, offset + m.start + i, KIND_MATCH, m.start, m.labels, i + 1, m.number)
 
 
+@functools.lru_cache(maxsize=64)
+def _evaluator(cond: Condition):
+    """The parsed DEFINE condition: once per worker, not once per partition."""
+    return ConditionParser(cond.tokens, cond.text, "DEFINE").parse()
+
+
 def _acceptor(plan: Plan, flags: dict, times: Optional[list], rows: Rows):
     """accept(variable, row, start, labels) and the memo scope it allows."""
     checks: list[Any] = []
@@ -165,8 +172,7 @@ def _acceptor(plan: Plan, flags: dict, times: Optional[list], rows: Rows):
             checks.append(("column", flags[cond.column]))
         elif cond.tokens:
             local = False
-            ev = ConditionParser(cond.tokens, cond.text, "DEFINE").parse()
-            checks.append(("glue", (cond.leaves, ev)))
+            checks.append(("glue", (cond.leaves, _evaluator(cond))))
         else:
             checks.append(("true", None))
     bound = plan.within[1] if plan.within else 0
