@@ -309,11 +309,11 @@ class _Parser:
                 if depth == 0:
                     break
             elif t.text == "?" and parts and parts[-1][1] in ("*", "+", "?", "}"):
-                raise self.fail("reluctant quantifiers (*?, +?) choose among matches; suse counts all matches, so they have no meaning here", t)
+                raise self.fail("reluctant quantifiers (*?, +?) choose among matches; suse's counting counts all matches, so they have no meaning here" + self.standard_hint(), t)
             elif t.text in ("^", "$"):
-                raise self.fail(f"'{t.text}' anchors a match to the partition's start or end; suse counts matches anywhere in the window", t)
+                raise self.fail(f"'{t.text}' anchors a match to the partition's start or end; suse's counting counts matches anywhere in the window" + self.standard_hint(), t)
             elif t.text == "{" and self.tok.text == "-":
-                raise self.fail("exclusion {- -} is not supported", t)
+                raise self.fail("exclusion {- -} only shapes the rows of ALL ROWS PER MATCH" + self.standard_hint(), t)
             elif t.kind == "num" or t.text in ("|", "*", "+", "?", "{", "}", ",", "!"):
                 pass
             else:
@@ -433,6 +433,9 @@ class _Parser:
     def clause_subset(self, st: Statement, tok: Token) -> None:
         raise self.fail(f"SUBSET is a clause of the standard mode, but {self.mode_clause()} makes this statement suse's "
                         "counting mode: write the union in PATTERN, (A | B)", tok)
+
+    def standard_hint(self) -> str:
+        return f" ({self.mode_clause()} makes this statement suse's counting mode; without suse's clauses it is standard MATCH_RECOGNIZE, which has it)"
 
     def mode_clause(self) -> str:
         found = counting_clause(self.toks)
