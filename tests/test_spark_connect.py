@@ -25,6 +25,8 @@ SUBSET = [  # batch, streaming (restart from a checkpoint), the SQL fronts, and 
     "test_spark_sql_statement.py::test_statement_equals_aggregate",
     "test_spark_sql_statement.py::test_prev_becomes_lag_and_select_list",
     "test_spark_sql_statement.py::test_spark_errors_point_at_their_clause",
+    "test_spark_recognize.py::test_v_shape_one_row_per_match",
+    "test_spark_recognize.py::test_runtime_errors_are_spark_errors_with_the_partition",
 ]
 
 

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from suse.errors import SqlError
-from suse.spark.sql.statement import assign_letters, parse
+from suse.spark.sql.front import parse
+from suse.spark.sql.statement import assign_letters
 
 FLIGHTS = """SELECT * FROM flights
 MATCH_RECOGNIZE (
@@ -57,16 +58,16 @@ def test_long_variable_names_get_distinct_letters():
 
 @pytest.mark.parametrize("text, line, column, message", [
     ("SELECT * FROM t\nMATCH_RECOGNIZE (\n  ORDER BY ts\n  PATERN (A B)\n)", 4, 3, "unknown clause 'PATERN'"),
-    ("SELECT * FROM t MATCH_RECOGNIZE (\n ORDER BY ts PATTERN (A B*?) DEFINE A AS x WITHIN 5)", 2, 27, "reluctant"),
+    ("SELECT * FROM t MATCH_RECOGNIZE (\n ORDER BY ts PATTERN (A B*?) DEFINE A AS x WITHIN 5 SUMMARY 5)", 2, 27, "reluctant"),
     ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts\n PATTERN (A (B) DEFINE A AS x WITHIN 5)", 2, 10, "unclosed '(' in PATTERN"),
-    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A B)\n  AFTER MATCH SKIP PAST LAST ROW WITHIN 5)", 2, 3, "SKIP TILL ANY MATCH"),
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A B)\n  AFTER MATCH SKIP PAST LAST ROW WITHIN 5 SUMMARY 5)", 2, 3, "counting mode"),
     ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A B) WITHIN INTERVAL '2')", 1, 79, "needs a unit"),
     ("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A B) WITHIN 5)", 1, 17, "needs ORDER"),
-    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts DESC PATTERN (A) WITHIN 5)", 1, 46, "ascending"),
-    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A (B | ) C) DEFINE A AS x, B AS y, C AS z WITHIN 5)", 1, 62, "PATTERN: empty alternative"),
-    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (X Y) WITHIN 5)", 1, 57, "X and Y have no DEFINE"),
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts DESC PATTERN (A) WITHIN 5 SUMMARY 5)", 1, 46, "ascending"),
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A (B | ) C) DEFINE A AS x, B AS y, C AS z WITHIN 5 SUMMARY 5)", 1, 62, "PATTERN: empty alternative"),
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (X Y) WITHIN 5 SUMMARY 5)", 1, 57, "X and Y have no DEFINE"),
     ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A) WITHIN 5) WHERE x > 1", 1, 68, "after MATCH_RECOGNIZE"),
-    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES MAX(x) PATTERN (A) WITHIN 5)", 1, 55, "COUNT(*), SUM"),
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES MAX(x) PATTERN (A) WITHIN 5 SUMMARY 5)", 1, 55, "COUNT(*), SUM"),
     ("   ", 1, 1, "empty"),
 ])
 def test_errors_carry_line_and_column(text, line, column, message):
@@ -176,7 +177,7 @@ def test_cli_sql_runs_on_a_file(tmp_path):
                   "kind": list("abbcab" "abc")}).to_csv(path, index=False)
     proc = run_cli("sql", "--table", f"ev={path}", "--output", str(tmp_path / "out"),
                    "SELECT k, n FROM ev MATCH_RECOGNIZE (PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n "
-                   "PATTERN (a b* c) DEFINE a AS kind = 'a', b AS kind = 'b', c AS kind = 'c' WITHIN 10)")
+                   "PATTERN (a b* c) DEFINE a AS kind = 'a', b AS kind = 'b', c AS kind = 'c' WITHIN 10 SKIP TILL ANY MATCH)")
     assert proc.returncode == 0, proc.stderr
     got = pd.read_parquet(tmp_path / "out").sort_values("k")
     assert got.values.tolist() == [["x", "4"], ["y", "2"]]  # x: a1 c4 with any of b2, b3; y: a1 c3, a1 b2 c3

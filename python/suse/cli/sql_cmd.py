@@ -36,7 +36,7 @@ def sql_command(
 
 
 def _run(text: str, tables: list[str], output: Optional[Path], show: int, master: Optional[str]) -> None:
-    from suse.spark.sql.statement import parse
+    from suse.spark.sql.front import parse
 
     statement = parse(text)  # a mistake in the statement costs no Spark start-up
     sources = {}

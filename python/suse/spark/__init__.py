@@ -7,7 +7,7 @@ from suse.spark.jobs.load import load_config
 from suse.spark.jobs.run import run_job
 from suse.spark.memory import memory_errors
 from suse.spark.session import get_session
-from suse.spark.sql.statement import sql
+from suse.spark.sql.front import sql
 from suse.spark.sql.udtf import register
 from suse.spark.streaming.aggregate import aggregate_stream, check_checkpoint, latest
 from suse.spark.workers import check_workers

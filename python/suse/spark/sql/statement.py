@@ -157,7 +157,9 @@ class _Parser:
         return self.text[start.pos : end.pos + len(end.text)], start.pos
 
     # --- the statement ----------------------------------------------------------------------
-    def statement(self) -> Statement:
+    def head(self) -> tuple[list[str], str, bool, dict[str, int]]:
+        """SELECT ... FROM source MATCH_RECOGNIZE ( : the select list, the source, whether it is
+        a subquery, and where FROM and MATCH_RECOGNIZE were written."""
         self.expect("SELECT")
         select = []
         while True:
@@ -182,29 +184,36 @@ class _Parser:
             while self.accept("."):
                 parts.append(self.ident("a table name"))
             source, is_query = ".".join(parts), False
-        st = Statement(self.text, select, source, is_query)
-        st.at["FROM"] = source_at
         mr = self.tok
         if mr.upper() != "MATCH_RECOGNIZE":
             raise self.fail(f"expected MATCH_RECOGNIZE after the source, found {self._shown(mr)}")
         self.i += 1
-        st.at["MATCH_RECOGNIZE"] = mr.pos
         self.expect("(", "'(' after MATCH_RECOGNIZE")
+        return select, source, is_query, {"FROM": source_at, "MATCH_RECOGNIZE": mr.pos}
+
+    def clauses(self, st: Any, methods: dict[str, tuple[str, str]], expected: str) -> set[str]:
+        """Read clauses up to the ')' closing MATCH_RECOGNIZE and what may follow it. ``methods``:
+        clause word -> (the key that may be given once, the method reading the clause)."""
         seen: set[str] = set()
         while not self.accept(")"):
             tok = self.tok
-            word = tok.upper()
+            word = tok.upper() if tok.kind == "id" else ""
             if tok.kind == "end":
                 raise self.fail("unclosed '(' of MATCH_RECOGNIZE: expected ')'")
-            if word not in _CLAUSES:
-                raise self.fail(f"unknown clause {self._shown(tok)}; expected one of PARTITION BY, ORDER BY, MEASURES, PATTERN, DEFINE, WITHIN, SUMMARY, EVALUATE, SKIP TILL ... MATCH, CONTIGUOUS")
-            key = "SKIP" if word == "CONTIGUOUS" else word
+            if word not in methods:
+                raise self.fail(f"unknown clause {self._shown(tok)}; expected one of {expected}")
+            key, method = methods[word]
             if key in seen:
                 raise self.fail(f"{word} is given twice")
             seen.add(key)
             st.at[key] = tok.pos
             self.i += 1
-            getattr(self, "clause_" + word.lower())(st, tok)
+            getattr(self, method)(st, tok)
+        self.tail()
+        return seen
+
+    def tail(self) -> None:
+        """What may follow MATCH_RECOGNIZE (...): a table alias and a semicolon."""
         self.accept("AS")
         if self.tok.kind in ("id", "qid") and self.tok.upper() not in ("WHERE", "ORDER", "GROUP", "LIMIT"):
             self.i += 1  # a table alias, as in SQL; nothing refers to it
@@ -212,10 +221,17 @@ class _Parser:
         if self.tok.kind != "end":
             raise self.fail(f"unexpected {self._shown(self.tok)} after MATCH_RECOGNIZE (...); "
                             f"filter or sort the result with Spark (the statement returns a DataFrame)")
+
+    def statement(self) -> Statement:
+        select, source, is_query, at = self.head()
+        st = Statement(self.text, select, source, is_query)
+        st.at.update(at)
+        seen = self.clauses(st, {w: ("SKIP" if w == "CONTIGUOUS" else w, "clause_" + w.lower()) for w in _CLAUSES},
+                            "PARTITION BY, ORDER BY, MEASURES, PATTERN, DEFINE, WITHIN, SUMMARY, EVALUATE, SKIP TILL ... MATCH, CONTIGUOUS")
         for needed in ("ORDER", "PATTERN", "WITHIN"):
             if needed not in seen:
                 example = {"ORDER": "ORDER BY time", "PATTERN": "PATTERN (A B* C)", "WITHIN": "WITHIN INTERVAL '1' HOUR"}[needed]
-                raise SqlError(f"MATCH_RECOGNIZE needs {needed} ({example})", mr.pos, self.text)
+                raise SqlError(f"MATCH_RECOGNIZE needs {needed} ({example})", st.at["MATCH_RECOGNIZE"], self.text)
         if not st.measures:
             st.measures = [("count", "count", None)]
         self.check_variables(st)
@@ -244,7 +260,8 @@ class _Parser:
             head = self.tok
             kind = _MEASURES.get(head.upper()) if head.kind == "id" else None
             if kind is None:
-                raise self.fail(f"expected COUNT(*), SUM(expression) or AVG(expression), found {self._shown(head)}")
+                raise self.fail(f"expected COUNT(*), SUM(expression) or AVG(expression), found {self._shown(head)} "
+                                f"({self.mode_clause()} makes this statement suse's counting mode)")
             self.i += 1
             self.expect("(", f"'(' after {head.text}")
             arg = None
@@ -292,11 +309,11 @@ class _Parser:
                 if depth == 0:
                     break
             elif t.text == "?" and parts and parts[-1][1] in ("*", "+", "?", "}"):
-                raise self.fail("reluctant quantifiers (*?, +?) choose among matches; suse counts all matches, so they have no meaning here", t)
+                raise self.fail("reluctant quantifiers (*?, +?) choose among matches; suse's counting counts all matches, so they have no meaning here" + self.standard_hint(), t)
             elif t.text in ("^", "$"):
-                raise self.fail(f"'{t.text}' anchors a match to the partition's start or end; suse counts matches anywhere in the window", t)
+                raise self.fail(f"'{t.text}' anchors a match to the partition's start or end; suse's counting counts matches anywhere in the window" + self.standard_hint(), t)
             elif t.text == "{" and self.tok.text == "-":
-                raise self.fail("exclusion {- -} is not supported", t)
+                raise self.fail("exclusion {- -} only shapes the rows of ALL ROWS PER MATCH" + self.standard_hint(), t)
             elif t.kind == "num" or t.text in ("|", "*", "+", "?", "{", "}", ",", "!"):
                 pass
             else:
@@ -304,19 +321,26 @@ class _Parser:
             parts.append(("op", t.text, t.pos))
         self.pattern_parts = parts
 
-    def clause_define(self, st: Statement, tok: Token) -> None:
+    def definitions(self, stops: tuple[str, ...]) -> list[tuple[str, int, list[Token], str, int]]:
+        """DEFINE's list: (variable, its position, the condition's tokens, its text, its position)."""
+        out: list[tuple[str, int, list[Token], str, int]] = []
         while True:
             at = self.tok.pos
             name = self.ident("a pattern variable")
-            if name in st.define:
+            if any(name == d[0] for d in out):
                 raise SqlError(f"variable {name} is defined twice", at, self.text)
             self.expect("AS", f"AS after {name}")
-            cond, cond_at = self.span(_CLAUSES)
+            start = self.i
+            cond, cond_at = self.span(stops)
+            out.append((name, at, self.toks[start:self.i], cond, cond_at))
+            if not self.accept(","):
+                return out
+
+    def clause_define(self, st: Statement, tok: Token) -> None:
+        for name, at, _, cond, cond_at in self.definitions(_CLAUSES):
             st.define[name] = cond
             st.at[f"var:{name}"] = cond_at
             st.at[f"name:{name}"] = at
-            if not self.accept(","):
-                break
 
     def clause_within(self, st: Statement, tok: Token) -> None:
         st.at["WITHIN"] = self.tok.pos
@@ -396,17 +420,26 @@ class _Parser:
         st.policy = "contiguous"
 
     def clause_after(self, st: Statement, tok: Token) -> None:
-        raise self.fail("AFTER MATCH SKIP chooses non-overlapping matches; suse counts every subsequence match "
-                        "in the window instead. Say SKIP TILL ANY MATCH (the default), SKIP TILL NEXT MATCH or "
-                        "CONTIGUOUS (docs/SPARK.md, 'Spark SQL')", tok)
+        raise self.fail(f"AFTER MATCH SKIP is a clause of the standard mode, but {self.mode_clause()} makes this statement "
+                        "suse's counting mode, which counts every subsequence match in the window; leave out suse's "
+                        "clauses for the standard's matches (docs/SPARK.md, 'Spark SQL')", tok)
 
     def clause_one(self, st: Statement, tok: Token) -> None:
-        raise self.fail("suse reports one row per partition and evaluation time, not per match: leave out ONE ROW PER MATCH", tok)
+        raise self.fail(f"{tok.text.upper()} ROWS PER MATCH is a clause of the standard mode, but {self.mode_clause()} makes "
+                        "this statement suse's counting mode, which reports one row per partition and evaluation time", tok)
 
     clause_all = clause_one
 
     def clause_subset(self, st: Statement, tok: Token) -> None:
-        raise self.fail("SUBSET is not supported: write the union in PATTERN, (A | B)", tok)
+        raise self.fail(f"SUBSET is a clause of the standard mode, but {self.mode_clause()} makes this statement suse's "
+                        "counting mode: write the union in PATTERN, (A | B)", tok)
+
+    def standard_hint(self) -> str:
+        return f" ({self.mode_clause()} makes this statement suse's counting mode; without suse's clauses it is standard MATCH_RECOGNIZE, which has it)"
+
+    def mode_clause(self) -> str:
+        found = counting_clause(self.toks)
+        return f"{found.text.upper()} (line {SqlError('', found.pos, self.text).line})" if found else "a counting clause"
 
     # --- variables -> engine characters --------------------------------------------------------
     def check_variables(self, st: Statement) -> None:
@@ -428,6 +461,30 @@ class _Parser:
         for kind, text, _ in self.pattern_parts:
             regex.append(st.letters[text] if kind == "var" else text)
         st.regex = "".join(regex)
+
+
+COUNTING_CLAUSES = ("SUMMARY", "EVALUATE", "CONTIGUOUS", "SKIP")
+
+
+def counting_clause(tokens: list[Token]) -> Token | None:
+    """The first of suse's own clauses (SUMMARY, EVALUATE, CONTIGUOUS, SKIP TILL) directly
+    inside MATCH_RECOGNIZE ( ... ): it selects suse's counting; without one the statement is
+    standard MATCH_RECOGNIZE."""
+    depth, inside = 0, False
+    for k, t in enumerate(tokens):
+        if not inside:
+            inside = t.upper() == "MATCH_RECOGNIZE"
+            continue
+        if t.text == "(":
+            depth += 1
+        elif t.text == ")":
+            depth -= 1
+            if depth == 0:
+                return None
+        elif depth == 1 and t.kind == "id" and t.upper() in COUNTING_CLAUSES:
+            if t.upper() != "SKIP" or tokens[k + 1].upper() == "TILL":
+                return t
+    return None
 
 
 def assign_letters(names: list[str]) -> dict[str, str]:
@@ -522,12 +579,7 @@ def translate(spark: Any, text: str) -> tuple[Statement, Any, dict[str, Any]]:
     from suse.spark.events.rows import analysing, spark_message
 
     st = parse(text)
-    try:
-        with analysing():
-            df = spark.sql(st.source) if st.source_is_query else spark.table(st.source)
-            df.schema  # Spark Connect analyses lazily: fail here, at the source
-    except PySparkException as exc:
-        raise st.error(f"cannot read {'the subquery' if st.source_is_query else st.source}: {spark_message(exc)}", "FROM") from None
+    df = read_source(spark, st)
     value = None
     kinds = [k for _, k, _ in st.measures if k != "count"]
     arg = next((a for _, _, a in st.measures if a is not None), None)
@@ -558,7 +610,6 @@ def sql(spark: Any, text: str):
     from pyspark.sql import functions as F
 
     from suse.spark.batch.aggregate import aggregate
-    from suse.spark.events.rows import analysing, spark_message
 
     st, df, kwargs = translate(spark, text)
     try:
@@ -575,16 +626,38 @@ def sql(spark: Any, text: str):
     cols += [F.col(c) for c in ("events", "dropped_events", "corrupt_records")]
     cols.append(F.transform("elements", lambda e: F.struct(
         F.element_at(back, e["char"]).alias("char"), e["timestamp"].alias("timestamp"), e["value"].alias("value"))).alias("elements"))
-    out = out.select(*cols)
-    if st.select != ["*"]:
-        from pyspark.errors import PySparkException
+    return apply_select(st, out.select(*cols))
 
-        try:
-            with analysing():
-                out = out.selectExpr(*st.select)
-                out.schema
-        except PySparkException as exc:
-            raise st.error(f"SELECT: {spark_message(exc)}", 7) from None
+
+def read_source(spark: Any, st: Any):
+    """The statement's FROM as a DataFrame, analysed (a missing table fails here, at FROM)."""
+    from pyspark.errors import PySparkException
+
+    from suse.spark.events.rows import analysing, spark_message
+
+    try:
+        with analysing():
+            df = spark.sql(st.source) if st.source_is_query else spark.table(st.source)
+            df.schema  # Spark Connect analyses lazily: fail here, at the source
+    except PySparkException as exc:
+        raise st.error(f"cannot read {'the subquery' if st.source_is_query else st.source}: {spark_message(exc)}", "FROM") from None
+    return df
+
+
+def apply_select(st: Any, out: Any):
+    """The statement's select list over its result (``SELECT *``: the result as it is)."""
+    if st.select == ["*"]:
+        return out
+    from pyspark.errors import PySparkException
+
+    from suse.spark.events.rows import analysing, spark_message
+
+    try:
+        with analysing():
+            out = out.selectExpr(*st.select)
+            out.schema
+    except PySparkException as exc:
+        raise st.error(f"SELECT: {spark_message(exc)}", 7) from None
     return out
 
 

@@ -1,0 +1,71 @@
+"""Standard MATCH_RECOGNIZE (`suse.spark.sql`, ONE ROW PER MATCH) against the bare shuffle and
+sort of the same rows.
+
+    python bench/spark_recognize.py [--rows 1000000] [--partitions 10000] [--repeat 2] [--master local[2]]
+
+The statement is the "V shape" over prices (a row, falling prices, rising prices). Prices are
+pseudo-random (xxhash64 of the row id), so V shapes of every length occur. Each side is written
+to Spark's no-op sink from a cached input; JVM start-up and a warm-up run are not counted; the
+best of --repeat runs is printed with rows/s and the ratio. The baseline is
+`repartition(ticker).sortWithinPartitions(ticker, t)`: what any per-partition ordered pass costs.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from pyspark.sql import functions as F
+
+from suse.spark import get_session
+from suse.spark import sql as suse_sql
+
+STATEMENT = """SELECT * FROM bench_prices MATCH_RECOGNIZE (
+  PARTITION BY ticker ORDER BY t
+  MEASURES A.price AS start_price, LAST(B.price) AS bottom_price, LAST(C.price) AS top_price,
+           count(*) AS length
+  ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+  PATTERN (A B+ C+)
+  DEFINE B AS price < PREV(price), C AS price > PREV(price))"""
+
+
+def timed(label: str, df, repeat: int, rows: int) -> float:
+    df.write.format("noop").mode("overwrite").save()  # warm-up
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        best = min(best, time.perf_counter() - start)
+    print(f"{label:<48} {best:8.2f} s   {rows / best:12,.0f} rows/s")
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--partitions", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--master", default="local[2]")
+    args = ap.parse_args()
+    spark = get_session(args.master, "bench-recognize", {"spark.sql.shuffle.partitions": "8"})
+    df = spark.range(args.rows).select(
+        (F.col("id") % args.partitions).alias("ticker"),
+        (F.col("id") / args.partitions).cast("long").alias("t"),
+        (F.abs(F.xxhash64("id")) % 1000).alias("price"),
+    ).cache()
+    df.count()
+    df.createOrReplaceTempView("bench_prices")
+    print(f"{args.rows:,} rows in {args.partitions:,} partitions, master {args.master}")
+    base = timed("bare shuffle + sort (repartition, sortWithinPartitions)",
+                 df.repartition("ticker").sortWithinPartitions("ticker", "t"), args.repeat, args.rows)
+    lag = timed("shuffle + sort + lag window (PREV in Spark)",
+                df.withColumn("p", F.expr("lag(price) OVER (PARTITION BY ticker ORDER BY t)"))
+                .repartition("ticker").sortWithinPartitions("ticker", "t"), args.repeat, args.rows)
+    out = suse_sql(spark, STATEMENT)
+    matches = out.count()
+    mr = timed("suse.spark.sql standard MATCH_RECOGNIZE", out, args.repeat, args.rows)
+    print(f"matches: {matches:,}")
+    print(f"ratio MATCH_RECOGNIZE / bare shuffle+sort: {mr / base:.2f}   / shuffle+sort+lag: {mr / lag:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""The body of ``mapInArrow`` for standard MATCH_RECOGNIZE: a Spark partition sorted by
+(partition keys, ORDER BY) arrives in Arrow batches; each run of equal keys is one row pattern
+partition, matched by :mod:`suse.recognize.matcher`, and its output rows are built here.
+
+Values reach the matcher through ``to_pylist`` (exact: ints, Decimals, datetimes, None for
+NULL); ALL ROWS PER MATCH copies the input rows with ``take``, never through Python objects.
+A matching failure (backtracking cap, impossible skip) becomes one row whose ``_suse_error``
+holds the message; the caller turns it into Spark's ``raise_error``.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional, Sequence
+
+import pyarrow as pa
+
+from suse.errors import SuseError
+from suse.recognize.evaluate import ConditionParser, Rows, leaf_value
+from suse.recognize.expressions import Leaf
+from suse.recognize.matcher import Program, Skip, Unmatched, matches
+
+KIND_MATCH, KIND_EMPTY, KIND_UNMATCHED = 0, 1, 2
+KIND, ERROR = "_suse_kind", "_suse_error"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """How a variable's DEFINE is decided: a boolean column (``column``), always true (both
+    None), or a condition over leaves (``tokens`` of ``text``, parsed on the worker)."""
+
+    column: Optional[str] = None
+    leaves: tuple = ()
+    tokens: tuple = ()
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    keys: tuple[str, ...]
+    program: Program
+    members: dict
+    conditions: tuple[Condition, ...]  # by variable index
+    skip: Skip
+    all_rows: bool
+    empty: str  # "show" | "omit" | "unmatched"
+    leaves: tuple[Leaf, ...]  # of MEASURES
+    expr_columns: dict  # row expression text -> input column
+    passthrough: tuple[str, ...]  # input columns copied by ALL ROWS PER MATCH
+    schema: pa.Schema
+    within: Optional[tuple[str, int]] = None  # (time column, bound): last - first < bound
+    max_steps: int = 5_000_000
+
+
+def run(plan: Plan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    pending: Optional[pa.Table] = None
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        table = pa.Table.from_batches([batch]) if pending is None else pa.concat_tables([pending, pa.Table.from_batches([batch])])
+        bounds = _group_bounds(_key_rows(table, plan.keys))
+        last = bounds[-2]  # the last group may continue in the next batch
+        if last > 0:
+            yield from _match_groups(plan, table.slice(0, last), bounds[:-1])
+        pending = table.slice(last)
+    if pending is not None and pending.num_rows:
+        yield from _match_groups(plan, pending, [0, pending.num_rows])
+
+
+def _key_rows(table: pa.Table, keys: Sequence[str]) -> list[tuple]:
+    if not keys:
+        return [()] * table.num_rows
+    return list(zip(*(table.column(k).to_pylist() for k in keys)))
+
+
+def _group_bounds(keys: list[tuple]) -> list[int]:
+    """Where each run of equal keys starts, and the end."""
+    return [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + ([len(keys)] if keys else [])
+
+
+def _match_groups(plan: Plan, table: pa.Table, bounds: Sequence[int]) -> Iterator[pa.RecordBatch]:
+    """Match the partitions ``table[bounds[i]:bounds[i + 1]]``: one output batch for all of them."""
+    bounds = [x for x in bounds if x <= table.num_rows]
+    data = {expr: table.column(col).to_pylist() for expr, col in plan.expr_columns.items()}
+    flags = {c.column: table.column(c.column).to_pylist() for c in plan.conditions if c.column is not None}
+    times = table.column(plan.within[0]).to_pylist() if plan.within else None
+    out = _Output(plan)
+    for a, b in zip(bounds, bounds[1:]):
+        if a == b:
+            continue
+        rows = Rows(b - a, {e: v[a:b] for e, v in data.items()}, plan.program.variables, plan.members)
+        accept, scope = _acceptor(plan, {c: f[a:b] for c, f in flags.items()}, times[a:b] if times else None, rows)
+        try:
+            _match_partition(plan, rows, accept, scope, out, a)
+        except SuseError as exc:
+            where = ", ".join(f"{k}={v!r}" for k, v in zip(plan.keys, _key_rows(table.slice(a, 1), plan.keys)[0]))
+            message = f"MATCH_RECOGNIZE: {exc}" + (f" (partition {where})" if where else "")
+            arrays = [pa.nulls(1, f.type) if f.name != ERROR else pa.array([message], pa.string()) for f in plan.schema]
+            yield pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
+            return
+    if out.kinds:
+        yield out.batch(table)
+
+
+class _Output:
+    """The output rows of a stretch of partitions, built column by column."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.rows: list[int] = []  # the input row (ALL ROWS) or the partition's first row (ONE ROW)
+        self.kinds: list[int] = []
+        self.values: list[list] = [[] for _ in plan.leaves]
+        self.final = [getattr(leaf, "final", False) or not plan.all_rows for leaf in plan.leaves]
+
+    def emit(self, rows: Rows, row: int, kind: int, start: int, labels: Sequence[int], upto: int, number: int) -> None:
+        self.rows.append(row)
+        self.kinds.append(kind)
+        for k, leaf in enumerate(self.plan.leaves):
+            if kind == KIND_UNMATCHED:
+                self.values[k].append(None)
+            else:
+                self.values[k].append(leaf_value(leaf, rows, start, labels, len(labels) if self.final[k] else upto, number))
+
+    def batch(self, table: pa.Table) -> pa.RecordBatch:
+        arrays = []
+        leaf_fields = {f"_suse_l{k}": k for k in range(len(self.plan.leaves))}
+        take = pa.array(self.rows, pa.int64())
+        for f in self.plan.schema:
+            if f.name == KIND:
+                arrays.append(pa.array(self.kinds, f.type))
+            elif f.name == ERROR:
+                arrays.append(pa.nulls(len(self.kinds), f.type))
+            elif f.name in leaf_fields:
+                arrays.append(pa.array(self.values[leaf_fields[f.name]], f.type))
+            else:  # an input column: the partition key (ONE ROW) or the row itself (ALL ROWS)
+                arrays.append(table.column(f.name).take(take).combine_chunks())
+        return pa.RecordBatch.from_arrays(arrays, schema=self.plan.schema)
+
+
+def _match_partition(plan: Plan, rows: Rows, accept, scope, out: _Output, offset: int) -> None:
+    """Match one partition (rows ``offset ..`` of the stretch) and add its output rows to ``out``."""
+    all_rows = plan.all_rows
+    for m in matches(plan.program, rows.n, accept, plan.skip, scope, plan.max_steps):
+        if isinstance(m, Unmatched):
+            if all_rows and plan.empty == "unmatched":
+                out.emit(rows, offset + m.row, KIND_UNMATCHED, m.row, (), 0, 0)
+            continue
+        if not m.labels:
+            if not all_rows or plan.empty != "omit":
+                out.emit(rows, offset + (m.start if all_rows else 0), KIND_EMPTY, m.start, (), 0, m.number)
+            continue
+        if not all_rows:
+            out.emit(rows, offset, KIND_MATCH, m.start, m.labels, len(m.labels), m.number)
+            continue
+        for i, excluded in enumerate(m.excluded):
+            if not excluded:
+                out.emit(rows, offset + m.start + i, KIND_MATCH, m.start, m.labels, i + 1, m.number)
+
+
+@functools.lru_cache(maxsize=64)
+def _evaluator(cond: Condition):
+    """The parsed DEFINE condition: once per worker, not once per partition."""
+    return ConditionParser(cond.tokens, cond.text, "DEFINE").parse()
+
+
+def _acceptor(plan: Plan, flags: dict, times: Optional[list], rows: Rows):
+    """accept(variable, row, start, labels) and the memo scope it allows."""
+    checks: list[Any] = []
+    local = True
+    for cond in plan.conditions:
+        if cond.column is not None:
+            checks.append(("column", flags[cond.column]))
+        elif cond.tokens:
+            local = False
+            checks.append(("glue", (cond.leaves, _evaluator(cond))))
+        else:
+            checks.append(("true", None))
+    bound = plan.within[1] if plan.within else 0
+    if local and times is None:  # the common case, kept to one list lookup per row
+        table = [data if kind == "column" else [True] * rows.n for kind, data in checks]
+
+        def by_row(v: int, row: int, start: int, labels: list) -> bool:
+            return table[v][row] is True
+
+        by_row.table = table  # type: ignore[attr-defined]
+        return by_row, "partition"
+
+    def accept(v: int, row: int, start: int, labels: list) -> bool:
+        if times is not None:
+            if times[row] is None or times[start] is None or times[row] - times[start] >= bound:
+                return False
+        kind, data = checks[v]
+        if kind == "column":
+            return data[row] is True
+        if kind == "true":
+            return True
+        leaves, ev = data
+        vals = [leaf_value(leaf, rows, start, labels, len(labels), 0) for leaf in leaves]
+        return ev(vals) is True
+
+    scope = ("start" if times is not None else "partition") if local else None
+    return accept, scope
