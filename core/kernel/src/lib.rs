@@ -15,6 +15,7 @@
 //!   events and retraction in front of the exact engine.
 pub mod approx;
 pub mod batch;
+pub mod conditions;
 pub mod benefit;
 pub mod dfa;
 pub mod dual;
