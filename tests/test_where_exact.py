@@ -204,3 +204,20 @@ def test_the_query_describes_its_conditions():
     assert query.to_dict()["where"] == RISING
     assert query == pickle.loads(pickle.dumps(query)) and hash(query) == hash(suse.Query("A B+ C", 10, where=RISING))
     assert query != suse.Query("A B+ C", 10)
+
+
+def test_the_job_spec_carries_conditions_as_one_hashable_field():
+    from suse.spec import QuerySpec
+
+    spec = QuerySpec("A B+ C", 10, where=RISING)
+    assert spec.where == tuple(RISING.items()) and hash(spec) == hash(QuerySpec("A B+ C", 10, where=dict(RISING)))
+    assert spec.compile() == suse.Query("A B+ C", 10, where=RISING)
+    assert QuerySpec("A B+ C", 10, where={}).where is None
+
+
+def test_spark_refuses_conditions_on_the_driver():
+    prepare = pytest.importorskip("suse.spark.prepare")
+    from suse.spec import QuerySpec
+
+    with pytest.raises(QueryError, match="where is not supported on Spark"):
+        prepare._compiled(QuerySpec("A B+ C", 10, where=RISING), named=False)
