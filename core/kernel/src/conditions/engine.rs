@@ -20,7 +20,8 @@ use crate::dual::Dual;
 use crate::error::Error;
 use crate::num::Scalar;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use super::hash::FxMap;
+use std::collections::VecDeque;
 
 /// A condition in compared form: `current op reference` (or, with `null_reference`, also
 /// true when the reference is NULL), the reference being the n-th last value of a slot.
@@ -71,7 +72,7 @@ struct Rules {
 
 #[derive(Clone, Debug, Default)]
 struct Table {
-    keys: HashMap<Key, D>,
+    keys: FxMap<Key, D>,
     indexes: Vec<ValueIndex>,
 }
 
@@ -166,7 +167,7 @@ impl Rules {
         let tables = self
             .indexed
             .iter()
-            .map(|idx| Table { keys: HashMap::new(), indexes: vec![ValueIndex::default(); idx.len()] })
+            .map(|idx| Table { keys: FxMap::default(), indexes: vec![ValueIndex::default(); idx.len()] })
             .collect();
         Counts { tables, keys: 0 }
     }
@@ -362,5 +363,106 @@ impl Engine {
         }
         self.held.drain(..expired);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conditions::program::Instr;
+    use proptest::prelude::*;
+
+    const A: usize = 0;
+    const B: usize = 1;
+    const C: usize = 2;
+
+    /// `A B+ C` with B rising (or the first B) and C below the last B; `indexed`: with the
+    /// compared forms, so the value index serves both conditions (else every key is scanned).
+    fn rising_run(window: i64, indexed: bool) -> Spec {
+        let slot = Slot { letter: B, column: 0, first: false, size: 1 };
+        let b = Program {
+            letter: 'B',
+            code: vec![
+                Instr::Last { slot: 0, n: 1 },
+                Instr::IsNull { negated: false },
+                Instr::Current(0),
+                Instr::Last { slot: 0, n: 1 },
+                Instr::Compare(CmpOp::Gt),
+                Instr::Or(2),
+            ],
+        };
+        let c = Program { letter: 'C', code: vec![Instr::Current(0), Instr::Last { slot: 0, n: 1 }, Instr::Compare(CmpOp::Lt)] };
+        let current = |letter| Program { letter, code: vec![Instr::Current(0)] };
+        let compared = vec![
+            None,
+            indexed.then(|| Compared { current: current('B'), op: CmpOp::Gt, slot: 0, n: 1, null_reference: true }),
+            indexed.then(|| Compared { current: current('C'), op: CmpOp::Lt, slot: 0, n: 1, null_reference: false }),
+        ];
+        Spec {
+            start: 0,
+            finals: vec![false, false, false, true],
+            delta: vec![
+                vec![Some(1), None, None],
+                vec![None, Some(2), None],
+                vec![None, Some(2), Some(3)],
+                vec![None, None, None],
+            ],
+            columns: 1,
+            slots: vec![slot],
+            live: vec![vec![true], vec![true], vec![true], vec![false]],
+            conditions: vec![None, Some(b), Some(c)],
+            compared,
+            window,
+            max_keys: 1 << 20,
+        }
+    }
+
+    /// Every index set by enumeration: word in A B+ C, inside the window, conditions hold.
+    fn naive(events: &[(usize, i64, u64, Option<i64>)], window: i64) -> (u128, u128) {
+        let (mut count, mut sum) = (0u128, 0u128);
+        for mask in 1u32..(1 << events.len()) {
+            let chosen: Vec<_> = (0..events.len()).filter(|i| mask >> i & 1 == 1).map(|i| events[i]).collect();
+            let word: Vec<usize> = chosen.iter().map(|e| e.0).collect();
+            let n = word.len();
+            let shape = n >= 3 && word[0] == A && word[n - 1] == C && word[1..n - 1].iter().all(|&l| l == B);
+            if !shape || chosen[n - 1].1 - chosen[0].1 > window {
+                continue;
+            }
+            let p = |k: usize| chosen[k].3;
+            let rising = (2..n - 1).all(|k| p(k - 1).is_none() || matches!((p(k), p(k - 1)), (Some(x), Some(y)) if x > y));
+            let below = matches!((p(n - 1), p(n - 2)), (Some(x), Some(y)) if x < y);
+            if rising && below {
+                count += 1;
+                sum += chosen.iter().map(|e| e.2 as u128).sum::<u128>();
+            }
+        }
+        (count, sum)
+    }
+
+    fn run(spec: Spec, events: &[(usize, i64, u64, Option<i64>)]) -> (u128, u128) {
+        let mut engine = Engine::new(spec).unwrap();
+        for &(letter, t, v, p) in events {
+            let attrs: Box<[Value]> = vec![p.map_or(Value::Null, Value::Int)].into();
+            engine.feed(Some(letter), t, v, attrs).unwrap();
+        }
+        let d = &engine.totals().matches;
+        (d.c.to_biguint().try_into().unwrap(), d.s.to_biguint().try_into().unwrap())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// The indexed and the scanning engine both equal an enumeration of every index set,
+        /// with expiry (small windows), ties, NULLs and equal timestamps.
+        #[test]
+        fn engine_agrees_with_enumeration(
+            raw in proptest::collection::vec((0usize..3, 0i64..3, 0u64..5, proptest::option::weighted(0.85, 0i64..4)), 0..11),
+            window in 0i64..8,
+        ) {
+            let mut t = 0;
+            let events: Vec<_> = raw.into_iter().map(|(l, gap, v, p)| { t += gap; (l, t, v, p) }).collect();
+            let expected = naive(&events, window);
+            prop_assert_eq!(run(rising_run(window, true), &events), expected);
+            prop_assert_eq!(run(rising_run(window, false), &events), expected);
+        }
     }
 }

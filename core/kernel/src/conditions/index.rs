@@ -12,7 +12,7 @@ use super::count::Count;
 use super::value::{CmpOp, Value, KINDS};
 use crate::dual::Dual;
 use crate::error::Error;
-use std::collections::HashMap;
+use super::hash::FxMap;
 
 pub type D = Dual<Count>;
 
@@ -75,7 +75,7 @@ impl Level {
 #[derive(Clone, Debug, Default)]
 pub struct Ordered {
     levels: Vec<Option<Level>>,
-    at: HashMap<Value, (usize, usize)>,
+    at: FxMap<Value, (usize, usize)>,
     live: usize,
     stored: usize,
 }
@@ -176,7 +176,7 @@ impl Ordered {
 #[derive(Clone, Debug, Default)]
 pub struct ValueIndex {
     ordered: Ordered,
-    equal: HashMap<Value, D>,
+    equal: FxMap<Value, D>,
     /// Partial matches whose reference is NULL.
     null: D,
     /// Partial matches whose reference is not NULL.

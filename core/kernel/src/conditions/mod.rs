@@ -3,6 +3,7 @@
 //! "Conditions between events").
 pub mod count;
 pub mod engine;
+pub mod hash;
 pub mod index;
 pub mod program;
 pub mod value;
