@@ -96,7 +96,7 @@ class _Compiler:
     def liveness(self, reads: dict[str, set[int]]) -> list[list[bool]]:
         """Per state, the slots a condition on some path from it reads."""
         a = self.automaton
-        live = {s: set() for s in a.states}
+        live: dict[int, set[int]] = {s: set() for s in a.states}
         changed = True
         while changed:
             changed = False
