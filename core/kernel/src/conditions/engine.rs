@@ -369,7 +369,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conditions::program::Instr;
+    use crate::conditions::program::{rising_or_first, Instr};
     use proptest::prelude::*;
 
     const A: usize = 0;
@@ -380,17 +380,7 @@ mod tests {
     /// compared forms, so the value index serves both conditions (else every key is scanned).
     fn rising_run(window: i64, indexed: bool) -> Spec {
         let slot = Slot { letter: B, column: 0, first: false, size: 1 };
-        let b = Program {
-            letter: 'B',
-            code: vec![
-                Instr::Last { slot: 0, n: 1 },
-                Instr::IsNull { negated: false },
-                Instr::Current(0),
-                Instr::Last { slot: 0, n: 1 },
-                Instr::Compare(CmpOp::Gt),
-                Instr::Or(2),
-            ],
-        };
+        let b = rising_or_first('B');
         let c = Program { letter: 'C', code: vec![Instr::Current(0), Instr::Last { slot: 0, n: 1 }, Instr::Compare(CmpOp::Lt)] };
         let current = |letter| Program { letter, code: vec![Instr::Current(0)] };
         let compared = vec![

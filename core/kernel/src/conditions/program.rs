@@ -233,6 +233,22 @@ fn truth(v: Value) -> Result<Option<bool>, Error> {
     }
 }
 
+/// `LAST(X.p, 1) IS NULL OR X.p > LAST(X.p, 1)` with X.p in column 0 and slot 0 (tests).
+#[cfg(test)]
+pub(crate) fn rising_or_first(letter: char) -> Program {
+    Program {
+        letter,
+        code: vec![
+            Instr::Last { slot: 0, n: 1 },
+            Instr::IsNull { negated: false },
+            Instr::Current(0),
+            Instr::Last { slot: 0, n: 1 },
+            Instr::Compare(CmpOp::Gt),
+            Instr::Or(2),
+        ],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,17 +273,7 @@ mod tests {
     fn rising_or_first_is_three_valued() {
         // LAST(B.p, 1) IS NULL OR B.p > LAST(B.p, 1)
         let layout = Layout::new(vec![Slot { letter: 0, column: 0, first: false, size: 1 }]);
-        let program = Program {
-            letter: 'B',
-            code: vec![
-                Instr::Last { slot: 0, n: 1 },
-                Instr::IsNull { negated: false },
-                Instr::Current(0),
-                Instr::Last { slot: 0, n: 1 },
-                Instr::Compare(CmpOp::Gt),
-                Instr::Or(2),
-            ],
-        };
+        let program = rising_or_first('B');
         program.check(&layout, 1).unwrap();
         let mut stack = Vec::new();
         let holds = |before: Value, now: Value, stack: &mut Vec<Value>| program.holds(&layout, &[before], &[now], stack).unwrap();
