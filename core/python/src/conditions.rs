@@ -68,6 +68,9 @@ fn program((letter, code): ProgramTuple<'_>) -> Result<Program, Error> {
     Ok(Program { code, letter })
 }
 
+/// `(columns, slots as (letter, column, first, size), live[state][slot])`
+type LayoutTuple = (usize, Vec<(usize, usize, bool, usize)>, Vec<Vec<bool>>);
+
 /// `(program of the current side, op, slot, n, null_reference)`
 type ComparedTuple<'py> = (ProgramTuple<'py>, String, usize, usize, bool);
 
@@ -85,7 +88,7 @@ impl WhereEngine {
     #[new]
     fn new(
         automaton: (usize, Vec<bool>, Vec<Vec<i64>>),
-        layout: (usize, Vec<(usize, usize, bool, usize)>, Vec<Vec<bool>>),
+        layout: LayoutTuple,
         conditions: Vec<Option<ProgramTuple<'_>>>,
         compared: Vec<Option<ComparedTuple<'_>>>,
         window: i64,

@@ -139,8 +139,8 @@ impl Rules {
         let mut moves = vec![vec![None; letters]; n];
         let mut indexed = vec![Vec::new(); n];
         for q in 0..n {
-            for c in 0..letters {
-                let Some(target) = spec.delta[q][c] else { continue };
+            for (c, &target) in spec.delta[q].iter().enumerate() {
+                let Some(target) = target else { continue };
                 let mut index = None;
                 if let Some(compared) = &spec.compared[c] {
                     compared.current.check(&layout, spec.columns)?;
