@@ -221,3 +221,13 @@ def test_spark_refuses_conditions_on_the_driver():
 
     with pytest.raises(QueryError, match="where is not supported on Spark"):
         prepare._compiled(QuerySpec("A B+ C", 10, where=RISING), named=False)
+
+
+def test_of_restricts_the_sum_to_its_letters():
+    from oracle import where_matches
+
+    events = [("A", 0, 2, {"p": 0}), ("B", 1, 3, {"p": 1}), ("B", 2, 5, {"p": 2}), ("C", 3, 7, {"p": 0}),
+              ("C", 4, 11, {"p": 3})]
+    expected = sum(events[i][2] for m in where_matches("A B+ C", events, 10, RISING) for i in m if events[i][0] == "C")
+    result = suse.exact(suse.Query("A B+ C", 10, aggregate="sum", of="C", where=RISING), events)
+    assert result.count == 3 and result.sum == expected == 21

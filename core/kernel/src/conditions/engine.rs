@@ -49,7 +49,7 @@ pub struct Spec {
     pub conditions: Vec<Option<Program>>,
     pub compared: Vec<Option<Compared>>,
     pub window: i64,
-    /// The most register keys kept at once (the counting state's size).
+    /// The most register keys and held events kept at once (the counting state's size).
     pub max_keys: usize,
 }
 
@@ -317,12 +317,14 @@ impl Engine {
         if let Some((q, key)) = &ev.start {
             out.push((*q, key.clone(), Dual::weight(value)));
         }
-        if self.counts.keys + out.len() > self.rules.spec.max_keys {
+        // held events are about as large as keys: both count against the budget
+        if self.counts.keys + out.len() + self.held.len() + 1 > self.rules.spec.max_keys {
             self.deltas = out;
             self.events -= 1;
             return Err(Error::Limit(format!(
-                "the conditions' counting state would exceed {} register keys (partial matches that differ in the values \
-                 later conditions read); raise memory_limit, shorten the window, or compare with fewer earlier elements",
+                "the conditions' counting state would exceed {} register keys and held events (partial matches that \
+                 differ in the values later conditions read, and the window's events); raise memory_limit, shorten the \
+                 window, or compare with fewer earlier elements",
                 self.rules.spec.max_keys
             )));
         }
