@@ -17,7 +17,11 @@ from suse.errors import InputError
 
 
 class Exact(Locked):
-    """Incremental exact aggregation (the ground truth); `exact()` is the one-shot form."""
+    """Incremental exact aggregation (the ground truth); `exact()` is the one-shot form.
+
+    A query with conditions (`Query(..., where=...)`) runs on the conditions engine
+    (suse/api/where.py): events then carry attributes (a mapping as the last tuple item, or
+    a table's extra columns), in timestamp order (no lateness, retraction or pickling yet)."""
 
     def __init__(self, query: Query, memory_limit: Optional[int] = None, lateness: int = 0, *,
                  _disorder: str = "native"):
