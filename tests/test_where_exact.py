@@ -231,3 +231,20 @@ def test_of_restricts_the_sum_to_its_letters():
     expected = sum(events[i][2] for m in where_matches("A B+ C", events, 10, RISING) for i in m if events[i][0] == "C")
     result = suse.exact(suse.Query("A B+ C", 10, aggregate="sum", of="C", where=RISING), events)
     assert result.count == 3 and result.sum == expected == 21
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams(max_size=7), queries(), st.integers(0, 6))
+def test_partial_count_is_the_live_prefixes_that_satisfy_the_conditions(events, query, window):
+    from oracle import Language, _windowed_subsets, query_to_python_regex, satisfies_where
+
+    pattern, where = query
+    if not events:
+        return
+    language = Language(query_to_python_regex(pattern))
+    expected = 0
+    for idx in _windowed_subsets(events, window):
+        word = "".join(events[i][0] for i in idx)
+        if not language.accepts(word) and language.is_live_prefix(word) and satisfies_where(events, idx, where):
+            expected += 1
+    assert suse.exact(suse.Query(pattern, window, where=where), events).partial_count == expected
