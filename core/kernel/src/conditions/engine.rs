@@ -66,8 +66,9 @@ struct Rules {
     layout: Layout,
     /// `moves[state][letter]`
     moves: Vec<Vec<Option<Move>>>,
-    /// Per state, the letters whose index it keeps and where in the key their reference is.
-    indexed: Vec<Vec<(usize, usize)>>,
+    /// Per state, the key positions its indexes are keyed by (moves comparing with the same
+    /// register share one index).
+    indexed: Vec<Vec<usize>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -153,8 +154,11 @@ impl Rules {
                         !spec.live[target][s] || (slot.letter == c && !slot.first && slot.size == 1)
                     });
                     if fresh {
-                        index = Some(indexed[q].len());
-                        indexed[q].push((c, layout.last_position(compared.slot, compared.n)));
+                        let at = layout.last_position(compared.slot, compared.n);
+                        index = Some(indexed[q].iter().position(|&p| p == at).unwrap_or_else(|| {
+                            indexed[q].push(at);
+                            indexed[q].len() - 1
+                        }));
                     }
                 }
                 moves[q][c] = Some(Move { target, index });
@@ -205,7 +209,14 @@ impl Rules {
                     let sum = table.indexes[i].query(compared.op, &current, compared.null_reference)?;
                     if !sum.is_zero() {
                         let key = self.layout.update(&self.layout.empty(), ev.letter, &ev.attrs, live);
-                        out.push((m.target, key, sum.take(ev.value).expect("counts cannot overflow")));
+                        let d = sum.take(ev.value).expect("counts cannot overflow");
+                        match out.last_mut() {
+                            // several states moving into one fresh key (A then B+ into B+): add once
+                            Some((target, last, total)) if *target == m.target && *last == key => {
+                                total.add_assign(&d).expect("counts cannot overflow")
+                            }
+                            _ => out.push((m.target, key, d)),
+                        }
                     }
                 }
                 None => {
@@ -223,7 +234,7 @@ impl Rules {
 
     fn add(&self, counts: &mut Counts, q: usize, key: Key, d: &D) -> Result<(), Error> {
         let table = &mut counts.tables[q];
-        for (i, &(_, at)) in self.indexed[q].iter().enumerate() {
+        for (i, &at) in self.indexed[q].iter().enumerate() {
             table.indexes[i].add(&key[at], d, !table.keys.contains_key(&key))?;
         }
         match table.keys.entry(key) {
@@ -245,7 +256,7 @@ impl Rules {
             table.keys.remove(key);
             counts.keys -= 1;
         }
-        for (i, &(_, at)) in self.indexed[q].iter().enumerate() {
+        for (i, &at) in self.indexed[q].iter().enumerate() {
             table.indexes[i].sub(&key[at], d, removed)?;
         }
         Ok(())
