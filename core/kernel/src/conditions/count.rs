@@ -44,23 +44,26 @@ impl Scalar for Count {
         matches!(self, Count::Small(0))
     }
     fn add(&self, o: &Self) -> R<Self> {
-        if let (Count::Small(a), Count::Small(b)) = (self, o) {
-            if let Some(v) = a.checked_add(*b) {
-                return Ok(Count::Small(v));
-            }
-        }
-        Ok(Count::norm(self.big() + o.big()))
+        // one allocation for a big sum (a sum only grows: no normalising back)
+        Ok(match (self, o) {
+            (Count::Small(a), Count::Small(b)) => match a.checked_add(*b) {
+                Some(v) => Count::Small(v),
+                None => Count::Big(BigUint::from(*a) + *b),
+            },
+            (Count::Big(a), Count::Small(b)) | (Count::Small(b), Count::Big(a)) => Count::Big(a + BigUint::from(*b)),
+            (Count::Big(a), Count::Big(b)) => Count::Big(a + b),
+        })
     }
     /// Exact: a negative result is a logic error, reported as [`Overflow`].
     fn sub(&self, o: &Self) -> R<Self> {
         if let (Count::Small(a), Count::Small(b)) = (self, o) {
             return a.checked_sub(*b).map(Count::Small).ok_or(Overflow);
         }
-        let (a, b) = (self.big(), o.big());
-        if a < b {
-            return Err(Overflow);
+        match (self, o) {
+            (Count::Big(a), Count::Small(b)) => Ok(Count::norm(a - BigUint::from(*b))),
+            (Count::Big(a), Count::Big(b)) if a >= b => Ok(Count::norm(a - b)),
+            _ => Err(Overflow), // a small count minus a big one
         }
-        Ok(Count::norm(a - b))
     }
     fn mul(&self, o: &Self) -> R<Self> {
         if let (Count::Small(a), Count::Small(b)) = (self, o) {
@@ -94,6 +97,27 @@ impl std::ops::Add for Count {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn count(b: &BigUint) -> Count {
+        Count::norm(b.clone())
+    }
+
+    proptest! {
+        /// Sums, differences and products equal big-integer arithmetic across the word's edge.
+        #[test]
+        fn arithmetic_equals_big_integers(a in any::<u128>(), b in any::<u128>(), shift in 0u32..3, k in any::<u64>()) {
+            let (x, y) = (BigUint::from(a) << (64 * shift), BigUint::from(b));
+            prop_assert_eq!(Scalar::add(&count(&x), &count(&y)).unwrap(), count(&(&x + &y)));
+            prop_assert_eq!(Scalar::add(&count(&y), &count(&x)).unwrap(), count(&(&x + &y)));
+            prop_assert_eq!(count(&x).mul_u64(k).unwrap(), count(&(&x * k)));
+            if x >= y {
+                prop_assert_eq!(count(&x).sub(&count(&y)).unwrap(), count(&(&x - &y)));
+            } else {
+                prop_assert_eq!(count(&x).sub(&count(&y)), Err(Overflow));
+            }
+        }
+    }
 
     #[test]
     fn moves_to_big_integers_and_back() {
