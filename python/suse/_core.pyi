@@ -8,7 +8,7 @@ one-dimensional and of exactly the dtype given (no conversion happens in the bin
 parameters, defaults); keep it in step with the binding.
 """
 from collections.abc import Sequence
-from typing import Final, Literal, TypedDict, final
+from typing import Any, Final, Literal, TypedDict, final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -110,6 +110,36 @@ class SummaryConfig:
     def seed(self) -> int: ...
     @property
     def probabilities(self) -> list[float] | None: ...
+
+@final
+class WhereEngine:
+    """The exact engine of a query with conditions between events (suse/api/where.py builds it)."""
+
+    def __new__(
+        cls,
+        automaton: tuple[int, Sequence[bool], Sequence[Sequence[int]]],
+        layout: tuple[int, Sequence[tuple[int, int, bool, int]], Sequence[Sequence[bool]]],
+        conditions: Sequence[tuple[str, Sequence[tuple[str, Any, int, int]]] | None],
+        compared: Sequence[tuple[tuple[str, Sequence[tuple[str, Any, int, int]]], str, int, int, bool] | None],
+        window: int,
+        max_keys: int,
+    ) -> WhereEngine: ...
+    def extend(
+        self,
+        letters: bytes,
+        timestamps: NDArray[np.int64],
+        values: NDArray[np.int64] | None,
+        columns: Sequence[Sequence[Any]],
+        times: NDArray[np.int64] | None = None,
+    ) -> list[tuple[int, int, int, int]]: ...
+    def totals(self) -> tuple[int, int, int]: ...
+    def sizes(self) -> tuple[int, int]: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def skipped(self) -> int: ...
+    @property
+    def last_timestamp(self) -> int | None: ...
 
 @final
 class ExactEngine:

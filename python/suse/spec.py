@@ -86,8 +86,12 @@ class QuerySpec:
     name: Optional[str] = None
     summary: Optional[SummarySpec] = None
     evaluate: Any = None
+    #: Conditions between a match's events, ``{letter: condition}``, kept as pairs so the spec
+    #: hashes (only the exact engine counts them so far; see docs/QUERY.md).
+    where: Any = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "where", _pairs(self.where) or None)
         of = self.of
         if isinstance(of, (list, tuple, set, frozenset)) and all(isinstance(c, str) for c in of):
             object.__setattr__(self, "of", tuple(sorted(of)))  # hashable; Query checks the letters
@@ -102,14 +106,14 @@ class QuerySpec:
         it a duration compiles with window 0, enough to check the pattern and its options."""
         if window is None:
             window = self.window if isinstance(self.window, int) and not isinstance(self.window, bool) else 0
-        return _compiled(self.regex, window, self.aggregate, self.policy, self.of, self.max_missing)
+        return _compiled(self.regex, window, self.aggregate, self.policy, self.of, self.max_missing, self.where)
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(regex: str, window: int, aggregate: str, policy: str, of: Any, max_missing: int) -> Query:
+def _compiled(regex: str, window: int, aggregate: str, policy: str, of: Any, max_missing: int, where: Any) -> Query:
     """Executors rebuild the same queries for every partition: compile each once per process."""
     letters = list(of) if isinstance(of, tuple) else of
-    return Query(regex, window, aggregate=aggregate, policy=policy, of=letters, max_missing=max_missing)
+    return Query(regex, window, aggregate=aggregate, policy=policy, of=letters, max_missing=max_missing, where=where)
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,11 @@
 //!   selection, expected-benefit coefficients);
 //! * [`matches`]: matches as output (listing, exact uniform samples);
 //! * [`engine`]: what a caller drives: run-time policy → type, batches, saved state, limits,
-//!   errors.
+//!   errors;
+//! * [`conditions`]: conditions between a match's events (`where`): exact values, postfix
+//!   programs over registers, the value index, and the exact engine keyed by (state, registers).
 pub mod automaton;
+pub mod conditions;
 pub mod engine;
 pub mod exact;
 pub mod matches;

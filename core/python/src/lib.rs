@@ -25,6 +25,7 @@ use suse_kernel::summary::selection::StrategyKind;
 use suse_kernel::summary::{Aggregate, Config, Readout};
 use suse_kernel::exact::window::{per_initiator_totals, split_totals};
 
+mod conditions;
 mod grouped;
 mod matches;
 
@@ -970,6 +971,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grouped::sort_groups, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::sort_packed_groups, m)?)?;
     m.add_class::<PyDfa>()?;
+    m.add_class::<conditions::WhereEngine>()?;
     m.add_class::<ExactEngine>()?;
     m.add_class::<MultiExactEngine>()?;
     m.add_class::<OooExactEngine>()?;

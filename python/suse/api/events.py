@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import numpy as np
@@ -208,6 +209,8 @@ def coerce_events(
                 raise InputError(f"events must be a sequence of (char, timestamp[, value]), "
                                  f"got {type(events).__name__}") from None
             for i, ev in enumerate(items):
+                if isinstance(ev, (tuple, list)) and len(ev) in (3, 4) and isinstance(ev[-1], Mapping):
+                    ev = ev[:-1]  # attributes: read by conditions (where=), not by the counters
                 if not isinstance(ev, (tuple, list)) or len(ev) not in (2, 3):
                     raise InputError(f"expected (char, timestamp) or (char, timestamp, value), got {show(ev)}", event=i)
                 chars.append(ev[0])

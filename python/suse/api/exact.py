@@ -12,11 +12,16 @@ from suse.api.locking import Locked, locked
 from suse.api.query import Query
 from suse.api.queryset import QuerySet, exact_set
 from suse.api.results import Evaluation, ExactResult, evaluation_of
+from suse.api.where import WhereCounter, refusal
 from suse.errors import InputError
 
 
 class Exact(Locked):
-    """Incremental exact aggregation (the ground truth); `exact()` is the one-shot form."""
+    """Incremental exact aggregation (the ground truth); `exact()` is the one-shot form.
+
+    A query with conditions (`Query(..., where=...)`) runs on the conditions engine
+    (suse/api/where.py): events then carry attributes (a mapping as the last tuple item, or
+    a table's extra columns), in timestamp order (no lateness, retraction or pickling yet)."""
 
     def __init__(self, query: Query, memory_limit: Optional[int] = None, lateness: int = 0, *,
                  _disorder: str = "native"):
@@ -25,6 +30,15 @@ class Exact(Locked):
         self.query = query
         self.lateness = check_int("lateness", lateness)
         self.memory_limit = limit = check_memory_limit(memory_limit)
+        # conditions between events: the kernel's conditions engine, in order only
+        self._where = None
+        if query.where is not None:
+            if self.lateness:
+                raise refusal(query.regex, "lateness (out-of-order events)")
+            self._where = WhereCounter(query, limit)
+            self._engine = self._ooo = self._reorder = None
+            self._late = 0
+            return
         self._engine = _core.ExactEngine(query._dfa, query.window, query.policy, limit, query._extrema, query._of_mask)
         # lateness > 0: the kernel's out-of-order layer (`_disorder="buffer"`: the Python
         # buffer of disorder.py, kept as the benchmark's baseline)
@@ -45,6 +59,8 @@ class Exact(Locked):
         just before the first event later than T + L (or after the batch); a time earlier than
         the horizon is an error."""
         late = check_late_mode(late)
+        if self._where is not None:
+            return self._where.extend(events, chars, timestamps, values, evaluate_at, late)
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
         if self._ooo is not None:
             times, order = eval_times(evaluate_at)
@@ -65,6 +81,8 @@ class Exact(Locked):
         if several are: afterwards every result equals processing the stream without it. Only
         events newer than the horizon (largest timestamp seen - lateness) can be retracted; an
         older one, or one never seen, is an error that changes nothing."""
+        if self._where is not None:
+            raise refusal(self.query.regex, "retraction")
         if self._ooo is not None:
             return ooo_retract(self._ooo, char, timestamp, value)
         retract(self._reorder, char, timestamp, value)
@@ -75,6 +93,8 @@ class Exact(Locked):
     @property
     @locked
     def late(self) -> int:
+        if self._where is not None:
+            return self._where.late
         return self._late if self._reorder is None else self._reorder.late
 
     @property
@@ -87,6 +107,9 @@ class Exact(Locked):
 
     @locked
     def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
+        if self._where is not None:
+            count, total, partial, skipped, events = self._where.result_parts()
+            return ExactResult(count, total, partial, skipped, events, evaluations or [], late=self.late)
         if self._ooo is not None:
             t = self._ooo.totals()
             events, skipped = self._ooo.counts()
@@ -100,6 +123,8 @@ class Exact(Locked):
     def __reduce__(self):
         """Pickled as its query and options with the engine's state: the events still in its
         window, its totals and, with lateness, the events not yet final."""
+        if self._where is not None:
+            raise refusal(self.query.regex, "saving an engine (pickling)")
         engine = self._ooo if self._ooo is not None else self._engine
         state = {"engine": engine._snapshot(), "late": self._late,
                  "reorder": None if self._reorder is None else self._reorder.to_dict()}
@@ -147,6 +172,12 @@ def exact(query: Query | QuerySet, events: Any = None, *, chars: Any = None, tim
             raise InputError("query sets take events in order: lateness= and late= are for single queries")
         return exact_set(query, events, chars=chars, timestamps=timestamps, values=values, evaluate_at=evaluate_at)
     engine = Exact(query, lateness=lateness)
+    if query.where is not None:
+        rows = engine.extend(events, chars=chars, timestamps=timestamps, values=values, evaluate_at=evaluate_at,
+                             late=late)
+        if engine.result().events + engine.late == 0:
+            raise InputError("the stream is empty")
+        return engine.result(rows)
     raw, ts, vals = coerce_events(events, chars, timestamps, values)
     if len(raw) == 0:
         raise InputError("the stream is empty")

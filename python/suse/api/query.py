@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from suse import _core
@@ -9,6 +10,8 @@ from suse.api.checks import AGGREGATES, EXTREMA, POLICIES, check_choice, check_i
 from suse.errors import InputError, QueryError
 from suse.query import Automaton, compile_regex
 from suse.query.approximate import MAX_MISSING
+from suse.api.where import check_combination
+from suse.query.conditions import Where, parse_where
 
 
 @functools.lru_cache(maxsize=256)
@@ -41,13 +44,18 @@ class Query:
     to at least one match. `of` (a letter or letters of the query, e.g. `"C"` or `"CD"`)
     restricts SUM, AVG, MIN and MAX to the values of those letters' elements; COUNT ignores it.
 
+    `where={"B": "LAST(B.p, 1) IS NULL OR B.p > LAST(B.p, 1)"}` gives conditions between a
+    match's elements (docs/QUERY.md): a match counts only if each element with a letter in
+    `where` satisfies its condition. The exact engine (`exact`, `Exact`) counts them, with
+    policy "any"; everything else refuses a query with conditions by name.
+
     `max_missing=k` (approximate matching, ACEP) also counts the index sets whose word
     becomes a word of the pattern once at most k letters are inserted; results then carry
     `count_by_missing` (k + 1 counts by the least number of missing letters).
     """
 
     def __init__(self, regex: str, window: int, aggregate: str = "count", policy: str = "any",
-                 of: Optional[Any] = None, max_missing: int = 0):
+                 of: Optional[Any] = None, max_missing: int = 0, where: Optional[Any] = None):
         if not isinstance(regex, str):
             raise InputError(f"the query must be a string, got {type(regex).__name__}")
         self.regex = regex
@@ -55,8 +63,28 @@ class Query:
         self.aggregate = check_choice("aggregate", aggregate, AGGREGATES)
         self.policy = check_choice("policy", policy, POLICIES)
         self.max_missing = check_int("max_missing", max_missing, maximum=MAX_MISSING)
-        self.automaton, self._dfa = compiled(regex, self.max_missing)
+        self.automaton, self._native_dfa = compiled(regex, self.max_missing)
         self.of = check_of(of, regex, self.automaton.alphabet)
+        #: The checked conditions (None without `where`), and the pairs as given.
+        self.where: Optional[Where] = None
+        self.where_pairs: tuple[tuple[str, str], ...] = ()
+        if where is not None and where != {} and where != ():
+            pairs = tuple(where.items()) if isinstance(where, Mapping) else where
+            if not isinstance(pairs, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+                raise QueryError(f"where must map letters to conditions, got {show(where)}", 0, regex)
+            check_combination(regex, policy=self.policy, max_missing=self.max_missing, aggregate=self.aggregate,
+                              negated=self.negated)
+            self.where = parse_where(regex, dict(pairs))
+            self.where_pairs = pairs
+
+    @property
+    def _dfa(self) -> Any:
+        """The native automaton every engine but the conditions' one runs on: refused with
+        conditions, which those engines would ignore."""
+        if self.where is not None:
+            raise QueryError("where is not supported by this engine yet: only the exact engine (suse.exact, "
+                             "suse.Exact) counts conditions between events", 0, self.regex)
+        return self._native_dfa
 
     @property
     def _kernel_aggregate(self) -> str:
@@ -87,23 +115,27 @@ class Query:
             d["of"] = self.of
         if self.max_missing:  # the same for exact queries
             d["max_missing"] = self.max_missing
+        if self.where_pairs:
+            d["where"] = dict(self.where_pairs)
         return d
 
     def __repr__(self) -> str:
         of = "" if self.of is None else f", of={self.of!r}"
         missing = f", max_missing={self.max_missing}" if self.max_missing else ""
+        where = f", where={dict(self.where_pairs)!r}" if self.where_pairs else ""
         return (f"Query({self.regex!r}, window={self.window}, aggregate={self.aggregate!r}, "
-                f"policy={self.policy!r}{of}{missing})")
+                f"policy={self.policy!r}{of}{missing}{where})")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Query) and self.to_dict() == other.to_dict()
 
     def __reduce__(self):
         """Pickled as its specification; loading compiles it again (cached per process)."""
-        return (Query, (self.regex, self.window, self.aggregate, self.policy, self.of, self.max_missing))
+        return (Query, (self.regex, self.window, self.aggregate, self.policy, self.of, self.max_missing,
+                        self.where_pairs or None))
 
     def __hash__(self) -> int:
-        return hash(tuple(self.to_dict().items()))
+        return hash((self.regex, self.window, self.aggregate, self.policy, self.of, self.max_missing, self.where_pairs))
 
 
 def check_of(of: Any, regex: str, alphabet: str) -> Optional[str]:

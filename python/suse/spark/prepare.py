@@ -29,7 +29,11 @@ def spark_frame(df: object, caller: str) -> None:
 def _compiled(query: QuerySpec, named: bool) -> suse.Query:
     """The query checked (QueryError with a position), named in the message within a set."""
     try:
-        return query.compile()
+        compiled = query.compile()
+        if compiled.where is not None:  # the Spark engines would ignore the conditions
+            raise suse.QueryError("where is not supported on Spark yet: only the exact engine of the library "
+                                  "(suse.exact, suse.Exact) counts conditions between events", 0, query.regex)
+        return compiled
     except suse.QueryError as exc:
         if not named:
             raise

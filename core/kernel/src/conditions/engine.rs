@@ -1,0 +1,471 @@
+//! The exact engine of a query with conditions: counts keyed by (automaton state, registers).
+//!
+//! A partial match is summarised by its automaton state and its registers, the values later
+//! conditions can read ([`Layout`]); partial matches with equal keys extend alike, so their
+//! counts (count and sum of values, a [`Dual`]) are added. Taking an event with letter c
+//! extends, for every state q with a move on c, the keys whose registers satisfy c's
+//! condition: one evaluation per key, or, when the condition is `current op reference` and
+//! the key after the move depends on the event alone, one query of the state's
+//! [`ValueIndex`] (O(log^2 w)).
+//!
+//! The window bounds a match's first and last timestamps. The counts are of the partial
+//! matches whose first element is still in the window; when a first element leaves it, its
+//! partial matches as they are now are recomputed by replaying that element alone through
+//! the later events still held, and subtracted.
+use super::count::Count;
+use super::index::{ValueIndex, D};
+use super::program::{Key, Layout, Program, Slot};
+use super::value::{CmpOp, Value};
+use crate::numbers::dual::Dual;
+use crate::engine::error::Error;
+use crate::numbers::num::Scalar;
+use std::collections::hash_map::Entry;
+use super::hash::FxMap;
+use std::collections::VecDeque;
+
+/// A condition in compared form: `current op reference` (or, with `null_reference`, also
+/// true when the reference is NULL), the reference being the n-th last value of a slot.
+#[derive(Clone, Debug)]
+pub struct Compared {
+    pub current: Program,
+    pub op: CmpOp,
+    pub slot: usize,
+    pub n: usize,
+    pub null_reference: bool,
+}
+
+/// Everything the engine is built from (the Python side compiles it from the query).
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub start: usize,
+    pub finals: Vec<bool>,
+    /// `delta[state][letter]`: the next state, `None` when the move leads nowhere.
+    pub delta: Vec<Vec<Option<usize>>>,
+    /// Attribute columns each event carries.
+    pub columns: usize,
+    pub slots: Vec<Slot>,
+    /// `live[state][slot]`: whether a condition reachable from the state reads the slot.
+    pub live: Vec<Vec<bool>>,
+    pub conditions: Vec<Option<Program>>,
+    pub compared: Vec<Option<Compared>>,
+    pub window: i64,
+    /// The most register keys and held events kept at once (the counting state's size).
+    pub max_keys: usize,
+}
+
+/// The move of one state on one letter, decided once.
+#[derive(Clone, Debug)]
+struct Move {
+    target: usize,
+    /// Served by the source state's index number `index` (reference at key position `at`).
+    index: Option<usize>,
+}
+
+struct Rules {
+    spec: Spec,
+    layout: Layout,
+    /// `moves[state][letter]`
+    moves: Vec<Vec<Option<Move>>>,
+    /// Per state, the key positions its indexes are keyed by (moves comparing with the same
+    /// register share one index).
+    indexed: Vec<Vec<usize>>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Table {
+    keys: FxMap<Key, D>,
+    indexes: Vec<ValueIndex>,
+}
+
+/// Partial-match counts by state and registers.
+#[derive(Clone, Debug)]
+struct Counts {
+    tables: Vec<Table>,
+    keys: usize,
+}
+
+/// An event of the window: what replaying needs.
+#[derive(Clone, Debug)]
+struct Held {
+    letter: usize,
+    value: u64,
+    t: i64,
+    attrs: Box<[Value]>,
+    /// The partial match this event starts alone (state and registers), if any.
+    start: Option<(usize, Key)>,
+}
+
+/// Totals over everything processed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Totals {
+    pub matches: D,
+    pub partial: Count,
+}
+
+pub struct Engine {
+    rules: Rules,
+    counts: Counts,
+    held: VecDeque<Held>,
+    totals: Totals,
+    pub events: u64,
+    pub skipped: u64,
+    pub last_timestamp: Option<i64>,
+    stack: Vec<Value>,
+    deltas: Vec<(usize, Key, D)>,
+}
+
+impl Rules {
+    fn new(spec: Spec) -> Result<Rules, Error> {
+        let n = spec.finals.len();
+        let letters = spec.conditions.len();
+        let bad = |why: &str| Error::input(format!("conditions: malformed engine specification ({why})"));
+        if spec.delta.len() != n || spec.live.len() != n || spec.start >= n || spec.compared.len() != letters {
+            return Err(bad("sizes differ"));
+        }
+        if spec.window < 0 {
+            return Err(Error::input("the window must not be negative"));
+        }
+        let layout = Layout::new(spec.slots.clone());
+        for row in &spec.delta {
+            if row.len() != letters || row.iter().flatten().any(|&t| t >= n) {
+                return Err(bad("transition table"));
+            }
+        }
+        if spec.live.iter().any(|l| l.len() != spec.slots.len()) || spec.slots.iter().any(|s| s.letter >= letters || s.column >= spec.columns || s.size == 0) {
+            return Err(bad("slots"));
+        }
+        for program in spec.conditions.iter().flatten() {
+            program.check(&layout, spec.columns)?;
+        }
+        let mut moves = vec![vec![None; letters]; n];
+        let mut indexed = vec![Vec::new(); n];
+        for q in 0..n {
+            for (c, &target) in spec.delta[q].iter().enumerate() {
+                let Some(target) = target else { continue };
+                let mut index = None;
+                if let Some(compared) = &spec.compared[c] {
+                    compared.current.check(&layout, spec.columns)?;
+                    let slot = spec.slots.get(compared.slot).ok_or_else(|| bad("compared slot"))?;
+                    if slot.first || compared.n == 0 || compared.n > slot.size {
+                        return Err(bad("compared reference"));
+                    }
+                    // the key after the move must not depend on the key before it
+                    let fresh = spec.slots.iter().enumerate().all(|(s, slot)| {
+                        !spec.live[target][s] || (slot.letter == c && !slot.first && slot.size == 1)
+                    });
+                    if fresh {
+                        let at = layout.last_position(compared.slot, compared.n);
+                        index = Some(indexed[q].iter().position(|&p| p == at).unwrap_or_else(|| {
+                            indexed[q].push(at);
+                            indexed[q].len() - 1
+                        }));
+                    }
+                }
+                moves[q][c] = Some(Move { target, index });
+            }
+        }
+        Ok(Rules { spec, layout, moves, indexed })
+    }
+
+    fn new_counts(&self) -> Counts {
+        let tables = self
+            .indexed
+            .iter()
+            .map(|idx| Table { keys: FxMap::default(), indexes: vec![ValueIndex::default(); idx.len()] })
+            .collect();
+        Counts { tables, keys: 0 }
+    }
+
+    fn holds(&self, letter: usize, key: &[Value], attrs: &[Value], stack: &mut Vec<Value>) -> Result<bool, Error> {
+        match &self.spec.conditions[letter] {
+            None => Ok(true),
+            Some(program) => program.holds(&self.layout, key, attrs, stack),
+        }
+    }
+
+    /// The partial match an event starts alone: its state and registers.
+    fn start(&self, letter: usize, attrs: &[Value], stack: &mut Vec<Value>) -> Result<Option<(usize, Key)>, Error> {
+        let Some(m) = &self.moves[self.spec.start][letter] else { return Ok(None) };
+        let empty = self.layout.empty();
+        if !self.holds(letter, &empty, attrs, stack)? {
+            return Ok(None);
+        }
+        Ok(Some((m.target, self.layout.update(&empty, letter, attrs, &self.spec.live[m.target]))))
+    }
+
+    /// What taking the event adds to `counts`: (state, registers, counts), read from the
+    /// counts before the event (an event is taken at most once per partial match).
+    fn step(&self, counts: &Counts, ev: &Held, stack: &mut Vec<Value>, out: &mut Vec<(usize, Key, D)>) -> Result<(), Error> {
+        for (q, table) in counts.tables.iter().enumerate() {
+            if table.keys.is_empty() {
+                continue;
+            }
+            let Some(m) = &self.moves[q][ev.letter] else { continue };
+            let live = &self.spec.live[m.target];
+            match m.index {
+                Some(i) => {
+                    let compared = self.spec.compared[ev.letter].as_ref().expect("an indexed move has a compared form");
+                    let current = compared.current.value(&self.layout, &self.layout.empty(), &ev.attrs, stack)?;
+                    let sum = table.indexes[i].query(compared.op, &current, compared.null_reference)?;
+                    if !sum.is_zero() {
+                        let key = self.layout.update(&self.layout.empty(), ev.letter, &ev.attrs, live);
+                        let d = sum.take(ev.value).expect("counts cannot overflow");
+                        match out.last_mut() {
+                            // several states moving into one fresh key (A then B+ into B+): add once
+                            Some((target, last, total)) if *target == m.target && *last == key => {
+                                total.add_assign(&d).expect("counts cannot overflow")
+                            }
+                            _ => out.push((m.target, key, d)),
+                        }
+                    }
+                }
+                None => {
+                    for (key, d) in &table.keys {
+                        if self.holds(ev.letter, key, &ev.attrs, stack)? {
+                            let next = self.layout.update(key, ev.letter, &ev.attrs, live);
+                            out.push((m.target, next, d.take(ev.value).expect("counts cannot overflow")));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn add(&self, counts: &mut Counts, q: usize, key: Key, d: &D) -> Result<(), Error> {
+        let table = &mut counts.tables[q];
+        for (i, &at) in self.indexed[q].iter().enumerate() {
+            table.indexes[i].add(&key[at], d, !table.keys.contains_key(&key))?;
+        }
+        match table.keys.entry(key) {
+            Entry::Occupied(mut e) => e.get_mut().add_assign(d).expect("counts cannot overflow"),
+            Entry::Vacant(e) => {
+                e.insert(d.clone());
+                counts.keys += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn sub(&self, counts: &mut Counts, q: usize, key: &Key, d: &D) -> Result<(), Error> {
+        let table = &mut counts.tables[q];
+        let sum = table.keys.get_mut(key).ok_or_else(|| Error::internal("expiring a partial match that is not counted"))?;
+        sum.sub_assign(d).map_err(|_| Error::internal("an expired count exceeds the count"))?;
+        let removed = sum.is_zero();
+        if removed {
+            table.keys.remove(key);
+            counts.keys -= 1;
+        }
+        for (i, &at) in self.indexed[q].iter().enumerate() {
+            table.indexes[i].sub(&key[at], d, removed)?;
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    pub fn new(spec: Spec) -> Result<Engine, Error> {
+        let rules = Rules::new(spec)?;
+        let counts = rules.new_counts();
+        Ok(Engine {
+            rules,
+            counts,
+            held: VecDeque::new(),
+            totals: Totals { matches: D::zero(), partial: Count::zero() },
+            events: 0,
+            skipped: 0,
+            last_timestamp: None,
+            stack: Vec::new(),
+            deltas: Vec::new(),
+        })
+    }
+
+    pub fn totals(&self) -> &Totals {
+        &self.totals
+    }
+
+    /// Register keys held now (the counting state's size).
+    pub fn keys(&self) -> usize {
+        self.counts.keys
+    }
+
+    /// Events of the window held for replaying.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Take one event (`letter` None: a character outside the query, never an element).
+    /// Timestamps must not decrease. On an error nothing of the event is counted.
+    pub fn feed(&mut self, letter: Option<usize>, t: i64, value: u64, attrs: Box<[Value]>) -> Result<(), Error> {
+        if let Some(last) = self.last_timestamp {
+            if t < last {
+                return Err(Error::input(format!("timestamp {t} is earlier than {last}, the latest already processed")));
+            }
+        }
+        if attrs.len() != self.rules.spec.columns {
+            return Err(Error::input(format!("an event carries {} attribute values, expected {}", attrs.len(), self.rules.spec.columns)));
+        }
+        self.expire(t)?;
+        self.last_timestamp = Some(t);
+        self.events += 1;
+        let Some(letter) = letter else {
+            self.skipped += 1;
+            return Ok(());
+        };
+        if letter >= self.rules.spec.conditions.len() {
+            return Err(Error::input(format!("letter {letter} outside the query")));
+        }
+        let start = self.rules.start(letter, &attrs, &mut self.stack)?;
+        let ev = Held { letter, value, t, attrs, start };
+        let mut out = std::mem::take(&mut self.deltas);
+        out.clear();
+        let stepped = self.rules.step(&self.counts, &ev, &mut self.stack, &mut out);
+        if let Err(e) = stepped {
+            self.deltas = out;
+            self.events -= 1;
+            return Err(e);
+        }
+        if let Some((q, key)) = &ev.start {
+            out.push((*q, key.clone(), Dual::weight(value)));
+        }
+        // held events are about as large as keys: both count against the budget
+        if self.counts.keys + out.len() + self.held.len() + 1 > self.rules.spec.max_keys {
+            self.deltas = out;
+            self.events -= 1;
+            return Err(Error::Limit(format!(
+                "the conditions' counting state would exceed {} register keys and held events (partial matches that \
+                 differ in the values later conditions read, and the window's events); raise memory_limit, shorten the \
+                 window, or compare with fewer earlier elements",
+                self.rules.spec.max_keys
+            )));
+        }
+        for (q, key, d) in out.drain(..) {
+            if self.rules.spec.finals[q] {
+                self.totals.matches.add_assign(&d).expect("counts cannot overflow");
+            } else {
+                self.totals.partial = self.totals.partial.add(&d.c).expect("counts cannot overflow");
+            }
+            self.rules.add(&mut self.counts, q, key, &d)?;
+        }
+        self.deltas = out;
+        self.held.push_back(ev);
+        Ok(())
+    }
+
+    /// Drop the partial matches whose first element is more than the window before `t`.
+    fn expire(&mut self, t: i64) -> Result<(), Error> {
+        let window = self.rules.spec.window as i128;
+        let expired = self.held.iter().take_while(|h| t as i128 - h.t as i128 > window).count();
+        for i in 0..expired {
+            let Some((q, key)) = self.held[i].start.clone() else { continue };
+            let mut alone = self.rules.new_counts();
+            self.rules.add(&mut alone, q, key, &Dual::weight(self.held[i].value))?;
+            let mut out = Vec::new();
+            for later in self.held.range(i + 1..) {
+                out.clear();
+                self.rules.step(&alone, later, &mut self.stack, &mut out)?;
+                for (q, key, d) in out.drain(..) {
+                    self.rules.add(&mut alone, q, key, &d)?;
+                }
+            }
+            for (q, table) in alone.tables.iter().enumerate() {
+                for (key, d) in &table.keys {
+                    self.rules.sub(&mut self.counts, q, key, d)?;
+                }
+            }
+        }
+        self.held.drain(..expired);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conditions::program::{rising_or_first, Instr};
+    use proptest::prelude::*;
+
+    const A: usize = 0;
+    const B: usize = 1;
+    const C: usize = 2;
+
+    /// `A B+ C` with B rising (or the first B) and C below the last B; `indexed`: with the
+    /// compared forms, so the value index serves both conditions (else every key is scanned).
+    fn rising_run(window: i64, indexed: bool) -> Spec {
+        let slot = Slot { letter: B, column: 0, first: false, size: 1 };
+        let b = rising_or_first('B');
+        let c = Program { letter: 'C', code: vec![Instr::Current(0), Instr::Last { slot: 0, n: 1 }, Instr::Compare(CmpOp::Lt)] };
+        let current = |letter| Program { letter, code: vec![Instr::Current(0)] };
+        let compared = vec![
+            None,
+            indexed.then(|| Compared { current: current('B'), op: CmpOp::Gt, slot: 0, n: 1, null_reference: true }),
+            indexed.then(|| Compared { current: current('C'), op: CmpOp::Lt, slot: 0, n: 1, null_reference: false }),
+        ];
+        Spec {
+            start: 0,
+            finals: vec![false, false, false, true],
+            delta: vec![
+                vec![Some(1), None, None],
+                vec![None, Some(2), None],
+                vec![None, Some(2), Some(3)],
+                vec![None, None, None],
+            ],
+            columns: 1,
+            slots: vec![slot],
+            live: vec![vec![true], vec![true], vec![true], vec![false]],
+            conditions: vec![None, Some(b), Some(c)],
+            compared,
+            window,
+            max_keys: 1 << 20,
+        }
+    }
+
+    /// Every index set by enumeration: word in A B+ C, inside the window, conditions hold.
+    fn naive(events: &[(usize, i64, u64, Option<i64>)], window: i64) -> (u128, u128) {
+        let (mut count, mut sum) = (0u128, 0u128);
+        for mask in 1u32..(1 << events.len()) {
+            let chosen: Vec<_> = (0..events.len()).filter(|i| mask >> i & 1 == 1).map(|i| events[i]).collect();
+            let word: Vec<usize> = chosen.iter().map(|e| e.0).collect();
+            let n = word.len();
+            let shape = n >= 3 && word[0] == A && word[n - 1] == C && word[1..n - 1].iter().all(|&l| l == B);
+            if !shape || chosen[n - 1].1 - chosen[0].1 > window {
+                continue;
+            }
+            let p = |k: usize| chosen[k].3;
+            let rising = (2..n - 1).all(|k| p(k - 1).is_none() || matches!((p(k), p(k - 1)), (Some(x), Some(y)) if x > y));
+            let below = matches!((p(n - 1), p(n - 2)), (Some(x), Some(y)) if x < y);
+            if rising && below {
+                count += 1;
+                sum += chosen.iter().map(|e| e.2 as u128).sum::<u128>();
+            }
+        }
+        (count, sum)
+    }
+
+    fn run(spec: Spec, events: &[(usize, i64, u64, Option<i64>)]) -> (u128, u128) {
+        let mut engine = Engine::new(spec).unwrap();
+        for &(letter, t, v, p) in events {
+            let attrs: Box<[Value]> = vec![p.map_or(Value::Null, Value::Int)].into();
+            engine.feed(Some(letter), t, v, attrs).unwrap();
+        }
+        let d = &engine.totals().matches;
+        (d.c.to_biguint().try_into().unwrap(), d.s.to_biguint().try_into().unwrap())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// The indexed and the scanning engine both equal an enumeration of every index set,
+        /// with expiry (small windows), ties, NULLs and equal timestamps.
+        #[test]
+        fn engine_agrees_with_enumeration(
+            raw in proptest::collection::vec((0usize..3, 0i64..3, 0u64..5, proptest::option::weighted(0.85, 0i64..4)), 0..11),
+            window in 0i64..8,
+        ) {
+            let mut t = 0;
+            let events: Vec<_> = raw.into_iter().map(|(l, gap, v, p)| { t += gap; (l, t, v, p) }).collect();
+            let expected = naive(&events, window);
+            prop_assert_eq!(run(rising_run(window, true), &events), expected);
+            prop_assert_eq!(run(rising_run(window, false), &events), expected);
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! Bindings of the conditions engine (`where`): conversion only; the Python side compiles the
+//! conditions (suse/api/where.py) and the kernel counts (suse_kernel::conditions).
+use crate::guard;
+use num_bigint::{BigInt, BigUint};
+use numpy::PyReadonlyArray1;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyString};
+use suse_kernel::conditions::engine::{Compared, Engine, Spec};
+use suse_kernel::conditions::program::{Instr, Program, Slot};
+use suse_kernel::conditions::value::{CmpOp, Value};
+use suse_kernel::Error;
+
+/// `(opcode, value, a, b)`: see `compile_program` in suse/api/where.py.
+type InstrTuple<'py> = (String, Bound<'py, PyAny>, i64, i64);
+type ProgramTuple<'py> = (char, Vec<InstrTuple<'py>>);
+
+fn value(obj: &Bound<'_, PyAny>) -> Result<Value, Error> {
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = obj.downcast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if let Ok(s) = obj.downcast::<PyString>() {
+        return Ok(Value::Str(s.to_string_lossy().into()));
+    }
+    if let Ok(i) = obj.extract::<i64>() {
+        return Ok(Value::Int(i));
+    }
+    if let Ok(i) = obj.extract::<BigInt>() {
+        return Ok(Value::big_int(i));
+    }
+    let part = |name: &str| obj.getattr(name).and_then(|p| p.extract::<BigInt>()).ok();
+    match (part("numerator"), part("denominator")) {
+        (Some(n), Some(d)) if d != BigInt::from(0) => Ok(Value::ratio(num_rational::BigRational::new(n, d))),
+        _ => Err(Error::input(format!("a condition value must be None, a bool, a str, an int or a Fraction, got {obj}"))),
+    }
+}
+
+fn index(i: i64, what: &str) -> Result<usize, Error> {
+    usize::try_from(i).map_err(|_| Error::input(format!("conditions: negative {what}")))
+}
+
+fn program((letter, code): ProgramTuple<'_>) -> Result<Program, Error> {
+    let code = code
+        .into_iter()
+        .map(|(op, v, a, b)| {
+            Ok(match op.as_str() {
+                "const" => Instr::Const(value(&v)?),
+                "current" => Instr::Current(index(a, "column")?),
+                "last" => Instr::Last { slot: index(a, "slot")?, n: index(b, "offset")? },
+                "first" => Instr::First {
+                    slot: index(a, "slot")?,
+                    n: index(b, "offset")?,
+                    current: if v.is_none() { None } else { Some(v.extract::<usize>().map_err(|_| Error::input("conditions: bad column"))?) },
+                },
+                "negate" => Instr::Negate,
+                "+" | "-" | "*" | "/" => Instr::Arithmetic(op.as_bytes()[0]),
+                "not" => Instr::Not,
+                "is null" => Instr::IsNull { negated: false },
+                "is not null" => Instr::IsNull { negated: true },
+                "and" => Instr::And(index(a, "arity")?),
+                "or" => Instr::Or(index(a, "arity")?),
+                other => Instr::Compare(CmpOp::parse(other).ok_or_else(|| Error::input(format!("conditions: unknown instruction {other:?}")))?),
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok(Program { code, letter })
+}
+
+/// `(columns, slots as (letter, column, first, size), live[state][slot])`
+type LayoutTuple = (usize, Vec<(usize, usize, bool, usize)>, Vec<Vec<bool>>);
+
+/// `(program of the current side, op, slot, n, null_reference)`
+type ComparedTuple<'py> = (ProgramTuple<'py>, String, usize, usize, bool);
+
+#[pyclass(name = "WhereEngine", module = "suse._core")]
+pub struct WhereEngine {
+    inner: Engine,
+    dead: Option<String>,
+}
+
+#[pymethods]
+impl WhereEngine {
+    /// `automaton`: (start, finals, delta[state][letter] with -1 for none); `layout`: (columns,
+    /// slots as (letter, column, first, size), live[state][slot]); a program or None per
+    /// letter; a compared form or None per letter.
+    #[new]
+    fn new(
+        automaton: (usize, Vec<bool>, Vec<Vec<i64>>),
+        layout: LayoutTuple,
+        conditions: Vec<Option<ProgramTuple<'_>>>,
+        compared: Vec<Option<ComparedTuple<'_>>>,
+        window: i64,
+        max_keys: usize,
+    ) -> PyResult<Self> {
+        let mut dead = None;
+        let inner = guard(&mut dead, || {
+            let (start, finals, delta) = automaton;
+            let (columns, slots, live) = layout;
+            let delta = delta.into_iter().map(|row| row.into_iter().map(|t| usize::try_from(t).ok()).collect()).collect();
+            let slots = slots.into_iter().map(|(letter, column, first, size)| Slot { letter, column, first, size }).collect();
+            let conditions = conditions.into_iter().map(|p| p.map(program).transpose()).collect::<Result<_, _>>()?;
+            let compared = compared
+                .into_iter()
+                .map(|c| {
+                    c.map(|(current, op, slot, n, null_reference)| {
+                        let op = CmpOp::parse(&op).ok_or_else(|| Error::input(format!("conditions: unknown comparison {op:?}")))?;
+                        Ok(Compared { current: program(current)?, op, slot, n, null_reference })
+                    })
+                    .transpose()
+                })
+                .collect::<Result<_, Error>>()?;
+            Engine::new(Spec { start, finals, delta, columns, slots, live, conditions, compared, window, max_keys })
+        })?;
+        Ok(WhereEngine { inner, dead: None })
+    }
+
+    /// Feed events (`letters`: one byte per event, the letter's index or 255 for a character
+    /// outside the query; `columns[c][i]`: attribute column c of event i). Returns
+    /// (time, count, sum, partial count) at each evaluation time (sorted), taken before the
+    /// first event later than it.
+    #[pyo3(signature = (letters, timestamps, values, columns, times=None))]
+    fn extend(
+        &mut self,
+        letters: &[u8],
+        timestamps: PyReadonlyArray1<'_, i64>,
+        values: Option<PyReadonlyArray1<'_, i64>>,
+        columns: Vec<Vec<Bound<'_, PyAny>>>,
+        times: Option<PyReadonlyArray1<'_, i64>>,
+    ) -> PyResult<Vec<(i64, BigUint, BigUint, BigUint)>> {
+        let ts = timestamps.as_array().to_vec();
+        let vals = values.map(|v| v.as_array().to_vec());
+        let times = times.map(|t| t.as_array().to_vec()).unwrap_or_default();
+        let engine = &mut self.inner;
+        guard(&mut self.dead, || {
+            let n = letters.len();
+            if ts.len() != n || vals.as_ref().is_some_and(|v| v.len() != n) || columns.iter().any(|c| c.len() != n) {
+                return Err(Error::input("letters, timestamps, values and attribute columns differ in length"));
+            }
+            let columns = columns.iter().map(|c| c.iter().map(value).collect::<Result<Vec<_>, _>>()).collect::<Result<Vec<_>, _>>()?;
+            let mut rows = Vec::with_capacity(times.len());
+            let mut next = 0;
+            for i in 0..n {
+                while next < times.len() && times[next] < ts[i] {
+                    rows.push(row(engine, times[next]));
+                    next += 1;
+                }
+                let letter = (letters[i] != u8::MAX).then_some(letters[i] as usize);
+                let attrs: Box<[Value]> = columns.iter().map(|c| c[i].clone()).collect();
+                let v = vals.as_ref().map_or(0, |v| v[i].max(0) as u64);
+                engine.feed(letter, ts[i], v, attrs).map_err(|e| match e {
+                    Error::Input(m) => Error::Input(format!("event {i}: {m}")),
+                    other => other,
+                })?;
+            }
+            rows.extend(times[next..].iter().map(|&t| row(engine, t)));
+            Ok(rows)
+        })
+    }
+
+    /// (count, sum, partial count) over everything processed.
+    fn totals(&self) -> (BigUint, BigUint, BigUint) {
+        let t = self.inner.totals();
+        (t.matches.c.to_biguint(), t.matches.s.to_biguint(), t.partial.to_biguint())
+    }
+
+    #[getter]
+    fn events(&self) -> u64 {
+        self.inner.events
+    }
+
+    #[getter]
+    fn skipped(&self) -> u64 {
+        self.inner.skipped
+    }
+
+    #[getter]
+    fn last_timestamp(&self) -> Option<i64> {
+        self.inner.last_timestamp
+    }
+
+    /// Register keys held now, and events of the window held for replaying.
+    fn sizes(&self) -> (usize, usize) {
+        (self.inner.keys(), self.inner.held())
+    }
+}
+
+fn row(engine: &Engine, t: i64) -> (i64, BigUint, BigUint, BigUint) {
+    let totals = engine.totals();
+    (t, totals.matches.c.to_biguint(), totals.matches.s.to_biguint(), totals.partial.to_biguint())
+}

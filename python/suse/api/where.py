@@ -1,0 +1,254 @@
+"""Counting with conditions between a match's events (``where=``): the query's conditions
+compiled for the kernel's engine (suse_core ``WhereEngine``), and events with attributes.
+
+Events carry attributes besides (char, timestamp, value):
+
+* a table (pandas DataFrame): every column other than char/timestamp/value is an attribute,
+  read by its exact name;
+* tuples: ``(char, timestamp, attributes)`` or ``(char, timestamp, value, attributes)`` with
+  ``attributes`` a mapping from names to values.
+
+``timestamp`` is every element's timestamp. A condition reading an attribute an event of its
+letter lacks is an ``InputError`` naming both; None, NaN and pandas' NA are NULL.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any, Optional
+
+import numpy as np
+
+from suse import _core
+from suse.api.checks import DEFAULT_MEMORY_LIMIT, show
+from suse.api.events import coerce_events, eval_times, in_input_order
+from suse.api.disorder import late_mask
+from suse.api.feeding import drop_late
+from suse.api.results import Evaluation
+from suse.errors import InputError, QueryError
+from suse.query.conditions import (
+    And, Arithmetic, Boolean, Comparison, IsNull, Negate, Not, Number, Or, Reference, String, Where, data_value,
+)
+
+#: Rough bytes of one register key of the counting state (its counts, hash entry and values).
+KEY_BYTES = 160
+VALUE_BYTES = 48
+
+
+def refusal(query: str, why: str) -> QueryError:
+    return QueryError(f"where is not supported with {why} yet; the exact engine counts it with policy 'any'", 0, query)
+
+
+def check_combination(regex: str, *, policy: str, max_missing: int, aggregate: str, negated: str) -> None:
+    """Refuse, by name, what does not combine with ``where`` yet (never ignore a condition)."""
+    if policy != "any":
+        raise refusal(regex, f"policy {policy!r}")
+    if max_missing:
+        raise refusal(regex, "max_missing (approximate matching)")
+    if aggregate in ("min", "max"):
+        raise refusal(regex, f"aggregate {aggregate!r}")
+    if negated:
+        raise refusal(regex, "a negation in the pattern")
+
+
+class _Compiler:
+    """The engine's specification from a query and its checked conditions."""
+
+    def __init__(self, automaton: Any, where: Where):
+        self.automaton, self.where = automaton, where
+        self.letters = {c: i for i, c in enumerate(automaton.alphabet)}
+        names = {use.attribute for a in where.analyses.values() for use in a.uses}
+        self.columns = sorted(names)
+        self.slots: dict[tuple[str, str, bool], int] = {}
+        sizes: dict[tuple[str, str, bool], int] = {}
+        for analysis in where.analyses.values():
+            for use in analysis.uses:
+                if use.kind != "current":
+                    slot = (use.letter, use.attribute, use.kind == "first")
+                    sizes[slot] = max(sizes.get(slot, 0), use.n + 1 if use.kind == "first" else use.n)
+        self.sizes = sizes
+        self.slots = {slot: i for i, slot in enumerate(sorted(sizes))}
+
+    def spec(self) -> tuple:
+        a = self.automaton
+        n_letters = len(a.alphabet)
+        delta = [[a.transitions.get((s, c), -1) for c in a.alphabet] for s in a.states]
+        finals = [s in a.finals for s in a.states]
+        slots = [(self.letters[l], self.columns.index(attr), first, self.sizes[(l, attr, first)])
+                 for (l, attr, first) in sorted(self.sizes)]
+        conditions: list = [None] * n_letters
+        compared: list = [None] * n_letters
+        reads: dict[str, set[int]] = {}
+        for letter, condition in self.where.conditions.items():
+            analysis = self.where.analyses[letter]
+            uses = {use.reference: use for use in analysis.uses}
+            conditions[self.letters[letter]] = (letter, self.program(condition.root, letter, uses))
+            reads[letter] = {self.slots[(u.letter, u.attribute, u.kind == "first")] for u in analysis.uses
+                             if u.kind != "current"}
+            c = analysis.compared
+            if c is not None and c.reference.kind == "last":
+                slot = self.slots[(c.reference.letter, c.reference.attribute, False)]
+                current = (letter, self.program(c.current, letter, uses))
+                compared[self.letters[letter]] = (current, c.op, slot, c.reference.n, c.null_reference)
+        live = self.liveness(reads)
+        return (a.start, finals, delta), (len(self.columns), slots, live), conditions, compared
+
+    def liveness(self, reads: dict[str, set[int]]) -> list[list[bool]]:
+        """Per state, the slots a condition on some path from it reads."""
+        a = self.automaton
+        live: dict[int, set[int]] = {s: set() for s in a.states}
+        changed = True
+        while changed:
+            changed = False
+            for (s, c), t in a.transitions.items():
+                before = len(live[s])
+                live[s] |= reads.get(c, set()) | live[t]
+                changed |= len(live[s]) != before
+        return [[i in live[s] for i in range(len(self.slots))] for s in a.states]
+
+    def program(self, node: Any, letter: str, uses: Mapping[Reference, Any]) -> list[tuple]:
+        """``node`` in postfix: (opcode, value, a, b) per instruction (see conditions.rs)."""
+        out: list[tuple] = []
+        self.emit(node, letter, uses, out)
+        return out
+
+    def emit(self, node: Any, letter: str, uses: Mapping[Reference, Any], out: list) -> None:
+        if isinstance(node, Number):
+            value = node.value
+            out.append(("const", value.numerator if value.denominator == 1 else value, 0, 0))
+        elif isinstance(node, (String, Boolean)):
+            out.append(("const", node.value, 0, 0))
+        elif isinstance(node, Reference):
+            use = uses[node]
+            column = self.columns.index(use.attribute)
+            if use.kind == "current":
+                out.append(("current", None, column, 0))
+            elif use.kind == "last":
+                out.append(("last", None, self.slots[(use.letter, use.attribute, False)], use.n))
+            else:
+                current = column if use.may_be_current else None
+                out.append(("first", current, self.slots[(use.letter, use.attribute, True)], use.n))
+        elif isinstance(node, Negate):
+            self.emit(node.operand, letter, uses, out)
+            out.append(("negate", None, 0, 0))
+        elif isinstance(node, (Arithmetic, Comparison)):
+            self.emit(node.left, letter, uses, out)
+            self.emit(node.right, letter, uses, out)
+            out.append((node.op, None, 0, 0))
+        elif isinstance(node, IsNull):
+            self.emit(node.operand, letter, uses, out)
+            out.append(("is not null" if node.negated else "is null", None, 0, 0))
+        elif isinstance(node, Not):
+            self.emit(node.operand, letter, uses, out)
+            out.append(("not", None, 0, 0))
+        elif isinstance(node, (And, Or)):
+            for operand in node.operands:
+                self.emit(operand, letter, uses, out)
+            out.append(("and" if isinstance(node, And) else "or", None, len(node.operands), 0))
+        else:  # pragma: no cover - the parser makes no other node
+            raise TypeError(f"unknown condition node {node!r}")
+
+
+def split_events(events: Any) -> tuple[Any, Optional[list[Mapping]], Any]:
+    """(events without attributes, the attribute mappings of tuple events or None, the table
+    when the events are one)."""
+    if hasattr(events, "columns") and hasattr(events, "__getitem__"):
+        return events, None, events
+    if events is None or isinstance(events, (str, bytes, bytearray)) or not hasattr(events, "__iter__"):
+        return events, None, None
+    plain, attributes = [], []
+    for i, ev in enumerate(events):
+        if isinstance(ev, (tuple, list)) and len(ev) in (3, 4) and isinstance(ev[-1], Mapping):
+            plain.append(tuple(ev[:-1]))
+            attributes.append(ev[-1])
+        elif isinstance(ev, (tuple, list)) and len(ev) in (2, 3):
+            plain.append(tuple(ev))
+            attributes.append({})
+        else:
+            raise InputError(f"expected (char, timestamp[, value][, attributes]) with attributes a mapping, got {show(ev)}",
+                             event=i)
+    return plain, attributes, None
+
+
+class WhereCounter:
+    """The exact count of a query with conditions, fed in timestamp order."""
+
+    def __init__(self, query: Any, memory_limit: Optional[int] = None):
+        self.query, self.where = query, query.where
+        compiler = _Compiler(query.automaton, query.where)
+        self.columns = compiler.columns
+        self.needed = self.where.attributes()  # letter -> attributes its elements must carry
+        automaton, layout, conditions, compared = compiler.spec()
+        width = sum(size + first for (_, _, first, size) in layout[1])
+        max_keys = max(1, (memory_limit or DEFAULT_MEMORY_LIMIT) // (KEY_BYTES + VALUE_BYTES * width))
+        self.engine = _core.WhereEngine(automaton, layout, conditions, compared, query.window, max_keys)
+        self.letter_codes = np.full(256, 255, np.uint8)
+        for i, c in enumerate(query.automaton.alphabet):
+            self.letter_codes[ord(c)] = i
+        self.late = 0
+        self.of_mask = None if query.of is None else np.array([c in query.of for c in map(chr, range(256))])
+
+    def extend(self, events: Any, chars: Any, timestamps: Any, values: Any, evaluate_at: Any,
+               late: str) -> list[Evaluation]:
+        if chars is not None or timestamps is not None:
+            raise InputError("with where=, pass events (tuples with an attributes mapping, or a table with "
+                             "attribute columns), not chars=/timestamps=")
+        plain, attributes, table = split_events(events)
+        raw, ts, vals = coerce_events(plain)
+        columns = self.attribute_columns(raw, ts, attributes, table)
+        raw, ts, vals, keep = self.without_late(raw, ts, vals, late)
+        if keep is not None:
+            columns = [[column[i] for i in np.flatnonzero(keep)] for column in columns]
+        times, order = eval_times(evaluate_at, self.engine.last_timestamp)
+        codes = self.letter_codes[np.frombuffer(raw, np.uint8)]
+        if vals is not None and self.of_mask is not None:
+            vals = np.where(self.of_mask[np.frombuffer(raw, np.uint8)], vals, 0)
+        rows = self.engine.extend(codes.tobytes(), ts, vals, columns, times)
+        return in_input_order([Evaluation(t, count, total, partial) for t, count, total, partial in rows], order)
+
+    def without_late(self, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], late: str):
+        """The batch without its late events (reported, or counted with ``late="count"``) and
+        which events were kept (None: all)."""
+        last = self.engine.last_timestamp
+        raw, kept_ts, vals, dropped = drop_late(raw, ts, vals, last, late)
+        self.late += dropped
+        return raw, kept_ts, vals, (~late_mask(ts, last, 0)[0] if dropped else None)
+
+    def attribute_columns(self, raw: bytes, ts: np.ndarray, attributes: Optional[list[Mapping]],
+                          table: Any) -> list[list[Any]]:
+        """One list per attribute column, one value per event (None where its letter reads none)."""
+        n = len(raw)
+        chars = raw.decode("latin-1")
+        out = []
+        for name in self.columns:
+            if name == "timestamp":
+                out.append(ts.tolist())
+                continue
+            column: list[Any] = [None] * n
+            readers = {c for c, names in self.needed.items() if name in names}
+            if table is not None:
+                if name not in table.columns:
+                    raise InputError(f"the table has no column {name!r}, which the condition of "
+                                     f"{'/'.join(sorted(readers))} reads")
+                source = table[name].tolist()
+            for i, c in enumerate(chars):
+                if c not in readers:
+                    continue
+                if table is not None:
+                    raw_value = source[i]
+                else:
+                    mapping = attributes[i] if attributes is not None else {}
+                    if name not in mapping:
+                        raise InputError(f"the {c} event has no attribute {name!r}, which a condition reads", event=i)
+                    raw_value = mapping[name]
+                column[i] = _exact(data_value(raw_value, f"attribute {name!r} of event {i}"))
+            out.append(column)
+        return out
+
+    def result_parts(self) -> tuple:
+        count, total, partial = self.engine.totals()
+        return count, total, partial, self.engine.skipped, self.engine.events
+
+
+def _exact(value: Any) -> Any:
+    return value.numerator if isinstance(value, Fraction) and value.denominator == 1 else value
