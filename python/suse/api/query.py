@@ -7,10 +7,10 @@ from typing import Any, Optional
 
 from suse import _core
 from suse.api.checks import AGGREGATES, EXTREMA, POLICIES, check_choice, check_int, show
+from suse.api.where import check_combination
 from suse.errors import InputError, QueryError
 from suse.query import Automaton, compile_regex
 from suse.query.approximate import MAX_MISSING
-from suse.api.where import check_combination
 from suse.query.conditions import Where, parse_where
 
 

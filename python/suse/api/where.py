@@ -21,13 +21,25 @@ import numpy as np
 
 from suse import _core
 from suse.api.checks import DEFAULT_MEMORY_LIMIT, show
-from suse.api.events import coerce_events, eval_times, in_input_order
 from suse.api.disorder import late_mask
+from suse.api.events import coerce_events, eval_times, in_input_order
 from suse.api.feeding import drop_late
 from suse.api.results import Evaluation
 from suse.errors import InputError, QueryError
 from suse.query.conditions import (
-    And, Arithmetic, Boolean, Comparison, IsNull, Negate, Not, Number, Or, Reference, String, Where, data_value,
+    And,
+    Arithmetic,
+    Boolean,
+    Comparison,
+    IsNull,
+    Negate,
+    Not,
+    Number,
+    Or,
+    Reference,
+    String,
+    Where,
+    data_value,
 )
 
 #: Rough bytes of one register key of the counting state (its counts, hash entry and values).
