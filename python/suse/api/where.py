@@ -86,8 +86,8 @@ class _Compiler:
         n_letters = len(a.alphabet)
         delta = [[a.transitions.get((s, c), -1) for c in a.alphabet] for s in a.states]
         finals = [s in a.finals for s in a.states]
-        slots = [(self.letters[l], self.columns.index(attr), first, self.sizes[(l, attr, first)])
-                 for (l, attr, first) in sorted(self.sizes)]
+        slots = [(self.letters[letter], self.columns.index(attr), first, self.sizes[(letter, attr, first)])
+                 for (letter, attr, first) in sorted(self.sizes)]
         conditions: list = [None] * n_letters
         compared: list = [None] * n_letters
         reads: dict[str, set[int]] = {}
