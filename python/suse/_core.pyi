@@ -17,7 +17,7 @@ __all__ = [
     "per_initiator_exact", "summary_memory", "summary_groups", "summary_set_groups", "sort_groups",
     "sort_packed_groups", "Dfa", "ExactEngine", "MultiExactEngine", "OooExactEngine", "SummaryEngine",
     "Evaluation", "Totals", "SummaryConfig", "STRATEGIES", "POLICIES", "AGGREGATES", "STATE_FORMAT",
-    "DEFAULT_MEMORY_LIMIT", "MAX_SIZE", "MatchSet", "MatchCursor",
+    "DEFAULT_MEMORY_LIMIT", "MAX_SIZE", "MatchSet", "MatchCursor", "WhereEngine",
 ]
 
 _Int64Array = NDArray[np.int64]
