@@ -228,21 +228,39 @@ impl<E: Replay> OutOfOrder<E> {
             }
             top = Some(top.map_or(t, |m| m.max(t)));
         }
+        let cuts = evaluation_cuts(self.max_ts, self.lateness, ts, evals);
         let mut rows = Vec::with_capacity(evals.len());
         let mut next = 0;
-        for (i, (&byte, &t)) in chars.iter().zip(ts).enumerate() {
-            let top = self.max_ts.map_or(t, |m| m.max(t)) as i128;
-            while next < evals.len() && top > evals[next] as i128 + self.lateness as i128 {
+        for i in 0..=ts.len() {
+            while next < evals.len() && cuts[next] == i {
                 rows.push(snap(&*self.readout(Some(evals[next]))?, evals[next]));
                 next += 1;
             }
-            self.push(byte, t, vals.map_or(1, |v| v[i] as u64))?;
-        }
-        for &e in &evals[next..] {
-            rows.push(snap(&*self.readout(Some(e))?, e));
+            if i < ts.len() {
+                self.push(chars[i], ts[i], vals.map_or(1, |v| v[i] as u64))?;
+            }
         }
         Ok(rows)
     }
+}
+
+/// Where each evaluation time T of a batch (increasing) is taken under lateness L, as the
+/// number of the batch's events before it: just before the first event that lifts the largest
+/// timestamp seen (`max_ts` before the batch) above T + L, or after the batch. Then every event
+/// with a timestamp <= T that can still come without being late is in. The buffered layer
+/// (`OutOfOrder::extend`) and a summary inserting late events at their place share this rule.
+pub fn evaluation_cuts(max_ts: Option<i64>, lateness: i64, ts: &[i64], evals: &[i64]) -> Vec<usize> {
+    let mut cuts = Vec::with_capacity(evals.len());
+    let mut top = max_ts;
+    for (i, &t) in ts.iter().enumerate() {
+        let lifted = top.map_or(t, |m| m.max(t)) as i128;
+        while cuts.len() < evals.len() && lifted > evals[cuts.len()] as i128 + lateness as i128 {
+            cuts.push(i);
+        }
+        top = Some(lifted as i64);
+    }
+    cuts.resize(evals.len(), ts.len());
+    cuts
 }
 
 #[cfg(test)]
@@ -366,6 +384,35 @@ mod tests {
             sorted.sort_by_key(|e| e.1);
             prop_assert_eq!(&rows[0].1, &sorted_totals(&dfa, tau, Policy::Any, &sorted));
         }
+    }
+
+    proptest! {
+        /// Each evaluation's cut is the first event lifting the running maximum above T + L
+        /// (counted without overflow), or the end of the batch.
+        #[test]
+        fn cuts_follow_the_running_maximum(
+            before in proptest::option::of(-5i64..20),
+            ts in proptest::collection::vec(-5i64..25, 0..12),
+            mut evals in proptest::collection::vec(-10i64..30, 0..5),
+            l in 0i64..6,
+        ) {
+            evals.sort();
+            let cuts = evaluation_cuts(before, l, &ts, &evals);
+            for (&e, &cut) in evals.iter().zip(&cuts) {
+                let mut top = before;
+                let want = ts.iter().position(|&t| {
+                    top = Some(top.map_or(t, |m| m.max(t)));
+                    top.unwrap() > e + l
+                }).unwrap_or(ts.len());
+                prop_assert_eq!(cut, want);
+            }
+        }
+    }
+
+    #[test]
+    fn cuts_at_the_ends_of_the_integers() {
+        assert_eq!(evaluation_cuts(None, 5, &[i64::MAX, i64::MAX], &[i64::MAX - 1]), vec![2]);
+        assert_eq!(evaluation_cuts(Some(i64::MIN), 0, &[i64::MIN + 1], &[i64::MIN]), vec![0]);
     }
 
     #[test]
