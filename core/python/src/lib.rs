@@ -433,6 +433,17 @@ fn exact_evaluation(me: &ExactState, t: i64, labels: Option<&CostLabels>) -> Nat
     NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None, min, max, count_by_missing }
 }
 
+/// `OutOfOrder::retract` as the bindings answer it: "removed", "final" or "missing".
+fn retract_pending<E: Replay>(inner: &mut OutOfOrder<E>, dead: &mut Option<String>, byte: u8, t: i64, v: u64) -> PyResult<&'static str> {
+    guard(dead, || {
+        Ok(match inner.retract(byte, t, v) {
+            Retracted::Removed => "removed",
+            Retracted::Final => "final",
+            Retracted::Missing => "missing",
+        })
+    })
+}
+
 /// The exact engine with `lateness`: events newer than the horizon wait in order in the
 /// kernel (`suse_kernel::exact::ooo`); read-outs see every accepted event in (timestamp, arrival)
 /// order. Late events are refused here; the Python layer counts or reports them first.
@@ -476,14 +487,7 @@ impl OooExactEngine {
     /// (at or before the horizon) or "missing" (no such event pending); only "removed" changes
     /// anything.
     fn retract(&mut self, byte: u8, timestamp: i64, value: u64) -> PyResult<&'static str> {
-        let inner = &mut self.inner;
-        guard(&mut self.dead, || {
-            Ok(match inner.retract(byte, timestamp, value) {
-                Retracted::Removed => "removed",
-                Retracted::Final => "final",
-                Retracted::Missing => "missing",
-            })
-        })
+        retract_pending(&mut self.inner, &mut self.dead, byte, timestamp, value)
     }
 
     /// Totals over every accepted event.
@@ -1014,14 +1018,7 @@ impl OooSummaryEngine {
 
     /// As `OooExactEngine.retract`: "removed", "final" or "missing".
     fn retract(&mut self, byte: u8, timestamp: i64, value: u64) -> PyResult<&'static str> {
-        let inner = &mut self.inner;
-        guard(&mut self.dead, || {
-            Ok(match inner.retract(byte, timestamp, value) {
-                Retracted::Removed => "removed",
-                Retracted::Final => "final",
-                Retracted::Missing => "missing",
-            })
-        })
+        retract_pending(&mut self.inner, &mut self.dead, byte, timestamp, value)
     }
 
     /// The summary fed every accepted event (a copy: the final events' summary followed by a
@@ -1054,11 +1051,6 @@ impl OooSummaryEngine {
     #[getter]
     fn horizon(&self) -> Option<i64> {
         self.inner.horizon()
-    }
-
-    #[getter]
-    fn lateness(&self) -> i64 {
-        self.inner.lateness()
     }
 
     /// Events newer than the horizon, waiting to become final.

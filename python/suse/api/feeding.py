@@ -93,6 +93,8 @@ class Arrivals:
 
     @property
     def horizon(self) -> Optional[int]:
+        if self.ooo is not None:
+            return self.ooo.horizon  # the kernel's, clamped at the smallest timestamp
         return None if self.max_ts is None else self.max_ts - self.lateness
 
     @property

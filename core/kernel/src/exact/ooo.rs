@@ -76,7 +76,7 @@ impl<E: Replay> OutOfOrder<E> {
         let mut me = OutOfOrder::new(done, lateness)?;
         me.max_ts = max_ts;
         let h = me.horizon();
-        if pending.iter().any(|p| max_ts.map_or(true, |m| p.t > m) || h.is_some_and(|h| p.t <= h)) || pending.windows(2).any(|w| w[1].t < w[0].t) {
+        if pending.iter().any(|p| max_ts.is_none_or(|m| p.t > m) || h.is_some_and(|h| p.t <= h)) || pending.windows(2).any(|w| w[1].t < w[0].t) {
             return Err(Error::State("saved pending events do not lie in order between the horizon and the largest timestamp".into()));
         }
         me.recent = pending.iter().copied().collect();
