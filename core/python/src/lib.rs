@@ -1024,8 +1024,8 @@ impl OooSummaryEngine {
     /// The summary fed every accepted event (a copy: the final events' summary followed by a
     /// replay of the pending ones).
     fn settled(&mut self, py: Python<'_>) -> PyResult<SummaryEngine> {
-        let (inner, dead) = (&mut self.inner, &mut self.dead);
-        py.allow_threads(|| guard(dead, || inner.readout(None).map(|me| me.into_owned())))
+        let (inner, dead) = (&self.inner, &mut self.dead);
+        py.allow_threads(|| guard(dead, || inner.settled()))
     }
 
     /// The summary fed the final events only (what is saved, beside the pending events).

@@ -174,6 +174,20 @@ impl<E: Replay> OutOfOrder<E> {
         }
     }
 
+    /// The engine fed every accepted event, owned: a copy of the cached read-out, or `done`
+    /// followed by a replay of `recent`. One copy, and the cache is left as it is (building it
+    /// here would cost a second copy, and following it costs a second feed of every arrival).
+    pub fn settled(&self) -> Result<E, Error> {
+        if let Some(live) = &self.live {
+            return Ok(live.clone());
+        }
+        let mut e = self.done.clone();
+        for p in &self.recent {
+            e.feed_raw(p.byte, p.t, p.v)?;
+        }
+        Ok(e)
+    }
+
     /// The engine fed every accepted event with a timestamp ≤ `upto` (all with `None`), in
     /// (timestamp, arrival) order.
     pub fn readout(&mut self, upto: Option<i64>) -> Result<Cow<'_, E>, Error> {
@@ -360,8 +374,10 @@ mod tests {
                 }
                 let mut sorted: Vec<RawEv> = kept.iter().map(|&(_, e)| e).collect();
                 sorted.sort_by_key(|e| e.1);
+                prop_assert_eq!(o.settled().unwrap().totals(), sorted_totals(&dfa, tau, p, &sorted));
                 let got = o.readout(None).unwrap().totals();
                 prop_assert_eq!(&got, &sorted_totals(&dfa, tau, p, &sorted));
+                prop_assert_eq!(o.settled().unwrap().totals(), got.clone(), "from the cache");
                 let (c, s) = match p {
                     Policy::Any => brute_sets(&dfa, tau, crate::automaton::dfa::Skip::Keep, &sorted),
                     Policy::Contiguous => brute_sets(&dfa, tau, crate::automaton::dfa::Skip::Kill, &sorted),
