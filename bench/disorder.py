@@ -10,12 +10,11 @@ prints events/s of
     (one `retract` call each).
 Events are fed in batches of `--batch` (one native call per batch and per read-out); with
 `--readout` the result is also read after every batch (what a streaming caller does). Each
-figure is the best of `--repeat` runs. The exact engine runs twice: "native" is the kernel's
-out-of-order layer (core/kernel/src/exact/ooo.rs, the default), "buffer" the Python buffer of
-suse/api/disorder.py (`Exact(..., _disorder="buffer")`, the previous path). The last lines compare
-the kernel layer at lateness 0 with the plain engine (the in-order cost of the layer itself).
-Summaries run twice: with the reorder buffer (`placement="buffer"`) and with late events
-inserted at their place (`placement="insert"`, no buffer and no retraction).
+figure is the best of `--repeat` runs. Exact engines and summaries with the reorder buffer
+(`placement="buffer"`) run on the kernel's out-of-order layer (core/kernel/src/exact/ooo.rs);
+summaries also run with late events inserted at their place (`placement="insert"`, no buffer and
+no retraction). The last lines compare the kernel layer at lateness 0 with the plain engine (the
+in-order cost of the layer itself).
 Usage: python bench/disorder.py [--events 50000] [--lateness 100] [--batch 1000] [--readout]
 """
 from __future__ import annotations
@@ -39,8 +38,7 @@ def arrival(n: int, share: float, lateness: int, rng: np.random.Generator) -> np
 
 
 def engine_horizon(engine) -> int:
-    ooo = getattr(engine, "_ooo", None)
-    return ooo.horizon if ooo is not None else engine._reorder.horizon
+    return engine._arrivals.horizon
 
 
 def feed(engine, chars: np.ndarray, ts: np.ndarray, batch: int, retract_every: int = 0, readout: bool = False) -> float:
@@ -77,8 +75,8 @@ def main() -> None:
     print(f"{QUERY}, Zipf(2), {n:,} events, lateness {L}, batches of {args.batch}, seed {args.seed}, "
           f"read-out {'after every batch' if args.readout else 'at the end'}; best of {args.repeat}, events/s")
     print(f"{'engine':<24} {'today':>10} {'in order':>10} {'ratio':>6} {'1% late':>10} {'10% late':>10} {'retract':>10}")
-    engines = [(f"exact tau={tau} {how}", lambda lateness, tau=tau, how=how: suse.Exact(
-        suse.Query(QUERY, tau), lateness=lateness, _disorder=how)) for tau in (100, 1000) for how in ("native", "buffer")]
+    engines = [(f"exact tau={tau}", lambda lateness, tau=tau: suse.Exact(suse.Query(QUERY, tau), lateness=lateness))
+               for tau in (100, 1000)]
     engines += [(f"summary |S|={size} tau=100",
                  lambda lateness, size=size: suse.Summary(suse.Query(QUERY, 100), size, seed=1, lateness=lateness))
                 for size in (100, 500)]

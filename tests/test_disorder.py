@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import suse
 from oracle import approx_aggregate, query_aggregate, query_extrema
+from reorder_reference import buffered_exact, buffered_summary
 from strategies import queries, streams
 
 STRATEGIES = list(suse.api.STRATEGIES)
@@ -116,7 +117,7 @@ def test_native_out_of_order_layer_carries_extrema_and_of(case, window, policy, 
     L, script, reference = case
     q = suse.Query("a(b|c)*d", window=window, policy=policy, aggregate=aggregate, of=of)
     e = suse.Exact(q, lateness=L)
-    assert e._ooo is not None and e._reorder is None
+    assert e._arrivals.ooo is not None
     _play(e, script, chunks)
     r = e.result()
     o = query_extrema("a(b|c)*d", reference, window, policy, of=of)
@@ -135,22 +136,72 @@ def test_native_out_of_order_layer_counts_by_missing_letters(case, window, polic
     assert (e.result().count, e.result().count_by_missing) == (o["count"], o["count_by_missing"])
 
 
+def _play_with_evaluations(engines, script, chunks, L: int, data) -> list:
+    """Play a prefix of `script` into each engine, then the rest's additions as one batch with
+    evaluation times drawn from the horizon on (where the cut rule decides): their results."""
+    k = data.draw(st.integers(0, len(script)))
+    for engine in engines:
+        _play(engine, script[:k], chunks)
+    rest = [ev for op, ev in script[k:] if op == "+"]
+    seen = [ev[1] for op, ev in script[:k] if op == "+"]
+    low = max(seen) - L if seen else min(ev[1] for _, ev in script) - 1
+    times = data.draw(st.lists(st.integers(low, max(ev[1] for _, ev in script) + 2), max_size=4, unique=True))
+    return [e.extend(events=rest, evaluate_at=times, elements=True) if isinstance(e, suse.Summary) else
+            e.extend(rest, evaluate_at=times) if isinstance(e, suse.Exact) else
+            e.extend(rest, evaluate_at=times, elements=True) for e in engines]
+
+
+def _late_and_refused(engines, top: int, L: int) -> None:
+    """A late event counted by each engine alike, and refused with the same message."""
+    for e in engines:
+        e.extend([("a", top - L - 1)], late="count")
+    assert len({e.late for e in engines}) == 1
+    messages = set()
+    for e in engines:
+        with pytest.raises(suse.LateEventError) as refused:
+            e.extend([("a", top + 1), ("a", top - L - 1)])
+        messages.add(str(refused.value))
+    assert len(messages) == 1
+
+
 @settings(max_examples=100, deadline=None)
 @given(query=queries, case=disordered(), window=st.integers(0, 6), chunks=st.lists(st.integers(1, 4), max_size=12),
        data=st.data())
 def test_native_layer_equals_python_buffer(query, case, window, chunks, data):
-    """Same results, evaluations and errors as disorder.Reorder (the previous path, kept for
-    the benchmark as `_disorder="buffer"`)."""
+    """Same results, evaluations and errors as the previous Python buffer (reorder_reference)."""
     L, script, _ = case
     q = suse.Query(query, window=window)
-    native, buffer = suse.Exact(q, lateness=L), suse.Exact(q, lateness=L, _disorder="buffer")
-    assert buffer._ooo is None and buffer._reorder is not None
+    native, buffer = suse.Exact(q, lateness=L), buffered_exact(q, L)
     top = max(ev[1] for _, ev in script)
-    times = data.draw(st.lists(st.integers(top - L, top + 2), max_size=3, unique=True).map(sorted))
-    for engine in (native, buffer):
-        _play(engine, script, chunks)
-    got = [native.extend([("a", top)], evaluate_at=times), buffer.extend([("a", top)], evaluate_at=times)]
-    assert got[0] == got[1] and native.result() == buffer.result() and native.pending == buffer.pending
+    got = _play_with_evaluations((native, buffer), script, chunks, L, data)
+    assert got[0] == got[1] and native.pending == buffer.pending
+    t, r = buffer.settled().totals(), native.result()
+    assert (r.count, r.sum, r.partial_count, r.events) == (t.count, t.sum, t.partial_count, buffer.settled().events)
+    _late_and_refused((native, buffer), top + 1, L)
+
+
+@settings(max_examples=100, deadline=None)
+@given(query=queries, case=disordered(), window=st.integers(0, 6), size=st.integers(1, 5),
+       strategy=st.sampled_from(STRATEGIES), policy=st.sampled_from(["any", "next", "contiguous"]),
+       chunks=st.lists(st.integers(1, 4), max_size=12), data=st.data())
+def test_summary_layer_equals_python_buffer(query, case, window, size, strategy, policy, chunks, data):
+    """The summary on the kernel's out-of-order layer (`_core.OooSummaryEngine`) gives what the
+    previous Python buffer gave: evaluations with their elements, retained elements, counters,
+    pending and late events, error messages."""
+    L, script, _ = case
+    q = suse.Query(query, window=window, policy=policy)
+    native = suse.Summary(q, size, strategy, seed=7, lateness=L)
+    buffer = buffered_summary(suse.Summary(q, size, strategy, seed=7), L)
+    top = max(ev[1] for _, ev in script)
+    got = _play_with_evaluations((native, buffer), script, chunks, L, data)
+    assert got[0] == got[1] and [e.elements for e in got[0]] == [e.elements for e in got[1]]
+    assert native.pending == buffer.pending
+    settled = buffer.settled()
+    assert native.elements() == settled.elements() and native._engine.elements() == buffer.engine.elements()
+    r, t = native.result(), settled.result()
+    assert (r.count, r.sum, r.detected_count, r.events, r.evictions) == (
+        t.count, t.sum, t.detected_count, settled.events, settled.evictions)
+    _late_and_refused((native, buffer), top + 1, L)
 
 
 def _check_counters(engine, query, estimates: bool = True) -> None:

@@ -67,7 +67,7 @@ def test_a_shared_engine_in_order_takes_every_call(make):
     assert r.count == comb(kept, 2)
 
 
-@pytest.mark.parametrize("kind", ["summary", "summary-insert", "exact", "exact-buffer"])
+@pytest.mark.parametrize("kind", ["summary", "summary-insert", "exact"])
 def test_a_shared_engine_with_lateness_equals_the_serial_run(kind):
     q = suse.Query("A B+ C", window=60)
     lateness = 10**9  # nothing is ever late, so the result is the sorted stream's
@@ -77,7 +77,6 @@ def test_a_shared_engine_with_lateness_equals_the_serial_run(kind):
         "summary-insert": lambda: suse.Summary(suse.Query("AB+C", 60), size=2000, seed=5, lateness=lateness,
                                                placement="insert"),
         "exact": lambda: suse.Exact(q, lateness=lateness),
-        "exact-buffer": lambda: suse.Exact(q, lateness=lateness, _disorder="buffer"),
     }[kind]
     batches = {k: interleaved(k, 60, 5) for k in range(THREADS)}
     shared = make()

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "per_initiator_exact", "summary_memory", "summary_groups", "summary_set_groups", "sort_groups",
-    "sort_packed_groups", "Dfa", "ExactEngine", "MultiExactEngine", "OooExactEngine", "SummaryEngine",
+    "sort_packed_groups", "Dfa", "ExactEngine", "MultiExactEngine", "OooExactEngine", "OooSummaryEngine", "SummaryEngine",
     "Evaluation", "Totals", "SummaryConfig", "STRATEGIES", "POLICIES", "AGGREGATES", "STATE_FORMAT",
     "DEFAULT_MEMORY_LIMIT", "MAX_SIZE", "MatchSet", "MatchCursor", "WhereEngine",
 ]
@@ -212,6 +212,37 @@ class OooExactEngine:
     def tier(self) -> str: ...
 
 @final
+class OooSummaryEngine:
+    """The summary with ``lateness`` and ``placement="buffer"``: the kernel's out-of-order layer."""
+
+    def __new__(
+        cls,
+        engine: SummaryEngine,
+        lateness: int,
+        max_timestamp: int | None = None,
+        pending: tuple[bytes, Sequence[int], Sequence[int]] | None = None,
+    ) -> OooSummaryEngine: ...
+    def extend(
+        self,
+        chars: bytes,
+        timestamps: _Int64Array,
+        values: _Int64Array | None = None,
+        evaluate_at: _Int64Array | None = None,
+        with_elements: bool = False,
+    ) -> list[Evaluation]: ...
+    def retract(self, byte: int, timestamp: int, value: int) -> str: ...
+    def settled(self) -> SummaryEngine: ...
+    def done(self) -> SummaryEngine: ...
+    def pending_events(self) -> tuple[list[int], list[int], list[int]]: ...
+    def copy(self) -> OooSummaryEngine: ...
+    @property
+    def max_timestamp(self) -> int | None: ...
+    @property
+    def horizon(self) -> int | None: ...
+    @property
+    def pending(self) -> int: ...
+
+@final
 class MultiExactEngine:
     """Several exact queries over one stream; ``queries``: ``(dfa, window, policy)`` each."""
 
@@ -268,8 +299,16 @@ class SummaryEngine:
         with_elements: bool = False,
     ) -> list[Evaluation]: ...
     def result(self) -> Evaluation: ...
-    def insert_late(self, chars: bytes, timestamps: _Int64Array, values: _Int64Array | None = None) -> None: ...
-    def evaluate_upto(self, times: Sequence[int], with_elements: bool = False) -> list[Evaluation]: ...
+    def insert_late(
+        self,
+        chars: bytes,
+        timestamps: _Int64Array,
+        values: _Int64Array | None = None,
+        evaluate_at: _Int64Array | None = None,
+        max_timestamp: int | None = None,
+        lateness: int = 0,
+        with_elements: bool = False,
+    ) -> list[Evaluation]: ...
     def _set_output(self, extrema: bool = False, of: Sequence[bool] | None = None) -> None: ...
     def copy(self) -> SummaryEngine: ...
     @property

@@ -18,7 +18,7 @@ use suse_kernel::numbers::dual::Dual;
 use suse_kernel::exact::extrema::{check_mask, Ext, Extrema};
 use suse_kernel::engine::limits::{Limits, DEFAULT_MAX_BYTES};
 use suse_kernel::exact::multi::{Merge, MultiExact as KMulti};
-use suse_kernel::exact::ooo::{OutOfOrder, Pending, Replay, Retracted};
+use suse_kernel::exact::ooo::{evaluation_cuts, OutOfOrder, Pending, Replay, Retracted};
 use suse_kernel::automaton::semantics::{Ev, Policy};
 use suse_kernel::engine::state::{self, ExactSnapshot, Saved, FORMAT_VERSION};
 use suse_kernel::summary::selection::StrategyKind;
@@ -434,6 +434,17 @@ fn exact_evaluation(me: &ExactState, t: i64, labels: Option<&CostLabels>) -> Nat
     NativeEvaluation { timestamp: t, count, sum, partial_count, detected_count: None, detected_sum: None, elements: None, min, max, count_by_missing }
 }
 
+/// `OutOfOrder::retract` as the bindings answer it: "removed", "final" or "missing".
+fn retract_pending<E: Replay>(inner: &mut OutOfOrder<E>, dead: &mut Option<String>, byte: u8, t: i64, v: u64) -> PyResult<&'static str> {
+    guard(dead, || {
+        Ok(match inner.retract(byte, t, v) {
+            Retracted::Removed => "removed",
+            Retracted::Final => "final",
+            Retracted::Missing => "missing",
+        })
+    })
+}
+
 /// The exact engine with `lateness`: events newer than the horizon wait in order in the
 /// kernel (`suse_kernel::exact::ooo`); read-outs see every accepted event in (timestamp, arrival)
 /// order. Late events are refused here; the Python layer counts or reports them first.
@@ -477,14 +488,7 @@ impl OooExactEngine {
     /// (at or before the horizon) or "missing" (no such event pending); only "removed" changes
     /// anything.
     fn retract(&mut self, byte: u8, timestamp: i64, value: u64) -> PyResult<&'static str> {
-        let inner = &mut self.inner;
-        guard(&mut self.dead, || {
-            Ok(match inner.retract(byte, timestamp, value) {
-                Retracted::Removed => "removed",
-                Retracted::Final => "final",
-                Retracted::Missing => "missing",
-            })
-        })
+        retract_pending(&mut self.inner, &mut self.dead, byte, timestamp, value)
     }
 
     /// Totals over every accepted event.
@@ -669,6 +673,7 @@ impl MultiExactEngine {
 
 /// The bounded state summary with summary selection.
 #[pyclass(name = "SummaryEngine", module = "suse._core")]
+#[derive(Clone)]
 struct SummaryEngine {
     inner: KSummary,
     out: Output,
@@ -774,34 +779,47 @@ impl SummaryEngine {
     }
 
     /// Process events in arrival order, each going in at its place in time (a late element
-    /// among the retained ones: `placement="insert"`). Policy "any" without negation only.
-    #[pyo3(signature = (chars, timestamps, values=None))]
-    fn insert_late(&mut self, py: Python<'_>, chars: &[u8], timestamps: PyReadonlyArray1<'_, i64>, values: Option<PyReadonlyArray1<'_, i64>>) -> PyResult<()> {
-        let a = Arrays::new(timestamps, values, None);
-        let (inner, out, last_t) = (&mut self.inner, &self.out, &mut self.last_t);
+    /// among the retained ones: `placement="insert"`; policy "any" without negation only). An
+    /// evaluation at T (increasing) counts the retained elements up to T and is taken where the
+    /// buffered layer takes it under `lateness` (`evaluation_cuts`), `max_timestamp` being the
+    /// largest timestamp seen before the batch.
+    #[pyo3(signature = (chars, timestamps, values=None, evaluate_at=None, max_timestamp=None, lateness=0, with_elements=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn insert_late(
+        &mut self,
+        py: Python<'_>,
+        chars: &[u8],
+        timestamps: PyReadonlyArray1<'_, i64>,
+        values: Option<PyReadonlyArray1<'_, i64>>,
+        evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
+        max_timestamp: Option<i64>,
+        lateness: i64,
+        with_elements: bool,
+    ) -> PyResult<Vec<NativeEvaluation>> {
+        let a = Arrays::new(timestamps, values, evaluate_at);
+        let (inner, out, last_t, labels) = (&mut self.inner, &self.out, &mut self.last_t, self.labels.clone());
         py.allow_threads(|| {
             guard(&mut self.dead, || {
+                Batch::unordered(chars, &a.ts, a.vals.as_deref())?; // lengths and values
+                suse_kernel::engine::batch::check_evals(&a.evals)?;
+                let cuts = evaluation_cuts(max_timestamp, lateness, &a.ts, &a.evals);
                 let dfa = inner.dfa().clone();
-                Batch::unordered(chars, &a.ts, a.vals.as_deref())?.run(inner, &dfa, |s, raw| s.feed_late(out.mask(raw)), |_, _| ())?;
-                *last_t = a.ts.iter().copied().chain(*last_t).max();
-                Ok(())
-            })
-        })
-    }
-
-    /// Evaluations at the (increasing) times, each over the retained elements up to it.
-    #[pyo3(signature = (times, with_elements=false))]
-    fn evaluate_upto(&self, py: Python<'_>, times: Vec<i64>, with_elements: bool) -> PyResult<Vec<NativeEvaluation>> {
-        py.allow_threads(|| {
-            guard_ro(|| {
-                let s = &self.inner;
-                times
-                    .iter()
-                    .map(|&t| {
-                        let (r, upto) = s.readout_upto(t)?;
-                        evaluation_over(s, r, upto, &self.out, t, with_elements, self.labels.as_deref())
-                    })
-                    .collect()
+                let mut rows = Vec::with_capacity(a.evals.len());
+                let mut next = 0;
+                for i in 0..=a.ts.len() {
+                    while next < a.evals.len() && cuts[next] == i {
+                        let t = a.evals[next];
+                        let (r, upto) = inner.readout_upto(t)?;
+                        rows.push(evaluation_over(inner, r, upto, out, t, with_elements, labels.as_deref())?);
+                        next += 1;
+                    }
+                    if i < a.ts.len() {
+                        let v = a.vals.as_deref().map_or(1, |v| v[i] as u64);
+                        inner.feed_late(out.mask(Raw::classify(&dfa, chars[i], a.ts[i], v)))?;
+                        *last_t = Some(last_t.map_or(a.ts[i], |m| m.max(a.ts[i])));
+                    }
+                }
+                Ok(rows)
             })
         })
     }
@@ -814,9 +832,9 @@ impl SummaryEngine {
         Ok(())
     }
 
-    /// An independent copy (the out-of-order layer evaluates provisional events on one).
+    /// An independent copy.
     fn copy(&self) -> Self {
-        SummaryEngine { inner: self.inner.clone(), out: self.out.clone(), last_t: self.last_t, dead: self.dead.clone(), labels: self.labels.clone() }
+        self.clone()
     }
 
     #[getter]
@@ -938,6 +956,111 @@ impl SummaryEngine {
     }
 }
 
+/// The summary behind the out-of-order layer: fed one final event at a time, in order.
+impl Replay for SummaryEngine {
+    fn feed_raw(&mut self, byte: u8, t: i64, v: u64) -> Result<(), Error> {
+        let raw = self.out.mask(Raw::classify(self.inner.dfa(), byte, t, v));
+        self.inner.feed(raw)?;
+        self.last_t = Some(t);
+        Ok(())
+    }
+}
+
+/// The summary with `lateness` and `placement="buffer"`: the kernel's out-of-order layer
+/// (`suse_kernel::exact::ooo`, as `OooExactEngine`) in front of a `SummaryEngine`. Late events
+/// are refused here; the Python layer counts or reports them first.
+#[pyclass(name = "OooSummaryEngine", module = "suse._core")]
+struct OooSummaryEngine {
+    inner: OutOfOrder<SummaryEngine>,
+    dead: Option<String>,
+}
+
+#[pymethods]
+impl OooSummaryEngine {
+    /// `engine` fed the final events, the largest timestamp seen and the pending events
+    /// `(bytes, timestamps, values)` in (timestamp, arrival) order; a fresh summary has none.
+    #[new]
+    #[pyo3(signature = (engine, lateness, max_timestamp=None, pending=None))]
+    fn new(engine: &SummaryEngine, lateness: i64, max_timestamp: Option<i64>, pending: Option<(Vec<u8>, Vec<i64>, Vec<u64>)>) -> PyResult<Self> {
+        guard_ro(|| {
+            let (bytes, ts, vals) = pending.unwrap_or_default();
+            if bytes.len() != ts.len() || ts.len() != vals.len() {
+                return Err(Error::State("the pending events are inconsistent".into()));
+            }
+            let pending: Vec<Pending> = bytes.iter().zip(&ts).zip(&vals).map(|((&byte, &t), &v)| Pending { t, byte, v }).collect();
+            Ok(OooSummaryEngine { inner: OutOfOrder::resume(engine.clone(), lateness, max_timestamp, &pending)?, dead: None })
+        })
+    }
+
+    /// Process a batch in arrival order (none of it older than the horizon); one evaluation
+    /// per time in `evaluate_at` (increasing), taken before the first event later than T + L,
+    /// with the retained elements up to T when `with_elements`.
+    #[pyo3(signature = (chars, timestamps, values=None, evaluate_at=None, with_elements=false))]
+    fn extend(
+        &mut self,
+        py: Python<'_>,
+        chars: &[u8],
+        timestamps: PyReadonlyArray1<'_, i64>,
+        values: Option<PyReadonlyArray1<'_, i64>>,
+        evaluate_at: Option<PyReadonlyArray1<'_, i64>>,
+        with_elements: bool,
+    ) -> PyResult<Vec<NativeEvaluation>> {
+        let a = Arrays::new(timestamps, values, evaluate_at);
+        let (inner, dead) = (&mut self.inner, &mut self.dead);
+        let rows = py.allow_threads(|| {
+            guard(dead, || {
+                inner.extend(chars, &a.ts, a.vals.as_deref(), &a.evals, |me, t| {
+                    evaluation(&me.inner, &me.out, t, with_elements, me.labels.as_deref())
+                })
+            })
+        })?;
+        rows.into_iter().map(|r| r.map_err(to_py)).collect()
+    }
+
+    /// As `OooExactEngine.retract`: "removed", "final" or "missing".
+    fn retract(&mut self, byte: u8, timestamp: i64, value: u64) -> PyResult<&'static str> {
+        retract_pending(&mut self.inner, &mut self.dead, byte, timestamp, value)
+    }
+
+    /// The summary fed every accepted event (a copy: the final events' summary followed by a
+    /// replay of the pending ones).
+    fn settled(&mut self, py: Python<'_>) -> PyResult<SummaryEngine> {
+        let (inner, dead) = (&self.inner, &mut self.dead);
+        py.allow_threads(|| guard(dead, || inner.settled()))
+    }
+
+    /// The summary fed the final events only (what is saved, beside the pending events).
+    fn done(&self) -> SummaryEngine {
+        self.inner.done().clone()
+    }
+
+    /// The pending events `(bytes, timestamps, values)` in (timestamp, arrival) order.
+    fn pending_events(&self) -> (Vec<u8>, Vec<i64>, Vec<u64>) {
+        let p = || self.inner.pending();
+        (p().map(|e| e.byte).collect(), p().map(|e| e.t).collect(), p().map(|e| e.v).collect())
+    }
+
+    fn copy(&self) -> Self {
+        OooSummaryEngine { inner: self.inner.clone(), dead: self.dead.clone() }
+    }
+
+    #[getter]
+    fn max_timestamp(&self) -> Option<i64> {
+        self.inner.max_timestamp()
+    }
+
+    #[getter]
+    fn horizon(&self) -> Option<i64> {
+        self.inner.horizon()
+    }
+
+    /// Events newer than the horizon, waiting to become final.
+    #[getter]
+    fn pending(&self) -> usize {
+        self.inner.pending().count()
+    }
+}
+
 /// Benchmark baseline: exact totals with per-initiator counters (u128 only; None on overflow).
 #[pyfunction]
 fn per_initiator_exact(dfa: &PyDfa, window: i64, chars: &[u8], timestamps: PyReadonlyArray1<'_, i64>) -> Option<(BigUint, BigUint, BigUint)> {
@@ -975,6 +1098,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ExactEngine>()?;
     m.add_class::<MultiExactEngine>()?;
     m.add_class::<OooExactEngine>()?;
+    m.add_class::<OooSummaryEngine>()?;
     m.add_class::<SummaryEngine>()?;
     m.add_class::<NativeEvaluation>()?;
     m.add_class::<NativeTotals>()?;

@@ -4,8 +4,8 @@
 - `query`: `Query`, a pattern compiled once with its options;
 - `events`: what users pass becomes the kernel's arrays;
 - `results`: `Evaluation`, `ExactResult`, `SummaryResult`;
-- `feeding`: a batch into a native engine, in order or through the out-of-order layer;
-- `disorder`: the Python reorder buffer behind `Summary(lateness=...)`;
+- `feeding`: how batches reach a native engine (`Arrivals`, shared by `Exact` and `Summary`):
+  in order, through the kernel's out-of-order layer, or inserted at their place;
 - `exact`, `summary`, `queryset`: the engines users hold.
 """
 from suse.api.checks import (

@@ -5,13 +5,12 @@ from typing import Any, Optional, overload
 
 from suse import _core
 from suse.api.checks import check_int, check_memory_limit
-from suse.api.disorder import Reorder, check_late_mode
-from suse.api.events import coerce_events, eval_times, in_input_order
-from suse.api.feeding import extend_in_order, ooo_extend, ooo_retract, retract
+from suse.api.events import coerce_events
+from suse.api.feeding import Arrivals, check_late_mode
 from suse.api.locking import Locked, locked
 from suse.api.query import Query
 from suse.api.queryset import QuerySet, exact_set
-from suse.api.results import Evaluation, ExactResult, evaluation_of
+from suse.api.results import Evaluation, ExactResult
 from suse.api.where import WhereCounter, refusal
 from suse.errors import InputError
 
@@ -23,8 +22,7 @@ class Exact(Locked):
     (suse/api/where.py): events then carry attributes (a mapping as the last tuple item, or
     a table's extra columns), in timestamp order (no lateness, retraction or pickling yet)."""
 
-    def __init__(self, query: Query, memory_limit: Optional[int] = None, lateness: int = 0, *,
-                 _disorder: str = "native"):
+    def __init__(self, query: Query, memory_limit: Optional[int] = None, lateness: int = 0):
         if not isinstance(query, Query):
             raise InputError(f"expected a suse.Query, got {type(query).__name__}")
         self.query = query
@@ -36,16 +34,15 @@ class Exact(Locked):
             if self.lateness:
                 raise refusal(query.regex, "lateness (out-of-order events)")
             self._where = WhereCounter(query, limit)
-            self._engine = self._ooo = self._reorder = None
-            self._late = 0
+            self._engine = None
+            self._arrivals = Arrivals(0, None)
             return
-        self._engine = _core.ExactEngine(query._dfa, query.window, query.policy, limit, query._extrema, query._of_mask)
-        # lateness > 0: the kernel's out-of-order layer (`_disorder="buffer"`: the Python
-        # buffer of disorder.py, kept as the benchmark's baseline)
-        self._ooo = _core.OooExactEngine(query._dfa, query.window, query.policy, self.lateness, limit,
-                                         query._extrema, query._of_mask) if self.lateness and _disorder == "native" else None
-        self._reorder = Reorder(self.lateness) if self.lateness and self._ooo is None else None
-        self._late = 0  # late events counted with lateness=0 or by the native layer
+        # lateness > 0: the kernel's out-of-order layer holds the engine
+        self._engine = None if self.lateness else _core.ExactEngine(
+            query._dfa, query.window, query.policy, limit, query._extrema, query._of_mask)
+        self._arrivals = Arrivals(self.lateness, _core.OooExactEngine(
+            query._dfa, query.window, query.policy, self.lateness, limit, query._extrema,
+            query._of_mask) if self.lateness else None)
 
     @locked
     def extend(self, events: Any = None, *, chars: Any = None, timestamps: Any = None, values: Any = None,
@@ -58,22 +55,10 @@ class Exact(Locked):
         `late="count"` is counted in `result().late` and never fed. An evaluation at T is taken
         just before the first event later than T + L (or after the batch); a time earlier than
         the horizon is an error."""
-        late = check_late_mode(late)
         if self._where is not None:
-            return self._where.extend(events, chars, timestamps, values, evaluate_at, late)
+            return self._where.extend(events, chars, timestamps, values, evaluate_at, check_late_mode(late))
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        if self._ooo is not None:
-            times, order = eval_times(evaluate_at)
-            rows = ooo_extend(self._ooo, raw, ts, vals, times, late)
-            self._late += rows.pop()
-        elif self._reorder is None:
-            rows, order, n_late = extend_in_order(self._engine, raw, ts, vals, evaluate_at, late)
-            self._late += n_late
-        else:
-            times, order = eval_times(evaluate_at)
-            rows = self._reorder.extend(self._engine, raw, ts, vals, times, late,
-                                        lambda e, t: self._reorder.settled(e, t)[1])
-        return in_input_order([evaluation_of(r) for r in rows], order)
+        return self._arrivals.extend(self._engine, raw, ts, vals, evaluate_at, late)
 
     @locked
     def retract(self, char: str, timestamp: int, value: int = 1) -> None:
@@ -83,39 +68,30 @@ class Exact(Locked):
         older one, or one never seen, is an error that changes nothing."""
         if self._where is not None:
             raise refusal(self.query.regex, "retraction")
-        if self._ooo is not None:
-            return ooo_retract(self._ooo, char, timestamp, value)
-        retract(self._reorder, char, timestamp, value)
-
-    def _settled(self) -> Any:
-        return self._engine if self._reorder is None else self._reorder.settled(self._engine)[0]
+        self._arrivals.retract(char, timestamp, value)
 
     @property
     @locked
     def late(self) -> int:
-        if self._where is not None:
-            return self._where.late
-        return self._late if self._reorder is None else self._reorder.late
+        return self._where.late if self._where is not None else self._arrivals.late
 
     @property
     @locked
     def pending(self) -> int:
         """Events newer than the horizon, not final yet (0 with lateness=0)."""
-        if self._ooo is not None:
-            return self._ooo.pending
-        return 0 if self._reorder is None else len(self._reorder)
+        return self._arrivals.pending
 
     @locked
     def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
         if self._where is not None:
             count, total, partial, skipped, events = self._where.result_parts()
             return ExactResult(count, total, partial, skipped, events, evaluations or [], late=self.late)
-        if self._ooo is not None:
-            t = self._ooo.totals()
-            events, skipped = self._ooo.counts()
+        ooo = self._arrivals.ooo
+        if ooo is not None:
+            t = ooo.totals()
+            events, skipped = ooo.counts()
         else:
-            engine = self._settled()
-            t, events, skipped = engine.totals(), engine.events, engine.skipped
+            t, events, skipped = self._engine.totals(), self._engine.events, self._engine.skipped
         return ExactResult(t.count, t.sum, t.partial_count, skipped, events, evaluations or [],
                            t.min, t.max, t.count_by_missing, late=self.late)
 
@@ -125,24 +101,21 @@ class Exact(Locked):
         window, its totals and, with lateness, the events not yet final."""
         if self._where is not None:
             raise refusal(self.query.regex, "saving an engine (pickling)")
-        engine = self._ooo if self._ooo is not None else self._engine
-        state = {"engine": engine._snapshot(), "late": self._late,
-                 "reorder": None if self._reorder is None else self._reorder.to_dict()}
-        disorder = "buffer" if self._reorder is not None else "native"
-        return (_unpickle_exact, (self.query, self.memory_limit, self.lateness, disorder, state))
+        engine = self._arrivals.ooo or self._engine
+        state = {"engine": engine._snapshot(), "late": self._arrivals.late, "retracted": self._arrivals.retracted}
+        return (_unpickle_exact, (self.query, self.memory_limit, self.lateness, state))
 
 
-def _unpickle_exact(query: Query, memory_limit: Optional[int], lateness: int, disorder: str, state: dict) -> Exact:
-    engine, q = Exact(query, memory_limit, lateness, _disorder=disorder), query
-    if engine._ooo is not None:
-        engine._ooo = _core.OooExactEngine._restore(q._dfa, q.window, q.policy, lateness, memory_limit, q._extrema,
-                                                    q._of_mask, state["engine"])
+def _unpickle_exact(query: Query, memory_limit: Optional[int], lateness: int, *rest: Any) -> Exact:
+    state = rest[-1]  # pickles of earlier versions carry "native" before the state
+    engine, q = Exact(query, memory_limit, lateness), query
+    if lateness:
+        engine._arrivals.ooo = _core.OooExactEngine._restore(q._dfa, q.window, q.policy, lateness, memory_limit,
+                                                             q._extrema, q._of_mask, state["engine"])
     else:
         engine._engine = _core.ExactEngine._restore(q._dfa, q.window, q.policy, memory_limit, q._extrema, q._of_mask,
                                                     state["engine"])
-    if state["reorder"] is not None:
-        engine._reorder = Reorder.from_dict(state["reorder"])
-    engine._late = state["late"]
+    engine._arrivals.late, engine._arrivals.retracted = state["late"], state.get("retracted", 0)
     return engine
 
 

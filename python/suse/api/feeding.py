@@ -1,5 +1,11 @@
-"""Feeding a batch into a native engine: in order (late events reported or dropped) or through
-the kernel's out-of-order layer, and retraction."""
+"""How batches reach a native engine, for `Exact` and `Summary` alike (`Arrivals`): straight in
+(lateness 0), through the kernel's out-of-order layer (core/kernel/src/exact/ooo.rs, lateness
+L > 0: events newer than the horizon wait in (timestamp, arrival) order, so every result equals
+the sorted stream's), or, for a summary with `placement="insert"`, into the summary at once at
+their place in time (`Inserting`). Late events are reported or counted here, before the kernel
+sees the batch; retraction is checked here too. See docs/ENGINE.md, "Out-of-order events and
+retraction".
+"""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -7,62 +13,45 @@ from typing import Any, Optional
 import numpy as np
 
 from suse.api.checks import check_int, show
-from suse.api.disorder import Reorder, late_error, late_mask
-from suse.api.events import chars_to_bytes, eval_times
+from suse.api.events import chars_to_bytes, eval_times, in_input_order
+from suse.api.results import Evaluation, evaluation_of
 from suse.errors import InputError, LateEventError
 
-
-def extend_in_order(engine: Any, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], evaluate_at: Any,
-                     late: str, *extra: Any) -> tuple[list, Optional[np.ndarray], int]:
-    """One batch straight into a native engine (lateness 0): events older than its last one
-    reported or dropped, evaluation times checked against it. Returns the evaluation rows, their
-    input order (as `eval_times`) and the number of late events dropped."""
-    last = engine.last_timestamp
-    raw, ts, vals, n_late = drop_late(raw, ts, vals, last, late)
-    times, order = eval_times(evaluate_at, last)
-    return engine.extend(raw, ts, vals, times, *extra), order, n_late
+LATE_MODES = ("error", "count")
+PLACEMENTS = ("buffer", "insert")
 
 
-def ooo_extend(ooo: Any, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], times: Optional[np.ndarray],
-                late: str) -> list:
-    """One batch into the kernel's out-of-order layer (`_core.OooExactEngine`): the late events
-    are reported or dropped here, with the messages of disorder.py. Returns the evaluation rows
-    followed by the number of late events dropped."""
-    top_before, horizon = ooo.max_timestamp, ooo.horizon
-    if times is not None and len(times) and horizon is not None and int(times[0]) < horizon:
-        raise InputError(f"evaluation time {int(times[0])} is earlier than the horizon {horizon} (largest "
-                         f"timestamp seen {top_before} - lateness {ooo.lateness}): the events "
-                         "before it are final and the result at that time is no longer kept")
-    lateness = ooo.lateness
-    is_late, top = late_mask(ts, top_before, lateness)
-    n_late = 0
-    if is_late.any():
-        if late != "count":
-            raise late_error(ts, is_late, top, top_before, lateness)
-        keep = ~is_late
-        n_late = int(is_late.sum())
-        raw = np.frombuffer(raw, np.uint8)[keep].tobytes()
-        ts, vals = ts[keep], None if vals is None else vals[keep]
-    rows = ooo.extend(raw, ts, vals, times)
-    rows.append(n_late)
-    return rows
+def late_mask(ts: np.ndarray, before: Optional[int], lateness: int) -> tuple[np.ndarray, np.ndarray]:
+    """(late, running max including each event): event i is late when its timestamp is earlier
+    than (largest timestamp before it) - lateness; late events do not move the maximum."""
+    if not len(ts):
+        return np.zeros(0, bool), ts
+    top = np.maximum.accumulate(ts)
+    if before is not None:
+        top = np.maximum(top, before)
+    prev = np.empty_like(top)
+    prev[1:] = top[:-1]
+    prev[0] = ts[0] if before is None else before
+    # prev - ts as unsigned: exact whenever prev >= ts, with no overflow at the int64 ends
+    gap = prev.astype(np.uint64) - ts.astype(np.uint64)
+    return (ts < prev) & (gap > np.uint64(lateness)), top
 
 
-def ooo_retract(ooo: Any, char: Any, timestamp: Any, value: Any) -> None:
-    if not isinstance(char, str) or len(char) != 1:
-        raise InputError(f"character {show(char)} is not a single character")
-    t = check_int("timestamp", timestamp, minimum=-(2**63))
-    v = check_int("value", value)
-    byte = chars_to_bytes(char)[0]
-    done = ooo.retract(byte, t, v)
-    if done == "final":
-        h = ooo.horizon
-        where = "no event has been seen yet" if h is None else (
-            f"the horizon is {h} (largest timestamp seen {ooo.max_timestamp} - lateness {ooo.lateness}) and events at "
-            "or before it are final")
-        raise LateEventError(f"cannot retract the event at timestamp {t}: {where}")
-    if done == "missing":
-        raise InputError(f"cannot retract ({chr(byte)!r}, {t}, {v}): no such event was seen")
+def late_error(ts: np.ndarray, late: np.ndarray, top: np.ndarray, before: Optional[int], lateness: int) -> LateEventError:
+    i = int(np.flatnonzero(late)[0])
+    seen = int(top[i - 1]) if i else int(before)
+    if lateness == 0:
+        return LateEventError(f"timestamp {int(ts[i])} is earlier than the previous timestamp {seen}; "
+                              "timestamps must not decrease", event=i)  # today's message: callers match it
+    return LateEventError(f"timestamp {int(ts[i])} is earlier than the horizon {seen - lateness} (largest "
+                          f"timestamp seen {seen} - lateness {lateness}); late=\"count\" counts such events instead",
+                          event=i)
+
+
+def check_late_mode(late: Any) -> str:
+    if not isinstance(late, str) or late not in LATE_MODES:
+        raise InputError(f"late must be one of {', '.join(LATE_MODES)}; got {late!r}")
+    return late
 
 
 def check_order(ts: np.ndarray, last: Optional[int]) -> None:
@@ -73,24 +62,130 @@ def check_order(ts: np.ndarray, last: Optional[int]) -> None:
         raise late_error(ts, is_late, top, last, 0)
 
 
-def drop_late(raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], last: Optional[int], late: str):
-    """In-order processing (lateness 0): the batch without its late events, and their number."""
-    is_late, top = late_mask(ts, last, 0)
+def drop_late(raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], before: Optional[int], lateness: int,
+              late: str) -> tuple[bytes, np.ndarray, Optional[np.ndarray], int]:
+    """The batch without its late events (older than the horizon), and their number; with
+    late="error" the first one is reported instead."""
+    is_late, top = late_mask(ts, before, lateness)
     if not is_late.any():
         return raw, ts, vals, 0
     if late != "count":
-        raise late_error(ts, is_late, top, last, 0)
+        raise late_error(ts, is_late, top, before, lateness)
     keep = ~is_late
     raw = np.frombuffer(raw, np.uint8)[keep].tobytes()
     return raw, ts[keep], None if vals is None else vals[keep], int(is_late.sum())
 
 
-def retract(reorder: Optional[Reorder], char: Any, timestamp: Any, value: Any) -> None:
-    if not isinstance(char, str) or len(char) != 1:
-        raise InputError(f"character {show(char)} is not a single character")
-    t = check_int("timestamp", timestamp, minimum=-(2**63))
-    v = check_int("value", value)
-    if reorder is None:
-        raise LateEventError(f"cannot retract the event at timestamp {t}: with lateness=0 every event is final; "
-                             "create the engine with lateness= to take events back")
-    reorder.retract(chars_to_bytes(char)[0], t, v)
+class Arrivals:
+    """The arrival side of one engine: lateness 0 (`ooo` None: events go straight into the
+    engine passed to `extend`) or the kernel's out-of-order layer `ooo` (`_core.OooExactEngine`
+    or `_core.OooSummaryEngine`), with the numbers of late events counted and of retractions."""
+
+    def __init__(self, lateness: int, ooo: Any = None, late: int = 0, retracted: int = 0):
+        self.lateness = lateness
+        self.ooo = ooo
+        self.late = late
+        self.retracted = retracted
+
+    @property
+    def max_ts(self) -> Optional[int]:
+        return self.ooo.max_timestamp
+
+    @property
+    def horizon(self) -> Optional[int]:
+        if self.ooo is not None:
+            return self.ooo.horizon  # the kernel's, clamped at the smallest timestamp
+        return None if self.max_ts is None else self.max_ts - self.lateness
+
+    @property
+    def pending(self) -> int:
+        """Events newer than the horizon, not final yet."""
+        return 0 if self.ooo is None else self.ooo.pending
+
+    def extend(self, engine: Any, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], evaluate_at: Any,
+               late: str, *extra: Any) -> list[Evaluation]:
+        """Process a batch in arrival order; one `Evaluation` per entry of `evaluate_at`, in its
+        order. `extra`: further arguments of the native `extend` (a summary's `with_elements`)."""
+        late = check_late_mode(late)
+        if not self.lateness:
+            last = engine.last_timestamp
+            raw, ts, vals, n_late = drop_late(raw, ts, vals, last, 0, late)
+            times, order = eval_times(evaluate_at, last)
+            rows = engine.extend(raw, ts, vals, times, *extra)
+        else:
+            times, order = eval_times(evaluate_at)
+            horizon = self.horizon
+            if times is not None and len(times) and horizon is not None and int(times[0]) < horizon:
+                raise InputError(f"evaluation time {int(times[0])} is earlier than the horizon {horizon} (largest "
+                                 f"timestamp seen {self.max_ts} - lateness {self.lateness}): the events "
+                                 "before it are final and the result at that time is no longer kept")
+            raw, ts, vals, n_late = drop_late(raw, ts, vals, self.max_ts, self.lateness, late)
+            rows = self._feed(engine, raw, ts, vals, times, *extra)
+        self.late += n_late
+        return in_input_order([evaluation_of(r) for r in rows], order)
+
+    def _feed(self, engine: Any, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray],
+              times: Optional[np.ndarray], *extra: Any) -> list:
+        """The accepted events (none late) into the kernel layer."""
+        return self.ooo.extend(raw, ts, vals, times, *extra)
+
+    def retract(self, char: Any, timestamp: Any, value: Any) -> None:
+        """Take back the latest-arriving pending event equal to (char, timestamp, value)."""
+        if not isinstance(char, str) or len(char) != 1:
+            raise InputError(f"character {show(char)} is not a single character")
+        t = check_int("timestamp", timestamp, minimum=-(2**63))
+        v = check_int("value", value)
+        if not self.lateness:
+            raise LateEventError(f"cannot retract the event at timestamp {t}: with lateness=0 every event is final; "
+                                 "create the engine with lateness= to take events back")
+        byte = chars_to_bytes(char)[0]
+        done = self._retract(byte, t, v)
+        if done == "final":
+            h = self.horizon
+            where = "no event has been seen yet" if h is None else (
+                f"the horizon is {h} (largest timestamp seen {self.max_ts} - lateness {self.lateness}) and events at "
+                "or before it are final")
+            raise LateEventError(f"cannot retract the event at timestamp {t}: {where}")
+        if done == "missing":
+            raise InputError(f"cannot retract ({chr(byte)!r}, {t}, {v}): no such event was seen")
+        self.retracted += 1
+
+    def _retract(self, byte: int, t: int, v: int) -> str:
+        return self.ooo.retract(byte, t, v)
+
+
+class Inserting(Arrivals):
+    """`placement="insert"` for a summary: no buffer. Every accepted event goes into the summary
+    at once, a late one at its place in time among the retained elements (the kernel's
+    neighbourhood algebra corrects every counter and estimate), so memory stays within the
+    summary's size. This is not the buffered layer's concept (events wait until final, results
+    equal the sorted stream's) but its alternative: which elements earlier selections kept may
+    differ from a summary fed the sorted stream, and the counters always equal a recount of the
+    retained elements. An evaluation at T is taken where the buffer takes it (the kernel's
+    `evaluation_cuts`) and counts the retained elements up to T. Retraction needs the buffer:
+    an element the summary has already evicted or merged into its counters cannot be taken out
+    exactly."""
+
+    def __init__(self, lateness: int, max_ts: Optional[int] = None, late: int = 0, retracted: int = 0):
+        super().__init__(lateness, None, late, retracted)
+        self._max_ts = max_ts
+
+    @property
+    def max_ts(self) -> Optional[int]:
+        return self._max_ts
+
+    @property
+    def pending(self) -> int:
+        return 0
+
+    def _feed(self, engine: Any, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray],
+              times: Optional[np.ndarray], *extra: Any) -> list:
+        rows = engine.insert_late(raw, ts, vals, times, self._max_ts, self.lateness, *extra)
+        if len(ts):
+            top = int(ts.max())
+            self._max_ts = top if self._max_ts is None else max(self._max_ts, top)
+        return rows
+
+    def _retract(self, byte: int, t: int, v: int) -> str:
+        raise InputError("retract needs placement=\"buffer\": with placement=\"insert\" late events are already "
+                         "in the summary, which cannot take an element back exactly once it has evicted or merged it")

@@ -9,13 +9,12 @@ import numpy as np
 
 from suse import _core
 from suse.api.checks import STRATEGIES, check_choice, check_int, check_memory_limit, check_probabilities
-from suse.api.disorder import PLACEMENTS, Inserter, Reorder, check_late_mode
-from suse.api.events import coerce_events, eval_times, in_input_order
-from suse.api.feeding import extend_in_order, retract
+from suse.api.events import coerce_events
+from suse.api.feeding import PLACEMENTS, Arrivals, Inserting
 from suse.api.locking import Locked, locked
 from suse.api.matching import RetainedMatches
 from suse.api.query import Query
-from suse.api.results import Evaluation, SummaryResult, evaluation_of
+from suse.api.results import Evaluation, SummaryResult
 from suse.errors import InputError, StateError
 
 
@@ -58,15 +57,33 @@ class Summary(Locked):
         self.seed = secrets.randbits(63) if seed is None else check_int("seed", seed, maximum=2**64 - 1)
         p = None if self.probabilities is None else [self.probabilities.get(c, 0.0) for c in query.alphabet]
         self.memory_limit = check_memory_limit(memory_limit)
-        self._engine = _core.SummaryEngine(
+        engine = _core.SummaryEngine(
             query._dfa, query.window, self.size, self.strategy, query._kernel_aggregate, query.policy, p, self.seed,
             self.time_to_live, self.memory_limit, query._extrema, query._of_mask,
         )
         self.lateness = check_int("lateness", lateness)
-        self._reorder = (Inserter if self.placement == "insert" else Reorder)(self.lateness) if self.lateness else None
-        self._late = 0  # late events counted with lateness=0
+        self._set_engine(engine)
         #: Retained elements a `with_query` dropped because the new query does not use their character.
         self.dropped = 0
+
+    def _set_engine(self, engine: Any, max_ts: Optional[int] = None, pending: Optional[tuple] = None,
+                    late: int = 0, retracted: int = 0) -> None:
+        """Put `engine` (fed the final events) behind the arrivals of this summary's lateness and
+        placement; `max_ts` and `pending` as the kernel layer takes them."""
+        if not self.lateness:
+            self._direct, self._arrivals = engine, Arrivals(0, None, late, retracted)
+        elif self.placement == "insert":
+            self._direct, self._arrivals = engine, Inserting(self.lateness, max_ts, late, retracted)
+        else:  # the kernel's out-of-order layer holds the engine
+            self._direct = None
+            self._arrivals = Arrivals(self.lateness, _core.OooSummaryEngine(engine, self.lateness, max_ts, pending),
+                                      late, retracted)
+
+    @property
+    def _engine(self) -> Any:
+        """The engine fed the final events (a copy when the kernel's out-of-order layer holds
+        it: feeding that copy changes nothing)."""
+        return self._direct if self._direct is not None else self._arrivals.ooo.done()
 
     @locked
     def insert(self, char: str, timestamp: int, value: int = 1, *, late: str = "error") -> None:
@@ -77,22 +94,22 @@ class Summary(Locked):
         """Take back one earlier event equal to (char, timestamp, value), as `Exact.retract`.
         Events newer than the horizon have not reached the summary yet (they wait in order), so
         afterwards everything equals a summary fed the stream without the event."""
-        retract(self._reorder, char, timestamp, value)
+        self._arrivals.retract(char, timestamp, value)
 
     @property
     @locked
     def late(self) -> int:
-        return self._late if self._reorder is None else self._reorder.late
+        return self._arrivals.late
 
     @property
     @locked
     def pending(self) -> int:
         """Events newer than the horizon, waiting to be fed in order (0 with lateness=0)."""
-        return 0 if self._reorder is None else len(self._reorder)
+        return self._arrivals.pending
 
     def _settled(self) -> Any:
         """The engine as it is after every accepted event (a copy fed the pending ones)."""
-        return self._engine if not self.pending else self._reorder.settled(self._engine)[0]
+        return self._direct if self._direct is not None else self._arrivals.ooo.settled()
 
     @locked
     def extend(self, chars: Any = None, timestamps: Any = None, values: Any = None, evaluate_at: Any = None,
@@ -109,16 +126,8 @@ class Summary(Locked):
         """
         if events is None and timestamps is None and chars is not None and not isinstance(chars, (str, bytes)):
             events, chars = chars, None  # extend(events) like exact(query, events)
-        late = check_late_mode(late)
         raw, ts, vals = coerce_events(events, chars, timestamps, values)
-        if self._reorder is None:
-            rows, order, n_late = extend_in_order(self._engine, raw, ts, vals, evaluate_at, late, bool(elements))
-            self._late += n_late
-        else:
-            times, order = eval_times(evaluate_at)
-            rows = self._reorder.extend(self._engine, raw, ts, vals, times, late,
-                                        lambda e, t: self._reorder.settled(e, t, with_elements=bool(elements))[1])
-        return in_input_order([evaluation_of(r) for r in rows], order)
+        return self._arrivals.extend(self._direct, raw, ts, vals, evaluate_at, late, bool(elements))
 
     @locked
     def result(self) -> SummaryResult:
@@ -169,15 +178,17 @@ class Summary(Locked):
         probabilities = self.probabilities if query.alphabet == self.query.alphabet else None
         new = Summary(query, self.size if size is None else size, self.strategy if strategy is None else strategy,
                       probabilities, self.seed, self.time_to_live, self.memory_limit, self.lateness, self.placement)
-        kept = [e for e in self._engine.elements() if e[0] in query.alphabet]
-        new.dropped = len(self._engine) - len(kept)
+        fed = self._engine
+        kept = [e for e in fed.elements() if e[0] in query.alphabet]
+        new.dropped = len(fed) - len(kept)
+        engine = new._engine
         if kept:
             raw = "".join(c for c, _, _ in kept).encode("latin-1")
-            new._engine.extend(raw, np.array([t for _, t, _ in kept], np.int64),
-                               np.array([v for _, _, v in kept], np.int64), None, False)
-        if self._reorder is not None:
-            new._reorder = Reorder.from_dict(self._reorder.to_dict())
-        new._late = self._late
+            engine.extend(raw, np.array([t for _, t, _ in kept], np.int64),
+                          np.array([v for _, _, v in kept], np.int64), None, False)
+        ours = self._arrivals
+        pending = ours.ooo.pending_events() if ours.ooo is not None else None
+        new._set_engine(engine, ours.max_ts if self.lateness else None, pending, ours.late, ours.retracted)
         return new
 
     @locked
@@ -196,10 +207,18 @@ class Summary(Locked):
             "time_to_live": self.time_to_live,
         }
         # only when used, so that the saved form of an in-order summary stays what it was
-        if self._reorder is not None:
-            header["reorder"] = self._reorder.to_dict()
-        if self._late:
-            header["late"] = self._late
+        arrivals = self._arrivals
+        if self.lateness:
+            reorder: dict[str, Any] = {"lateness": self.lateness, "max_ts": arrivals.max_ts, "late": arrivals.late,
+                                       "retracted": arrivals.retracted}
+            header["reorder"] = reorder
+            if self.placement == "insert":
+                header["reorder"] = {"placement": "insert", **reorder}
+            else:
+                chars, ts, vals = arrivals.ooo.pending_events()
+                reorder.update(chars=bytes(chars).decode("latin-1"), ts=ts, vals=vals)
+        elif arrivals.late:
+            header["late"] = arrivals.late
         return header
 
     @locked
@@ -224,10 +243,9 @@ class Summary(Locked):
             summary.probabilities = header["probabilities"]
             summary.seed = header["seed"]
             summary.time_to_live = header["time_to_live"]
-            summary._reorder = Reorder.from_dict(header["reorder"]) if "reorder" in header else None
-            summary.lateness = 0 if summary._reorder is None else summary._reorder.lateness
-            summary.placement = "insert" if isinstance(summary._reorder, Inserter) else "buffer"
-            summary._late = int(header.get("late", 0))
+            reorder = header.get("reorder")
+            summary.placement = "insert" if reorder is not None and reorder.get("placement") == "insert" else "buffer"
+            summary.lateness, max_ts, pending, late, retracted = _saved_arrivals(reorder, header)
         except (ValueError, KeyError, TypeError) as exc:  # QueryError and InputError are ValueErrors
             raise StateError(f"saved summary has an unreadable description: {exc}") from None
         summary.memory_limit = check_memory_limit(memory_limit)
@@ -237,14 +255,36 @@ class Summary(Locked):
         held = (cfg.window, cfg.size, cfg.strategy, cfg.aggregate, cfg.policy, cfg.time_to_live, cfg.seed)
         if stated != held or not engine.adopt_labels(query._dfa):
             raise StateError("saved summary does not match the query and options it describes")
-        buffered = summary._reorder is not None and not isinstance(summary._reorder, Inserter)
+        buffered = summary.lateness and summary.placement == "buffer"
         if buffered and engine.last_timestamp is not None and (
-                summary._reorder.max_ts is None or engine.last_timestamp > summary._reorder.horizon):
+                max_ts is None or engine.last_timestamp > max_ts - summary.lateness):
             raise StateError("saved summary is inconsistent: its engine holds events past the horizon of its "
                              "pending events")
         engine._set_output(query._extrema, query._of_mask)
-        summary._engine = engine
+        summary._set_engine(engine, max_ts, pending, late, retracted)
         return summary
 
     def __reduce__(self):
         return (Summary.from_bytes, (self.to_bytes(),))
+
+
+def _saved_arrivals(reorder: Optional[dict], header: dict) -> tuple[int, Optional[int], Optional[tuple], int, int]:
+    """(lateness, largest timestamp seen, pending events, late, retracted) of a saved header;
+    ValueError (the caller names the state as unreadable) when they do not fit together."""
+    if reorder is None:
+        return 0, None, None, int(header.get("late", 0)), 0
+    lateness, max_ts = int(reorder["lateness"]), reorder["max_ts"]
+    late, retracted = int(reorder["late"]), int(reorder.get("retracted", 0))
+    if lateness < 0 or late < 0 or retracted < 0:
+        raise ValueError("negative lateness or counts of late or retracted events")
+    if max_ts is not None and not isinstance(max_ts, int):
+        raise ValueError(f"largest timestamp seen {max_ts!r} is not an integer")
+    if reorder.get("placement") == "insert":
+        return lateness, max_ts, None, late, retracted
+    chars = reorder["chars"].encode("latin-1")
+    ts, vals = np.asarray(reorder["ts"], np.int64), np.asarray(reorder["vals"], np.int64)
+    if not (len(chars) == len(ts) == len(vals)) or np.any(ts[1:] < ts[:-1]):
+        raise ValueError("the pending events are inconsistent")
+    if len(ts) and (max_ts is None or int(ts[0]) <= max_ts - lateness or int(ts[-1]) > max_ts or int(vals.min()) < 0):
+        raise ValueError("the pending events do not lie between the horizon and the largest timestamp seen")
+    return lateness, max_ts, (chars, ts.tolist(), vals.tolist()), late, retracted

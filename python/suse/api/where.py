@@ -21,9 +21,8 @@ import numpy as np
 
 from suse import _core
 from suse.api.checks import DEFAULT_MEMORY_LIMIT, show
-from suse.api.disorder import late_mask
 from suse.api.events import coerce_events, eval_times, in_input_order
-from suse.api.feeding import drop_late
+from suse.api.feeding import drop_late, late_mask
 from suse.api.results import Evaluation
 from suse.errors import InputError, QueryError
 from suse.query.conditions import (
@@ -222,7 +221,7 @@ class WhereCounter:
         """The batch without its late events (reported, or counted with ``late="count"``) and
         which events were kept (None: all)."""
         last = self.engine.last_timestamp
-        raw, kept_ts, vals, dropped = drop_late(raw, ts, vals, last, late)
+        raw, kept_ts, vals, dropped = drop_late(raw, ts, vals, last, 0, late)
         self.late += dropped
         return raw, kept_ts, vals, (~late_mask(ts, last, 0)[0] if dropped else None)
 

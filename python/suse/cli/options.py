@@ -13,7 +13,7 @@ from typing import Any, Optional
 import typer
 
 import suse
-from suse.api.disorder import LATE_MODES, PLACEMENTS
+from suse.api.feeding import LATE_MODES, PLACEMENTS
 
 
 def choices(name: str, names: tuple[str, ...]) -> Any:

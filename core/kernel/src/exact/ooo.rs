@@ -76,7 +76,7 @@ impl<E: Replay> OutOfOrder<E> {
         let mut me = OutOfOrder::new(done, lateness)?;
         me.max_ts = max_ts;
         let h = me.horizon();
-        if pending.iter().any(|p| max_ts.map_or(true, |m| p.t > m) || h.is_some_and(|h| p.t <= h)) || pending.windows(2).any(|w| w[1].t < w[0].t) {
+        if pending.iter().any(|p| max_ts.is_none_or(|m| p.t > m) || h.is_some_and(|h| p.t <= h)) || pending.windows(2).any(|w| w[1].t < w[0].t) {
             return Err(Error::State("saved pending events do not lie in order between the horizon and the largest timestamp".into()));
         }
         me.recent = pending.iter().copied().collect();
@@ -174,6 +174,20 @@ impl<E: Replay> OutOfOrder<E> {
         }
     }
 
+    /// The engine fed every accepted event, owned: a copy of the cached read-out, or `done`
+    /// followed by a replay of `recent`. One copy, and the cache is left as it is (building it
+    /// here would cost a second copy, and following it costs a second feed of every arrival).
+    pub fn settled(&self) -> Result<E, Error> {
+        if let Some(live) = &self.live {
+            return Ok(live.clone());
+        }
+        let mut e = self.done.clone();
+        for p in &self.recent {
+            e.feed_raw(p.byte, p.t, p.v)?;
+        }
+        Ok(e)
+    }
+
     /// The engine fed every accepted event with a timestamp ≤ `upto` (all with `None`), in
     /// (timestamp, arrival) order.
     pub fn readout(&mut self, upto: Option<i64>) -> Result<Cow<'_, E>, Error> {
@@ -228,21 +242,39 @@ impl<E: Replay> OutOfOrder<E> {
             }
             top = Some(top.map_or(t, |m| m.max(t)));
         }
+        let cuts = evaluation_cuts(self.max_ts, self.lateness, ts, evals);
         let mut rows = Vec::with_capacity(evals.len());
         let mut next = 0;
-        for (i, (&byte, &t)) in chars.iter().zip(ts).enumerate() {
-            let top = self.max_ts.map_or(t, |m| m.max(t)) as i128;
-            while next < evals.len() && top > evals[next] as i128 + self.lateness as i128 {
+        for i in 0..=ts.len() {
+            while next < evals.len() && cuts[next] == i {
                 rows.push(snap(&*self.readout(Some(evals[next]))?, evals[next]));
                 next += 1;
             }
-            self.push(byte, t, vals.map_or(1, |v| v[i] as u64))?;
-        }
-        for &e in &evals[next..] {
-            rows.push(snap(&*self.readout(Some(e))?, e));
+            if i < ts.len() {
+                self.push(chars[i], ts[i], vals.map_or(1, |v| v[i] as u64))?;
+            }
         }
         Ok(rows)
     }
+}
+
+/// Where each evaluation time T of a batch (increasing) is taken under lateness L, as the
+/// number of the batch's events before it: just before the first event that lifts the largest
+/// timestamp seen (`max_ts` before the batch) above T + L, or after the batch. Then every event
+/// with a timestamp <= T that can still come without being late is in. The buffered layer
+/// (`OutOfOrder::extend`) and a summary inserting late events at their place share this rule.
+pub fn evaluation_cuts(max_ts: Option<i64>, lateness: i64, ts: &[i64], evals: &[i64]) -> Vec<usize> {
+    let mut cuts = Vec::with_capacity(evals.len());
+    let mut top = max_ts;
+    for (i, &t) in ts.iter().enumerate() {
+        let lifted = top.map_or(t, |m| m.max(t)) as i128;
+        while cuts.len() < evals.len() && lifted > evals[cuts.len()] as i128 + lateness as i128 {
+            cuts.push(i);
+        }
+        top = Some(lifted as i64);
+    }
+    cuts.resize(evals.len(), ts.len());
+    cuts
 }
 
 #[cfg(test)]
@@ -342,8 +374,10 @@ mod tests {
                 }
                 let mut sorted: Vec<RawEv> = kept.iter().map(|&(_, e)| e).collect();
                 sorted.sort_by_key(|e| e.1);
+                prop_assert_eq!(o.settled().unwrap().totals(), sorted_totals(&dfa, tau, p, &sorted));
                 let got = o.readout(None).unwrap().totals();
                 prop_assert_eq!(&got, &sorted_totals(&dfa, tau, p, &sorted));
+                prop_assert_eq!(o.settled().unwrap().totals(), got.clone(), "from the cache");
                 let (c, s) = match p {
                     Policy::Any => brute_sets(&dfa, tau, crate::automaton::dfa::Skip::Keep, &sorted),
                     Policy::Contiguous => brute_sets(&dfa, tau, crate::automaton::dfa::Skip::Kill, &sorted),
@@ -366,6 +400,35 @@ mod tests {
             sorted.sort_by_key(|e| e.1);
             prop_assert_eq!(&rows[0].1, &sorted_totals(&dfa, tau, Policy::Any, &sorted));
         }
+    }
+
+    proptest! {
+        /// Each evaluation's cut is the first event lifting the running maximum above T + L
+        /// (counted without overflow), or the end of the batch.
+        #[test]
+        fn cuts_follow_the_running_maximum(
+            before in proptest::option::of(-5i64..20),
+            ts in proptest::collection::vec(-5i64..25, 0..12),
+            mut evals in proptest::collection::vec(-10i64..30, 0..5),
+            l in 0i64..6,
+        ) {
+            evals.sort();
+            let cuts = evaluation_cuts(before, l, &ts, &evals);
+            for (&e, &cut) in evals.iter().zip(&cuts) {
+                let mut top = before;
+                let want = ts.iter().position(|&t| {
+                    top = Some(top.map_or(t, |m| m.max(t)));
+                    top.unwrap() > e + l
+                }).unwrap_or(ts.len());
+                prop_assert_eq!(cut, want);
+            }
+        }
+    }
+
+    #[test]
+    fn cuts_at_the_ends_of_the_integers() {
+        assert_eq!(evaluation_cuts(None, 5, &[i64::MAX, i64::MAX], &[i64::MAX - 1]), vec![2]);
+        assert_eq!(evaluation_cuts(Some(i64::MIN), 0, &[i64::MIN + 1], &[i64::MIN]), vec![0]);
     }
 
     #[test]
