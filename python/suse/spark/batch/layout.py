@@ -64,9 +64,10 @@ def run(events: Events, plan: PartitionPlan, schema: T.StructType | None = None,
             batches = add_matches(batches, plan, matches)
         return batches if elements else (b.drop_columns(["elements"]) for b in batches)
 
-    if grouped and keys and by_batch.serves(plan) and large_partitions is None:
+    gatherable = grouped and bool(keys) and by_batch.serves(plan)
+    if gatherable and large_partitions is None:
         large_partitions = _too_large_to_gather(events)
-    if grouped and keys and not large_partitions and by_batch.serves(plan):
+    if gatherable and not large_partitions:
         bits = by_batch.rank_bits(events.order)
 
         def gathered_body(batches):

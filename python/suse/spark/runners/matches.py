@@ -62,14 +62,14 @@ def row_matches(query: suse.Query, row: Mapping[str, Any], spec: MatchesSpec, se
 def add_matches(batches: Iterable[pa.RecordBatch], plan: PartitionPlan, spec: MatchesSpec) -> Iterator[pa.RecordBatch]:
     """The batches with a ``matches`` column after ``elements`` (a query set's rows name
     their query in the ``query`` column)."""
-    plans: dict[Any, Plan] = ({name: p for name, p, _ in plan.plans} if isinstance(plan, MultiPlan)
-                              else {None: plan})  # type: ignore[dict-item]
-    queries = {name: p.query() for name, p in plans.items()}
+    multi = isinstance(plan, MultiPlan)
+    plans: dict[Any, Plan] = {name: p for name, p, _ in plan.plans} if multi else {None: plan}  # type: ignore[attr-defined,dict-item]
+    # per query name (None: the one query): the compiled query and the seed of its samples
+    by_name = {name: (p.query(), p.summary.seed or 0) for name, p in plans.items()}
     for batch in batches:
         listed = []
         for row in batch.to_pylist():
-            name = row.get("query") if isinstance(plan, MultiPlan) else None
-            one = plans[name]
-            listed.append(row_matches(queries[name], row, spec, one.summary.seed or 0))
+            query, seed = by_name[row["query"] if multi else None]
+            listed.append(row_matches(query, row, spec, seed))
         at = batch.schema.get_field_index("elements") + 1
         yield batch.add_column(at, pa.field("matches", MATCH_LIST), pa.array(listed, MATCH_LIST))
