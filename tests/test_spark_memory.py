@@ -50,6 +50,26 @@ def test_other_failures_pass_through_at_once():
     assert time.monotonic() - started < 10  # the JVM's exit code is awaited only when it is gone
 
 
+def test_the_accumulator_server_stays_quiet_when_the_jvm_goes_away_after_the_action(capsys):
+    # pyspark's accumulator thread polls once a second, so it may see the JVM's closed
+    # connection after the failing action has already raised and left memory_errors
+    from pyspark.accumulators import AccumulatorTCPServer
+
+    with pytest.raises(ValueError), memory_errors():
+        raise ValueError("another failure")
+    server = AccumulatorTCPServer.__new__(AccumulatorTCPServer)
+    try:
+        raise EOFError
+    except EOFError:
+        server.handle_error(None, ("localhost", 1))
+    assert capsys.readouterr().err == ""
+    try:
+        raise KeyError("a real bug in the server")
+    except KeyError:
+        server.handle_error(None, ("localhost", 1))
+    assert "KeyError" in capsys.readouterr().err
+
+
 def test_the_layout_is_chosen_from_the_largest_partition(spark, monkeypatch):
     rows = [("big", t, "abc"[t % 3]) for t in range(60)] + [("small", t, "ac"[t % 2]) for t in range(6)]
     df = spark.createDataFrame(rows, "k string, t long, c string")

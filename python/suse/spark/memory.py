@@ -63,9 +63,9 @@ def memory_errors(large_partitions: bool = False) -> Iterator[None]:
     py4j.setLevel(logging.CRITICAL)
     root = logging.getLogger()
     root.addFilter(_not_from_py4j)
+    _quiet_accumulator_servers()
     try:
-        with _quiet_accumulator_servers():
-            yield
+        yield
     except Exception as exc:
         error = memory_error(exc, large_partitions)
         if error is None:
@@ -110,32 +110,29 @@ def _jvm_exit_code() -> int | None:
         return None
 
 
-@contextlib.contextmanager
-def _quiet_accumulator_servers() -> Iterator[None]:
+def _quiet_accumulator_servers() -> None:
     """pyspark's accumulator server prints a traceback (EOFError) from its own thread when the
-    JVM dies: the action waiting on the JVM says why, once, so that one is left out."""
+    JVM dies: the action waiting on the JVM says why, once, so that one is left out.
+
+    Installed once for the process, not around each action: the server's thread may see the
+    closed connection after the action has already raised."""
     try:
         from pyspark import accumulators
     except ImportError:
-        yield
         return
-    servers = [getattr(accumulators, name) for name in ("AccumulatorTCPServer", "AccumulatorUnixServer")
-               if hasattr(accumulators, name)]
-    own = {server: server.__dict__.get("handle_error") for server in servers}  # None: inherited
+    for name in ("AccumulatorTCPServer", "AccumulatorUnixServer"):
+        server = getattr(accumulators, name, None)
+        if server is None or server.handle_error in _QUIET_HANDLERS:
+            continue
+        server.handle_error = _quiet(server.handle_error)
+        _QUIET_HANDLERS.add(server.handle_error)
 
-    def quiet(original):
-        def handle_error(self, request, client_address):
-            if not isinstance(sys.exc_info()[1], (EOFError, ConnectionError)):
-                original(self, request, client_address)
-        return handle_error
 
-    for server in servers:
-        server.handle_error = quiet(server.handle_error)
-    try:
-        yield
-    finally:
-        for server, original in own.items():
-            if original is None:
-                del server.handle_error
-            else:
-                server.handle_error = original
+def _quiet(original):
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (EOFError, ConnectionError)):  # the JVM went away
+            original(self, request, client_address)
+    return handle_error
+
+
+_QUIET_HANDLERS: set = set()
