@@ -12,6 +12,9 @@ every partial match, as the engines that enumerate do) gets in --budget seconds.
 
     .venv/bin/python bench/predicates.py                        # 100,000 events, W = 1,000 and 10,000
     .venv/bin/python bench/predicates.py --events 20000 --windows 100 1000
+
+FlinkCEP 2.3 (IterativeConditions) and this enumerator side by side with suse on this stream:
+`bench/peer_flink.py --suite predicates`.
 """
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ from suse.query.conditions import evaluate, parse_where
 
 QUERY = "A B+ C"
 WHERE = {"B": "LAST(B.p, 1) IS NULL OR B.p > LAST(B.p, 1)", "C": "C.p < B.p"}
+# The stream's defaults: letter shares of A and C (B the rest), p uniform in [0, VALUES).
+A_SHARE, C_SHARE, VALUES = 0.01, 0.05, 1_000
 
 
 def stream(n: int, a_share: float, c_share: float, values: int, seed: int) -> list[tuple]:
@@ -47,11 +52,13 @@ def timed_exact(events: list, window: int, repeat: int) -> tuple[float, int]:
     return best, count
 
 
-def enumerate_matches(events: list, window: int, deadline: float) -> int | None:
+def enumerate_matches(events: list, window: int, deadline: float, query: str = QUERY,
+                      conditions: dict | None = None) -> int | None:
     """Count by listing every partial match (depth-first, skip-till-any-match), judging each
-    element with suse's reference evaluator; None when the deadline passes."""
-    where = parse_where(QUERY, WHERE).conditions
-    automaton = suse.Query(QUERY, window).automaton
+    element with suse's reference evaluator; None when the deadline passes. `conditions`
+    defaults to WHERE."""
+    where = parse_where(query, WHERE if conditions is None else conditions).conditions
+    automaton = suse.Query(query, window).automaton
     elements = [(c, t, attributes) for c, t, attributes in events]
     count = 0
     stack = [(i, automaton.transitions.get((automaton.start, e[0])), [e]) for i, e in enumerate(elements)]
@@ -75,9 +82,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--windows", type=int, nargs="+", default=[1_000, 10_000])
-    ap.add_argument("--a-share", type=float, default=0.01)
-    ap.add_argument("--c-share", type=float, default=0.05)
-    ap.add_argument("--values", type=int, default=1_000)
+    ap.add_argument("--a-share", type=float, default=A_SHARE)
+    ap.add_argument("--c-share", type=float, default=C_SHARE)
+    ap.add_argument("--values", type=int, default=VALUES)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--prefix", type=int, default=16, help="events of the prefix checked against the oracle")

@@ -1,6 +1,7 @@
 """FlinkCEP 2.3 as a peer (bench/peer_flink.py): on tiny streams its counts equal suse's and
 the brute-force oracle's; suse's window W is Flink's within(W + 1); the Flink-only variants
-for negation and contiguity count what their brute-force definitions say.
+for negation and contiguity count what their brute-force definitions say; the rising run
+with IterativeConditions counts what suse's `where` and the conditions oracle count.
 
 Every Flink case runs in ONE JVM and one job (a local cluster starts once). Skipped only when
 Java is missing; the Flink jars come from the `flink` extra, which `make test` installs.
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 import suse
-from oracle import query_to_python_regex, stam_matches
+from oracle import query_to_python_regex, stam_matches, where_aggregate
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "peer_flink.py"
 sys.path.insert(0, str(BENCH.parent))  # as when run as a script: its sibling modules import
@@ -61,6 +62,28 @@ WITHIN_WINDOWS = range(1, 9)  # Flink within(w)
 # The event right after A, and what lies strictly between, are what the variants look at.
 VARIANT_STREAMS = ["ABCDABBBCABEB", "AEBABEABCDBB", "ABBCABCDEABC", "EAABEBCABBBC"]
 VARIANT_WINDOWS = (3, 6, 20)
+
+# The rising run AB+C with conditions: (chars, p, window), timestamp = index. Small p values
+# make ties (B.p = previous B.p and C.p = B.p fail); None is a NULL attribute.
+RISING = pf.PATTERNS["rising"]
+
+
+def _rising_streams():
+    rng = random.Random(20261126)
+    cases = [("ABBBCABBCC", [5, 1, 3, 2, 2, 0, 4, 6, 5, 1], 9),
+             ("ABBBCBC", [0, 2, None, 3, 1, 4, None], 6)]
+    for window in (4, 7, 11, 11):
+        chars = "A" + "".join(rng.choice("ABBBCC") for _ in range(12))
+        cases.append((chars, [rng.randrange(4) for _ in chars], window))
+    return cases
+
+
+RISING_STREAMS = _rising_streams()
+
+
+def _rising_events(chars, p):
+    return [(c, t, {"p": v}) for t, (c, v) in enumerate(zip(chars, p))]
+
 
 # A group loop whose body starts with a single step: Flink emits some matches twice.
 DUPLICATES = ("a >>(b >>c)+:any >>d", "a(bc)+d", "abcbcd")
@@ -112,6 +135,9 @@ def flink(tmp_path_factory):
         for k, chars in enumerate(VARIANT_STREAMS):
             for w in VARIANT_WINDOWS:
                 add(f"variant|{name}|{k}|{w}", pf.PATTERNS[name].flink, pf.flink_within(w), chars)
+    for k, (chars, p, w) in enumerate(RISING_STREAMS):
+        path = pf.write_stream(tmp / f"rising{k}.txt", chars, range(len(chars)), p)
+        cases.append(pf.FlinkCase(f"rising|{k}", RISING.flink, pf.flink_within(w), path))
     spec, _, chars = DUPLICATES
     add("duplicates", spec, None, chars)
     results = pf.run_flink(cases, one_job=True, distinct=True, timeout=120)
@@ -165,6 +191,45 @@ def test_flink_variants_count_their_definition(flink, name):
     assert nonzero >= 3
 
 
+def test_rising_run_with_iterative_conditions_agrees_with_suse_and_oracle(flink):
+    """FlinkCEP's IterativeConditions (previous B of the partial match, last B at C) under
+    skip-till-any-match count exactly suse's `where` matches, NULLs and ties included."""
+    nonzero = filtered = 0
+    for k, (chars, p, w) in enumerate(RISING_STREAMS):
+        r = flink[f"rising|{k}"]
+        events = _rising_events(chars, p)
+        oracle = where_aggregate(RISING.suse, events, w, RISING.where)["count"]
+        assert (r["count"], r["distinct"], r["overlapping"]) == (oracle, oracle, 0), (chars, p, w, r)
+        assert suse.exact(pf.suse_query(RISING, w), events).count == oracle
+        nonzero += oracle > 0
+        # The conditions must matter, or ignoring them would pass too.
+        filtered += 0 < oracle < suse.exact(suse.Query(RISING.suse, w), events).count
+    assert nonzero >= 4 and filtered >= 4
+
+
+def test_enumerator_and_stopping_points_in_the_report(capsys):
+    """The predicates suite's third peer: its mismatch fails the run like Flink's; the report
+    says per series where each peer stopped finishing."""
+    ok, timeout = {"status": "ok", "count": 7, "seconds": 1.0}, {"status": "timeout", "timeout_seconds": 5.0}
+    rows = [pf.Row("w", "rising", 10, 100, ok, 7, 0.001, brute=ok),
+            pf.Row("w", "rising", 30, 100, ok, 8, 0.001, brute={**ok, "count": 8}),
+            pf.Row("w", "rising", 100, 100, timeout, 9, 0.001, brute=pf.SKIPPED)]
+    assert pf.report(rows) == ["MISMATCH w rising window=30: flink 7 != suse 8"]
+    out = capsys.readouterr().out
+    assert "FlinkCEP on rising, w, 100 events: finished up to window 30; not within the cap from window 100" in out
+    assert "brute force on rising, w, 100 events: finished up to window 30; not within the cap from window 100" in out
+    rows[0].brute = {**ok, "count": 6}
+    assert pf.report(rows)[0] == "MISMATCH w rising window=10: brute force 6 != suse 7"
+
+
+def test_enumerator_counts_the_rising_run():
+    chars, p, w = RISING_STREAMS[0]
+    case = pf.Workload("s", "w", RISING, w, chars, range(len(chars)), p)
+    r = pf.run_enumerator(case, case.suse_events()["events"], timeout=30)
+    assert r["status"] == "ok" and r["count"] == where_aggregate(RISING.suse, _rising_events(chars, p), w, RISING.where)["count"]
+    assert pf.run_enumerator(case, case.suse_events()["events"], timeout=0)["status"] == "timeout"
+
+
 def test_group_loop_with_single_first_step_emits_duplicates(flink):
     """Why PATTERNS has no `(b >>c)+` group: Flink finds every match but emits some twice."""
     _, query, chars = DUPLICATES
@@ -193,10 +258,14 @@ def test_separate_jobs_count_and_cap_time(tmp_path):
     assert after_r["status"] == "skipped"
 
 
-def test_malformed_spec_is_reported_with_its_column(tmp_path):
+@pytest.mark.parametrize("spec, message", [
+    ("A >>B+ >>C", r"column 7: a loop needs ':any'"),
+    ("A >>B >>C[p<D]", r"column 10: no earlier step with letters 'D'"),
+])
+def test_malformed_spec_is_reported_with_its_column(tmp_path, spec, message):
     path = pf.write_stream(tmp_path / "s.txt", "AB", [0, 1])
-    with pytest.raises(pf.PeerError, match=r"column 7: a loop needs ':any'"):
-        pf.run_flink([pf.FlinkCase("bad", "A >>B+ >>C", None, path)])
+    with pytest.raises(pf.PeerError, match=message):
+        pf.run_flink([pf.FlinkCase("bad", spec, None, path)])
 
 
 def test_stream_timestamps_must_increase(tmp_path):

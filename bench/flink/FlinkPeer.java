@@ -3,7 +3,8 @@
 // Usage: java -cp CLASSES:FLINK_LIB/* FlinkPeer [--timeout SECONDS] [--one-job [--distinct]] CASES_FILE
 //
 // CASES_FILE has one case per line, tab-separated: NAME, PATTERN SPEC, WITHIN (milliseconds,
-// or "-" for none), STREAM FILE. A stream file has one event per line: "CHAR TIMESTAMP".
+// or "-" for none), STREAM FILE. A stream file has one event per line: "CHAR TIMESTAMP"
+// or "CHAR TIMESTAMP P", P an integer attribute (or "null") that conditions compare.
 // Timestamps must increase strictly. Each case runs as its own job (with --one-job, all cases
 // share one) in a local environment (parallelism 1, event time, the timestamp of an event is
 // its TIMESTAMP in ms), and prints one JSON line on stdout:
@@ -17,13 +18,20 @@
 //
 // Pattern spec (a small text form so that a new pattern is one line on the Python side):
 //   seq   := step (' '+ op step)*         the first step has no op
-//   step  := LETTERS quant | '(' seq ')' quant
+//   step  := LETTERS quant cond | '(' seq ')' quant
+//   cond  := '' | '[p' ('<' | '>') REF ']'    an IterativeCondition on the event's P
 //   op    := '>>' followedByAny | '>' followedBy | '.' next | '!>' notFollowedBy | '!.' notNext
 //   quant := '' | '?' | ('+' | '*') ':' ('any' | 'strict' | 'relaxed')
 // LETTERS is a set of characters (an event matches when its CHAR is one of them); '+' is
 // oneOrMore(), '*' oneOrMore().optional(), '?' optional(); ':any' adds allowCombinations(),
 // ':strict' consecutive(), ':relaxed' keeps Flink's default loop contiguity.
 // Example: "A >>B+:any >>C" is A followedByAny B.oneOrMore().allowCombinations() followedByAny C.
+// A condition compares P with the last event of the partial match in a step, read through
+// ctx.getEventsForPattern: REF 'prev' is the step's own previous event (a loop's last element
+// so far; true when there is none or its P is null: SQL's `LAST(B.p, 1) IS NULL OR B.p >
+// LAST(B.p, 1)`), REF LETTERS the last event of the earlier step with exactly those letters
+// (false when there is none or a P is null: `C.p < B.p`).
+// Example: "A >>B+:any[p>prev] >>C[p<B]" is the rising run AB+C.
 
 import java.io.BufferedReader;
 import java.nio.charset.StandardCharsets;
@@ -51,6 +59,7 @@ import org.apache.flink.cep.CEP;
 import org.apache.flink.cep.PatternStream;
 import org.apache.flink.cep.functions.PatternProcessFunction;
 import org.apache.flink.cep.pattern.Pattern;
+import org.apache.flink.cep.pattern.conditions.IterativeCondition;
 import org.apache.flink.cep.pattern.conditions.SimpleCondition;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -66,12 +75,36 @@ public class FlinkPeer {
     public static class Ev {
         public String c;
         public long t;
+        public Long p; // null: no value
 
         public Ev() {}
 
-        public Ev(String c, long t) {
+        public Ev(String c, long t, Long p) {
             this.c = c;
             this.t = t;
+            this.p = p;
+        }
+    }
+
+    /** P compared with the last event so far of step `step` (see the header for NULLs). */
+    public static class CompareP extends IterativeCondition<Ev> {
+        private final String step;
+        private final boolean greater;
+        private final boolean ownPrevious;
+
+        public CompareP(String step, boolean greater, boolean ownPrevious) {
+            this.step = step;
+            this.greater = greater;
+            this.ownPrevious = ownPrevious;
+        }
+
+        @Override
+        public boolean filter(Ev e, Context<Ev> ctx) throws Exception {
+            Ev last = null;
+            for (Ev x : ctx.getEventsForPattern(step)) last = x;
+            if (last == null || last.p == null) return ownPrevious;
+            if (e.p == null) return false;
+            return greater ? e.p > last.p : e.p < last.p;
         }
     }
 
@@ -151,6 +184,8 @@ public class FlinkPeer {
         private final String s;
         private int i = 0;
         private int names = 0;
+        // Letters of the steps read so far -> their names, for a condition's REF.
+        private final Map<String, String> steps = new HashMap<>();
 
         SpecParser(String s) {
             this.s = s;
@@ -173,7 +208,10 @@ public class FlinkPeer {
             if (peek() == '(') {
                 p = quant(Pattern.begin(group()));
             } else {
-                p = quant(Pattern.<Ev>begin(name()).where(new CharIn(letters())));
+                String name = name();
+                String letters = letters();
+                p = cond(quant(Pattern.<Ev>begin(name).where(new CharIn(letters))), name);
+                steps.putIfAbsent(letters, name);
             }
             while (true) {
                 skipSpaces();
@@ -198,12 +236,15 @@ public class FlinkPeer {
                         case "!>": p = p.notFollowedBy(name); break;
                         default: p = p.notNext(name); break;
                     }
-                    p = p.where(new CharIn(letters()));
+                    String letters = letters();
+                    p = p.where(new CharIn(letters));
                     if (op.startsWith("!")) {
                         if (i < s.length() && "?+*".indexOf(peek()) >= 0) throw new BadSpec(s, i, "a negated step takes no quantifier");
                     } else {
                         p = quant(p);
                     }
+                    p = cond(p, name);
+                    if (!op.startsWith("!")) steps.putIfAbsent(letters, name);
                 }
             }
         }
@@ -232,6 +273,25 @@ public class FlinkPeer {
             while (i < s.length() && Character.isLetterOrDigit(s.charAt(i))) i++;
             if (i == start) throw new BadSpec(s, start, "expected letters");
             return s.substring(start, i);
+        }
+
+        /** An optional '[p<REF]' / '[p>REF]' after the step named `name`. */
+        private Pattern<Ev, Ev> cond(Pattern<Ev, Ev> p, String name) throws BadSpec {
+            if (peek() != '[') return p;
+            int at = i;
+            boolean greater;
+            if (s.startsWith("[p>", i)) greater = true;
+            else if (s.startsWith("[p<", i)) greater = false;
+            else throw new BadSpec(s, at, "a condition is '[p<REF]' or '[p>REF]'");
+            i += 3;
+            int close = s.indexOf(']', i);
+            if (close < 0) throw new BadSpec(s, i, "expected ']'");
+            String ref = s.substring(i, close);
+            i = close + 1;
+            if (ref.equals("prev")) return p.where(new CompareP(name, greater, true));
+            String step = steps.get(ref);
+            if (step == null) throw new BadSpec(s, at, "no earlier step with letters '" + ref + "'");
+            return p.where(new CompareP(step, greater, false));
         }
 
         private String name() {
@@ -278,7 +338,9 @@ public class FlinkPeer {
             while ((line = r.readLine()) != null) {
                 lineNo++;
                 String[] f = line.trim().split(" +");
-                if (f.length != 2) throw new IllegalArgumentException(path + ", line " + lineNo + ": expected 'CHAR TIMESTAMP'");
+                if (f.length != 2 && f.length != 3) {
+                    throw new IllegalArgumentException(path + ", line " + lineNo + ": expected 'CHAR TIMESTAMP' or 'CHAR TIMESTAMP P'");
+                }
                 long t;
                 try {
                     t = Long.parseLong(f[1]);
@@ -290,7 +352,15 @@ public class FlinkPeer {
                 if (!events.isEmpty() && t <= events.get(events.size() - 1).t) {
                     throw new IllegalArgumentException(path + ", line " + lineNo + ": timestamp " + t + " does not increase");
                 }
-                events.add(new Ev(f[0], t));
+                Long p = null;
+                if (f.length == 3 && !f[2].equals("null")) {
+                    try {
+                        p = Long.parseLong(f[2]);
+                    } catch (NumberFormatException e) {
+                        throw new IllegalArgumentException(path + ", line " + lineNo + ": P '" + f[2] + "' is not an integer");
+                    }
+                }
+                events.add(new Ev(f[0], t, p));
             }
         }
         return events;
