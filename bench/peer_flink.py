@@ -519,7 +519,7 @@ def main(argv=None) -> int:
     if args.list:
         for p in PATTERNS.values():
             print(f"{p.name:<16} {p.feature:<11} flink: {p.flink:<40} suse: {p.suse!s:<16} "
-                  f"policy={p.policy:<10} {p.note}")
+                  f"policy={p.policy:<10} {p.note}" + (f"; where={p.where}" if p.where else ""))
         return 0
     suites = args.suite.split(",")
     unknown = set(suites) - {"paper", "abcd", "variants", "predicates"} or set(args.paper_patterns.split(",")) - set(PATTERNS)
