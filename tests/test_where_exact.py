@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import warnings
+from fractions import Fraction
 
 import pandas as pd
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 import suse
 from oracle import where_aggregate
-from suse.errors import ConditionError, InputError, LimitError, QueryError, SuseWarning
+from suse.errors import ConditionError, InputError, LimitError, QueryError, StateError, SuseWarning
 from suse.query.conditions import parse_where
 from where_cases import CASES, check_counts
 
@@ -118,8 +119,9 @@ def test_exact_equals_the_oracle(events, query, window):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams(), queries(), st.integers(0, 6), st.data())
 def test_incremental_feeding_and_evaluations_equal_the_oracle(events, query, window, data):
+    """Fed in batches, with evaluations between them, and pickled between batches at random."""
     pattern, where = query
-    engine = suse.Exact(suse.Query(pattern, window, where=where))
+    engine = suse.Exact(suse.Query(pattern, window, aggregate="sum", where=where))
     cuts = sorted(data.draw(st.lists(st.integers(0, len(events)), max_size=3)))
     times = sorted(data.draw(st.lists(st.integers(0, 20), max_size=4)))
     last = None
@@ -133,7 +135,10 @@ def test_incremental_feeding_and_evaluations_equal_the_oracle(events, query, win
             assert evaluation.count == where_aggregate(pattern, events, window, where, at=t)["count"]
         if batch:
             last = batch[-1][1]
-    assert engine.result().count == where_aggregate(pattern, events, window, where)["count"]
+        if data.draw(st.booleans()):
+            engine = pickle.loads(pickle.dumps(engine))
+    expected = where_aggregate(pattern, events, window, where)
+    assert (engine.result().count, engine.result().sum) == (expected["count"], expected["sum"])
 
 
 # --- inputs and refusals ---------------------------------------------------------------------
@@ -186,8 +191,27 @@ def test_other_engines_refuse_conditions_instead_of_ignoring_them():
     engine = suse.Exact(query)
     with pytest.raises(QueryError, match="retraction"):
         engine.retract("A", 0)
-    with pytest.raises(QueryError, match="pickling"):
-        pickle.dumps(engine)
+
+
+def test_a_pickled_engine_goes_on_where_it_stopped_and_an_edited_one_is_refused():
+    query = suse.Query("A B+ C", 3, aggregate="sum", where=RISING)
+    events = [("A", 0, 2, {"p": 5}), ("B", 1, 1, {"p": Fraction(1, 3)}), ("X", 2, 1, {}),
+              ("B", 2, 1, {"p": 10**30}), ("C", 3, 1, {"p": 0})]
+    engine = suse.Exact(query)
+    engine.extend(events[:4], late="count")
+    engine.extend([("A", 1, 1, {"p": 0})], late="count")  # late: counted, kept across the pickle
+    copy = pickle.loads(pickle.dumps(engine))
+    assert copy.late == 1 and copy.result() == engine.result()
+    for one in (engine, copy):
+        one.extend(events[4:])
+    expected = where_aggregate("A B+ C", events, 3, RISING)
+    assert copy.result() == engine.result() and (copy.result().count, copy.result().sum) == (
+        expected["count"], expected["sum"]) == (3, 13)
+    function, (q, limit, lateness, state) = copy.__reduce__()
+    held, totals, count, skipped, last = state["where"]
+    edited = {**state, "where": ([(held[0][0], 99, *held[0][2:]), *held[1:]], totals, count, skipped, last)}
+    with pytest.raises(StateError, match="saved conditions engine"):
+        function(q, limit, lateness, edited)
 
 
 def test_the_counting_state_is_bounded_by_a_limit_error():

@@ -1,13 +1,15 @@
 //! Bindings of the conditions engine (`where`): conversion only; the Python side compiles the
 //! conditions (suse/api/where.py) and the kernel counts (suse_kernel::conditions).
-use crate::guard;
+use crate::{guard, guard_ro};
 use num_bigint::{BigInt, BigUint};
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyString};
-use suse_kernel::conditions::engine::{Compared, Engine, Spec};
+use suse_kernel::conditions::count::Count;
+use suse_kernel::conditions::engine::{Compared, Engine, Saved, Spec, Totals};
 use suse_kernel::conditions::program::{Instr, Program, Slot};
 use suse_kernel::conditions::value::{CmpOp, Value};
+use suse_kernel::numbers::dual::Dual;
 use suse_kernel::Error;
 
 /// `(opcode, value, a, b)`: see `compile_program` in suse/api/where.py.
@@ -66,6 +68,23 @@ fn program((letter, code): ProgramTuple<'_>) -> Result<Program, Error> {
         })
         .collect::<Result<Vec<_>, Error>>()?;
     Ok(Program { code, letter })
+}
+
+/// A saved engine as Python values: see `WhereEngine::_snapshot`.
+type SavedTuple<'py> = (Vec<(usize, i64, u64, Vec<Bound<'py, PyAny>>)>, (BigUint, BigUint, BigUint), u64, u64, Option<i64>);
+
+/// A condition value as Python sees it (the inverse of [`value`]).
+fn py_value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Int(i) => i.into_pyobject(py)?.into_any(),
+        Value::Str(s) => PyString::new(py, s).into_any(),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Rat(r) => {
+            let fraction = py.import("fractions")?.getattr("Fraction")?;
+            fraction.call1((r.numer().clone(), r.denom().clone()))?
+        }
+    })
 }
 
 /// `(columns, slots as (letter, column, first, size), live[state][slot])`
@@ -178,6 +197,41 @@ impl WhereEngine {
     #[getter]
     fn last_timestamp(&self) -> Option<i64> {
         self.inner.last_timestamp
+    }
+
+    /// What pickling keeps: `(elements held as (letter, timestamp, value, attributes),
+    /// (count, sum, partial count), events, skipped, last timestamp)`; the counts are rebuilt.
+    fn _snapshot<'py>(&self, py: Python<'py>) -> PyResult<SavedTuple<'py>> {
+        let saved = self.inner.saved();
+        let held = saved
+            .held
+            .into_iter()
+            .map(|(letter, t, v, attrs)| Ok((letter, t, v, attrs.iter().map(|a| py_value(py, a)).collect::<PyResult<Vec<_>>>()?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let t = &saved.totals;
+        let totals = (t.matches.c.to_biguint(), t.matches.s.to_biguint(), t.partial.to_biguint());
+        Ok((held, totals, saved.events, saved.skipped, saved.last_timestamp))
+    }
+
+    /// Take the state of a snapshot ([`WhereEngine::_snapshot`]) of an engine built alike;
+    /// an edited snapshot is a `StateError`, and this engine is then unchanged.
+    fn _load(&mut self, snapshot: SavedTuple<'_>) -> PyResult<()> {
+        let spec = self.inner.spec().clone();
+        let restored = guard_ro(|| {
+            let (held, (count, sum, partial), events, skipped, last_timestamp) = snapshot;
+            let held = held
+                .into_iter()
+                .map(|(letter, t, v, attrs)| Ok((letter, t, v, attrs.iter().map(value).collect::<Result<Box<[Value]>, Error>>()?)))
+                .collect::<Result<Vec<_>, Error>>()?;
+            let totals = Totals {
+                matches: Dual { c: Count::from_biguint(count), s: Count::from_biguint(sum) },
+                partial: Count::from_biguint(partial),
+            };
+            Engine::restore(spec, Saved { held, totals, events, skipped, last_timestamp })
+        })?;
+        self.inner = restored;
+        self.dead = None;
+        Ok(())
     }
 
     /// Register keys held now, and events of the window held for replaying.

@@ -20,7 +20,8 @@ class Exact(Locked):
 
     A query with conditions (`Query(..., where=...)`) runs on the conditions engine
     (suse/api/where.py): events then carry attributes (a mapping as the last tuple item, or
-    a table's extra columns), in timestamp order (no lateness, retraction or pickling yet)."""
+    a table's extra columns), in timestamp order (no lateness or retraction yet). It pickles
+    as the window's elements and its totals; loading rebuilds the counts from the elements."""
 
     def __init__(self, query: Query, memory_limit: Optional[int] = None, lateness: int = 0):
         if not isinstance(query, Query):
@@ -100,7 +101,8 @@ class Exact(Locked):
         """Pickled as its query and options with the engine's state: the events still in its
         window, its totals and, with lateness, the events not yet final."""
         if self._where is not None:
-            raise refusal(self.query.regex, "saving an engine (pickling)")
+            state = {"where": self._where.engine._snapshot(), "late": self._where.late}
+            return (_unpickle_exact, (self.query, self.memory_limit, self.lateness, state))
         engine = self._arrivals.ooo or self._engine
         state = {"engine": engine._snapshot(), "late": self._arrivals.late, "retracted": self._arrivals.retracted}
         return (_unpickle_exact, (self.query, self.memory_limit, self.lateness, state))
@@ -109,6 +111,10 @@ class Exact(Locked):
 def _unpickle_exact(query: Query, memory_limit: Optional[int], lateness: int, *rest: Any) -> Exact:
     state = rest[-1]  # pickles of earlier versions carry "native" before the state
     engine, q = Exact(query, memory_limit, lateness), query
+    if engine._where is not None:  # the counts are rebuilt from the elements the window holds
+        engine._where.engine._load(state["where"])
+        engine._where.late = state["late"]
+        return engine
     if lateness:
         engine._arrivals.ooo = _core.OooExactEngine._restore(q._dfa, q.window, q.policy, lateness, memory_limit,
                                                              q._extrema, q._of_mask, state["engine"])

@@ -28,6 +28,10 @@ impl Count {
         }
     }
 
+    pub fn from_biguint(b: BigUint) -> Count {
+        Count::norm(b)
+    }
+
     pub fn to_biguint(&self) -> BigUint {
         self.big()
     }

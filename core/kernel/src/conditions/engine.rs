@@ -95,6 +95,17 @@ struct Held {
     start: Option<(usize, Key)>,
 }
 
+/// A saved engine: see [`Engine::saved`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Saved {
+    /// (letter, timestamp, value, attributes) of each element held, in order.
+    pub held: Vec<(usize, i64, u64, Box<[Value]>)>,
+    pub totals: Totals,
+    pub events: u64,
+    pub skipped: u64,
+    pub last_timestamp: Option<i64>,
+}
+
 /// Totals over everything processed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Totals {
@@ -284,6 +295,10 @@ impl Engine {
         &self.totals
     }
 
+    pub fn spec(&self) -> &Spec {
+        &self.rules.spec
+    }
+
     /// Register keys held now (the counting state's size).
     pub fn keys(&self) -> usize {
         self.counts.keys
@@ -297,6 +312,22 @@ impl Engine {
     /// Take one event (`letter` None: a character outside the query, never an element).
     /// Timestamps must not decrease. On an error nothing of the event is counted.
     pub fn feed(&mut self, letter: Option<usize>, t: i64, value: u64, attrs: Box<[Value]>) -> Result<(), Error> {
+        self.check(t, &attrs)?;
+        self.expire(t)?;
+        self.last_timestamp = Some(t);
+        self.events += 1;
+        let Some(letter) = letter else {
+            self.skipped += 1;
+            return Ok(());
+        };
+        if let Err(e) = self.take(letter, t, value, attrs, true) {
+            self.events -= 1;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn check(&self, t: i64, attrs: &[Value]) -> Result<(), Error> {
         if let Some(last) = self.last_timestamp {
             if t < last {
                 return Err(Error::input(format!("timestamp {t} is earlier than {last}, the latest already processed")));
@@ -305,13 +336,12 @@ impl Engine {
         if attrs.len() != self.rules.spec.columns {
             return Err(Error::input(format!("an event carries {} attribute values, expected {}", attrs.len(), self.rules.spec.columns)));
         }
-        self.expire(t)?;
-        self.last_timestamp = Some(t);
-        self.events += 1;
-        let Some(letter) = letter else {
-            self.skipped += 1;
-            return Ok(());
-        };
+        Ok(())
+    }
+
+    /// Extend the partial matches by an element and hold it; `count`: add what it completes
+    /// to the totals (not when rebuilding the counts of a saved engine).
+    fn take(&mut self, letter: usize, t: i64, value: u64, attrs: Box<[Value]>, count: bool) -> Result<(), Error> {
         if letter >= self.rules.spec.conditions.len() {
             return Err(Error::input(format!("letter {letter} outside the query")));
         }
@@ -322,7 +352,6 @@ impl Engine {
         let stepped = self.rules.step(&self.counts, &ev, &mut self.stack, &mut out);
         if let Err(e) = stepped {
             self.deltas = out;
-            self.events -= 1;
             return Err(e);
         }
         if let Some((q, key)) = &ev.start {
@@ -331,7 +360,6 @@ impl Engine {
         // held events are about as large as keys: both count against the budget
         if self.counts.keys + out.len() + self.held.len() + 1 > self.rules.spec.max_keys {
             self.deltas = out;
-            self.events -= 1;
             return Err(Error::Limit(format!(
                 "the conditions' counting state would exceed {} register keys and held events (partial matches that \
                  differ in the values later conditions read, and the window's events); raise memory_limit, shorten the \
@@ -340,16 +368,59 @@ impl Engine {
             )));
         }
         for (q, key, d) in out.drain(..) {
-            if self.rules.spec.finals[q] {
-                self.totals.matches.add_assign(&d).expect("counts cannot overflow");
-            } else {
-                self.totals.partial = self.totals.partial.add(&d.c).expect("counts cannot overflow");
+            if count {
+                if self.rules.spec.finals[q] {
+                    self.totals.matches.add_assign(&d).expect("counts cannot overflow");
+                } else {
+                    self.totals.partial = self.totals.partial.add(&d.c).expect("counts cannot overflow");
+                }
             }
             self.rules.add(&mut self.counts, q, key, &d)?;
         }
         self.deltas = out;
         self.held.push_back(ev);
         Ok(())
+    }
+
+    /// What saving keeps: the window's elements and the totals. The counts are not saved:
+    /// they are a function of the elements held, and [`Engine::restore`] recomputes them.
+    pub fn saved(&self) -> Saved {
+        Saved {
+            held: self.held.iter().map(|h| (h.letter, h.t, h.value, h.attrs.clone())).collect(),
+            totals: self.totals.clone(),
+            events: self.events,
+            skipped: self.skipped,
+            last_timestamp: self.last_timestamp,
+        }
+    }
+
+    /// An engine as [`Engine::saved`] saw it. Every part is checked as a fed event would be
+    /// (a saved state may have been edited): an error, never a panic.
+    pub fn restore(spec: Spec, saved: Saved) -> Result<Engine, Error> {
+        let mut engine = Engine::new(spec)?;
+        let window = engine.rules.spec.window as i128;
+        let held = saved.held.len() as u64;
+        let bad = |why: &str| Error::state(format!("a saved conditions engine is inconsistent: {why}"));
+        let last = saved.last_timestamp;
+        if held + saved.skipped > saved.events || (held > 0 && last.is_none()) {
+            return Err(bad("more elements than events"));
+        }
+        let edited = |e: Error| match e {
+            Error::Input(m) => bad(&m),
+            other => other,
+        };
+        for (letter, t, value, attrs) in saved.held {
+            engine.check(t, &attrs).map_err(edited)?;
+            // every held element is still inside the window of the latest event
+            if last.is_some_and(|l| (l as i128) - (t as i128) > window || l < t) {
+                return Err(bad("an element outside the window of the latest event"));
+            }
+            engine.last_timestamp = Some(t);
+            engine.take(letter, t, value, attrs, false).map_err(edited)?;
+        }
+        engine.totals = saved.totals;
+        (engine.events, engine.skipped, engine.last_timestamp) = (saved.events, saved.skipped, last);
+        Ok(engine)
     }
 
     /// Drop the partial matches whose first element is more than the window before `t`.
@@ -467,5 +538,59 @@ mod tests {
             prop_assert_eq!(run(rising_run(window, true), &events), expected);
             prop_assert_eq!(run(rising_run(window, false), &events), expected);
         }
+
+        /// An engine saved and restored at any point goes on exactly as the one never saved:
+        /// same totals after every later event, same counting state.
+        #[test]
+        fn a_restored_engine_goes_on_alike(
+            raw in proptest::collection::vec((0usize..4, 0i64..3, 0u64..5, proptest::option::weighted(0.85, 0i64..4)), 0..14),
+            window in 0i64..8,
+            cut in 0usize..14,
+        ) {
+            let mut t = 0;
+            let events: Vec<_> = raw.into_iter().map(|(l, gap, v, p)| { t += gap; (l, t, v, p) }).collect();
+            let feed = |engine: &mut Engine, &(l, t, v, p): &(usize, i64, u64, Option<i64>)| {
+                let attrs: Box<[Value]> = vec![p.map_or(Value::Null, Value::Int)].into();
+                engine.feed((l < 3).then_some(l), t, v, attrs).unwrap();  // letter 3: outside the query
+            };
+            let (mut whole, mut cut_one) = (Engine::new(rising_run(window, true)).unwrap(), Engine::new(rising_run(window, true)).unwrap());
+            let cut = cut.min(events.len());
+            for e in &events[..cut] {
+                feed(&mut whole, e);
+                feed(&mut cut_one, e);
+            }
+            let mut restored = Engine::restore(rising_run(window, true), cut_one.saved()).unwrap();
+            prop_assert_eq!(restored.keys(), whole.keys());
+            for e in &events[cut..] {
+                feed(&mut whole, e);
+                feed(&mut restored, e);
+                prop_assert_eq!(restored.totals(), whole.totals());
+            }
+            prop_assert_eq!((restored.events, restored.skipped, restored.held()), (whole.events, whole.skipped, whole.held()));
+        }
+    }
+
+    #[test]
+    fn an_edited_saved_engine_is_an_error() {
+        let mut engine = Engine::new(rising_run(5, true)).unwrap();
+        for (l, t) in [(A, 0), (B, 1), (C, 2)] {
+            engine.feed(Some(l), t, 1, vec![Value::Int(t)].into()).unwrap();
+        }
+        let good = engine.saved();
+        let edits: [fn(&mut Saved); 7] = [
+            |s| s.held[0].0 = 7,                          // a letter outside the query
+            |s| s.held[1].1 = -1,                         // timestamps out of order
+            |s| s.held[0].1 = -10,                        // outside the window
+            |s| s.held[2].3 = vec![].into(),              // attributes missing
+            |s| s.events = 1,                             // fewer events than elements
+            |s| s.last_timestamp = None,
+            |s| s.last_timestamp = Some(1),               // the latest before an element
+        ];
+        for edit in edits {
+            let mut saved = good.clone();
+            edit(&mut saved);
+            assert!(matches!(Engine::restore(rising_run(5, true), saved), Err(Error::State(_))));
+        }
+        assert!(Engine::restore(rising_run(5, true), good).is_ok());
     }
 }
