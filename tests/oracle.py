@@ -911,8 +911,12 @@ def _where_stnm(query: str, events, window: int, where):
     return out
 
 
-def where_aggregate(query: str, events, window: int, where: Mapping[str, str], policy: str = "any", at=None) -> dict:
-    """COUNT and SUM (of the events' values) over ``where_matches``."""
+def where_aggregate(query: str, events, window: int, where: Mapping[str, str], policy: str = "any", at=None,
+                    of=None) -> dict:
+    """COUNT and SUM (of the events' values) over ``where_matches``, and MIN and MAX of the
+    values of the elements in at least one match whose letter is in ``of`` (all without it)."""
     kept = [e for e in events if at is None or e[1] <= at]
     matches = where_matches(query, kept, window, where, policy, at)
-    return {"count": len(matches), "sum": sum(_where_value(kept[i]) for m in matches for i in m)}
+    counted = [_where_value(kept[i]) for m in matches for i in m if of is None or kept[i][0] in of]
+    return {"count": len(matches), "sum": sum(_where_value(kept[i]) for m in matches for i in m),
+            "min": min(counted, default=None), "max": max(counted, default=None)}

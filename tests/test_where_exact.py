@@ -106,14 +106,19 @@ def queries(draw):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(streams(), queries(), st.integers(0, 6))
-def test_exact_equals_the_oracle(events, query, window):
+@given(streams(), queries(), st.integers(0, 6), st.sampled_from(["sum", "min", "max"]), st.data())
+def test_exact_equals_the_oracle(events, query, window, aggregate, data):
     pattern, where = query
-    expected = where_aggregate(pattern, events, window, where)
+    of = data.draw(st.none() | st.sets(st.sampled_from(sorted(set(pattern) & set("ABC"))), min_size=1))
+    expected = where_aggregate(pattern, events, window, where, of=of)
     if not events:
         return
-    result = suse.exact(suse.Query(pattern, window, aggregate="sum", where=where), events)
-    assert (result.count, result.sum) == (expected["count"], expected["sum"]), (pattern, where)
+    result = suse.exact(suse.Query(pattern, window, aggregate=aggregate, of=of and "".join(sorted(of)), where=where),
+                        events)
+    assert (result.count, result.min, result.max) == (
+        expected["count"], *((expected["min"], expected["max"]) if aggregate != "sum" else (None, None))), (pattern, where)
+    if of is None:
+        assert result.sum == expected["sum"]
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -170,7 +175,7 @@ def test_nan_and_none_are_null():
 
 @pytest.mark.parametrize("options, says", [
     ({"policy": "next"}, "policy 'next'"), ({"policy": "contiguous"}, "policy 'contiguous'"),
-    ({"max_missing": 1}, "max_missing"), ({"aggregate": "min"}, "'min'"), ({"aggregate": "max"}, "'max'"),
+    ({"max_missing": 1}, "max_missing"),
 ])
 def test_options_that_do_not_combine_yet_are_refused(options, says):
     with pytest.raises(QueryError, match=says):

@@ -39,7 +39,8 @@ def test_refused_examples(case):
 def test_sum_adds_the_values_of_matched_elements():
     events = [("A", 0, 5, {"p": 1}), ("B", 1, 7, {"p": 2}), ("B", 2, 11, {"p": 0})]
     result = where_aggregate("A B", events, 10, {"B": "B.p > A.p"})
-    assert result == {"count": 1, "sum": 12}
+    assert result == {"count": 1, "sum": 12, "min": 5, "max": 7}
+    assert where_aggregate("A B", events, 10, {"B": "B.p > A.p"}, of="B") == {"count": 1, "sum": 12, "min": 7, "max": 7}
 
 
 # --- random streams -----------------------------------------------------------------------

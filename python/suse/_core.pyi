@@ -123,6 +123,7 @@ class WhereEngine:
         compared: Sequence[tuple[tuple[str, Sequence[tuple[str, Any, int, int]]], str, int, int, bool] | None],
         window: int,
         max_keys: int,
+        extrema: Sequence[bool] | None = None,
     ) -> WhereEngine: ...
     def extend(
         self,
@@ -131,8 +132,8 @@ class WhereEngine:
         values: NDArray[np.int64] | None,
         columns: Sequence[Sequence[Any]],
         times: NDArray[np.int64] | None = None,
-    ) -> list[tuple[int, int, int, int]]: ...
-    def totals(self) -> tuple[int, int, int]: ...
+    ) -> list[tuple[int, int, int, int, tuple[int, int] | None]]: ...
+    def totals(self) -> _WhereTotals: ...
     def _snapshot(self) -> _WhereSnapshot: ...
     def _load(self, snapshot: _WhereSnapshot) -> None: ...
     def sizes(self) -> tuple[int, int]: ...
@@ -145,7 +146,8 @@ class WhereEngine:
 
 # (elements as (letter, timestamp, value, attributes), (count, sum, partial count), events,
 # skipped, last timestamp)
-_WhereSnapshot = tuple[list[tuple[int, int, int, list[Any]]], tuple[int, int, int], int, int, int | None]
+_WhereTotals = tuple[int, int, int, tuple[int, int] | None]  # count, sum, partial count, (min, max)
+_WhereSnapshot = tuple[list[tuple[int, int, int, list[Any]]], _WhereTotals, int, int, int | None]
 
 @final
 class ExactEngine:

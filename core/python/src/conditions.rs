@@ -6,7 +6,7 @@ use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyString};
 use suse_kernel::conditions::count::Count;
-use suse_kernel::conditions::engine::{Compared, Engine, Saved, Spec, Totals};
+use suse_kernel::conditions::engine::{Compared, Engine, Ext, Saved, Spec, Totals};
 use suse_kernel::conditions::program::{Instr, Program, Slot};
 use suse_kernel::conditions::value::{CmpOp, Value};
 use suse_kernel::numbers::dual::Dual;
@@ -71,7 +71,10 @@ fn program((letter, code): ProgramTuple<'_>) -> Result<Program, Error> {
 }
 
 /// A saved engine as Python values: see `WhereEngine::_snapshot`.
-type SavedTuple<'py> = (Vec<(usize, i64, u64, Vec<Bound<'py, PyAny>>)>, (BigUint, BigUint, BigUint), u64, u64, Option<i64>);
+type SavedTuple<'py> = (Vec<(usize, i64, u64, Vec<Bound<'py, PyAny>>)>, TotalsTuple, u64, u64, Option<i64>);
+
+/// (count, sum, partial count, (min, max) or None)
+type TotalsTuple = (BigUint, BigUint, BigUint, Ext);
 
 /// A condition value as Python sees it (the inverse of [`value`]).
 fn py_value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
@@ -103,8 +106,10 @@ pub struct WhereEngine {
 impl WhereEngine {
     /// `automaton`: (start, finals, delta[state][letter] with -1 for none); `layout`: (columns,
     /// slots as (letter, column, first, size), live[state][slot]); a program or None per
-    /// letter; a compared form or None per letter.
+    /// letter; a compared form or None per letter; `extrema`: with MIN/MAX, per letter
+    /// whether its values count.
     #[new]
+    #[pyo3(signature = (automaton, layout, conditions, compared, window, max_keys, extrema=None))]
     fn new(
         automaton: (usize, Vec<bool>, Vec<Vec<i64>>),
         layout: LayoutTuple,
@@ -112,6 +117,7 @@ impl WhereEngine {
         compared: Vec<Option<ComparedTuple<'_>>>,
         window: i64,
         max_keys: usize,
+        extrema: Option<Vec<bool>>,
     ) -> PyResult<Self> {
         let mut dead = None;
         let inner = guard(&mut dead, || {
@@ -130,7 +136,7 @@ impl WhereEngine {
                     .transpose()
                 })
                 .collect::<Result<_, Error>>()?;
-            Engine::new(Spec { start, finals, delta, columns, slots, live, conditions, compared, window, max_keys })
+            Engine::new(Spec { start, finals, delta, columns, slots, live, conditions, compared, window, max_keys, extrema })
         })?;
         Ok(WhereEngine { inner, dead: None })
     }
@@ -147,7 +153,7 @@ impl WhereEngine {
         values: Option<PyReadonlyArray1<'_, i64>>,
         columns: Vec<Vec<Bound<'_, PyAny>>>,
         times: Option<PyReadonlyArray1<'_, i64>>,
-    ) -> PyResult<Vec<(i64, BigUint, BigUint, BigUint)>> {
+    ) -> PyResult<Vec<Row>> {
         let ts = timestamps.as_array().to_vec();
         let vals = values.map(|v| v.as_array().to_vec());
         let times = times.map(|t| t.as_array().to_vec()).unwrap_or_default();
@@ -178,10 +184,9 @@ impl WhereEngine {
         })
     }
 
-    /// (count, sum, partial count) over everything processed.
-    fn totals(&self) -> (BigUint, BigUint, BigUint) {
-        let t = self.inner.totals();
-        (t.matches.c.to_biguint(), t.matches.s.to_biguint(), t.partial.to_biguint())
+    /// (count, sum, partial count, (min, max) or None) over everything processed.
+    fn totals(&self) -> TotalsTuple {
+        totals_tuple(self.inner.totals())
     }
 
     #[getter]
@@ -208,9 +213,7 @@ impl WhereEngine {
             .into_iter()
             .map(|(letter, t, v, attrs)| Ok((letter, t, v, attrs.iter().map(|a| py_value(py, a)).collect::<PyResult<Vec<_>>>()?)))
             .collect::<PyResult<Vec<_>>>()?;
-        let t = &saved.totals;
-        let totals = (t.matches.c.to_biguint(), t.matches.s.to_biguint(), t.partial.to_biguint());
-        Ok((held, totals, saved.events, saved.skipped, saved.last_timestamp))
+        Ok((held, totals_tuple(&saved.totals), saved.events, saved.skipped, saved.last_timestamp))
     }
 
     /// Take the state of a snapshot ([`WhereEngine::_snapshot`]) of an engine built alike;
@@ -218,7 +221,7 @@ impl WhereEngine {
     fn _load(&mut self, snapshot: SavedTuple<'_>) -> PyResult<()> {
         let spec = self.inner.spec().clone();
         let restored = guard_ro(|| {
-            let (held, (count, sum, partial), events, skipped, last_timestamp) = snapshot;
+            let (held, (count, sum, partial, extrema), events, skipped, last_timestamp) = snapshot;
             let held = held
                 .into_iter()
                 .map(|(letter, t, v, attrs)| Ok((letter, t, v, attrs.iter().map(value).collect::<Result<Box<[Value]>, Error>>()?)))
@@ -226,6 +229,7 @@ impl WhereEngine {
             let totals = Totals {
                 matches: Dual { c: Count::from_biguint(count), s: Count::from_biguint(sum) },
                 partial: Count::from_biguint(partial),
+                extrema,
             };
             Engine::restore(spec, Saved { held, totals, events, skipped, last_timestamp })
         })?;
@@ -240,7 +244,14 @@ impl WhereEngine {
     }
 }
 
-fn row(engine: &Engine, t: i64) -> (i64, BigUint, BigUint, BigUint) {
-    let totals = engine.totals();
-    (t, totals.matches.c.to_biguint(), totals.matches.s.to_biguint(), totals.partial.to_biguint())
+/// (time, count, sum, partial count, (min, max) or None)
+type Row = (i64, BigUint, BigUint, BigUint, Ext);
+
+fn row(engine: &Engine, t: i64) -> Row {
+    let (count, sum, partial, extremes) = totals_tuple(engine.totals());
+    (t, count, sum, partial, extremes)
+}
+
+fn totals_tuple(t: &Totals) -> TotalsTuple {
+    (t.matches.c.to_biguint(), t.matches.s.to_biguint(), t.partial.to_biguint(), t.extrema)
 }

@@ -85,8 +85,8 @@ class Exact(Locked):
     @locked
     def result(self, evaluations: Optional[list[Evaluation]] = None) -> ExactResult:
         if self._where is not None:
-            count, total, partial, skipped, events = self._where.result_parts()
-            return ExactResult(count, total, partial, skipped, events, evaluations or [], late=self.late)
+            count, total, partial, skipped, events, low, high = self._where.result_parts()
+            return ExactResult(count, total, partial, skipped, events, evaluations or [], low, high, late=self.late)
         ooo = self._arrivals.ooo
         if ooo is not None:
             t = ooo.totals()

@@ -72,8 +72,7 @@ class Query:
             pairs = tuple(where.items()) if isinstance(where, Mapping) else where
             if not isinstance(pairs, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
                 raise QueryError(f"where must map letters to conditions, got {show(where)}", 0, regex)
-            check_combination(regex, policy=self.policy, max_missing=self.max_missing, aggregate=self.aggregate,
-                              negated=self.negated)
+            check_combination(regex, policy=self.policy, max_missing=self.max_missing, negated=self.negated)
             self.where = parse_where(regex, dict(pairs))
             self.where_pairs = pairs
 

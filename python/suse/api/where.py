@@ -50,14 +50,12 @@ def refusal(query: str, why: str) -> QueryError:
     return QueryError(f"where is not supported with {why} yet; the exact engine counts it with policy 'any'", 0, query)
 
 
-def check_combination(regex: str, *, policy: str, max_missing: int, aggregate: str, negated: str) -> None:
+def check_combination(regex: str, *, policy: str, max_missing: int, negated: str) -> None:
     """Refuse, by name, what does not combine with ``where`` yet (never ignore a condition)."""
     if policy != "any":
         raise refusal(regex, f"policy {policy!r}")
     if max_missing:
         raise refusal(regex, "max_missing (approximate matching)")
-    if aggregate in ("min", "max"):
-        raise refusal(regex, f"aggregate {aggregate!r}")
     if negated:
         raise refusal(regex, "a negation in the pattern")
 
@@ -192,7 +190,10 @@ class WhereCounter:
         automaton, layout, conditions, compared = compiler.spec()
         width = sum(size + first for (_, _, first, size) in layout[1])
         max_keys = max(1, (memory_limit or DEFAULT_MEMORY_LIMIT) // (KEY_BYTES + VALUE_BYTES * width))
-        self.engine = _core.WhereEngine(automaton, layout, conditions, compared, query.window, max_keys)
+        # MIN/MAX: per letter, whether its values count (the `of` letters, else all)
+        extrema = [query.of is None or c in query.of for c in query.automaton.alphabet] if (
+            query.aggregate in ("min", "max")) else None
+        self.engine = _core.WhereEngine(automaton, layout, conditions, compared, query.window, max_keys, extrema)
         self.letter_codes = np.full(256, 255, np.uint8)
         for i, c in enumerate(query.automaton.alphabet):
             self.letter_codes[ord(c)] = i
@@ -215,7 +216,9 @@ class WhereCounter:
         if vals is not None and self.of_mask is not None:
             vals = np.where(self.of_mask[np.frombuffer(raw, np.uint8)], vals, 0)
         rows = self.engine.extend(codes.tobytes(), ts, vals, columns, times)
-        return in_input_order([Evaluation(t, count, total, partial) for t, count, total, partial in rows], order)
+        return in_input_order([Evaluation(t, count, total, partial, min=extremes and extremes[0],
+                                          max=extremes and extremes[1])
+                               for t, count, total, partial, extremes in rows], order)
 
     def without_late(self, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], late: str):
         """The batch without its late events (reported, or counted with ``late="count"``) and
@@ -257,8 +260,9 @@ class WhereCounter:
         return out
 
     def result_parts(self) -> tuple:
-        count, total, partial = self.engine.totals()
-        return count, total, partial, self.engine.skipped, self.engine.events
+        count, total, partial, extremes = self.engine.totals()
+        low, high = extremes or (None, None)
+        return count, total, partial, self.engine.skipped, self.engine.events, low, high
 
 
 def _exact(value: Any) -> Any:

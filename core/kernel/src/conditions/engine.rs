@@ -51,6 +51,19 @@ pub struct Spec {
     pub window: i64,
     /// The most register keys and held events kept at once (the counting state's size).
     pub max_keys: usize,
+    /// MIN/MAX: per letter, whether its elements' values count (`of`); `None`: not asked for.
+    pub extrema: Option<Vec<bool>>,
+}
+
+/// The smallest and largest counted value on some partial match of a key (`None`: its
+/// partial matches have no counted element). Paths join by min/max, which has no inverse.
+pub type Ext = Option<(u64, u64)>;
+
+fn join(a: Ext, b: Ext) -> Ext {
+    match (a, b) {
+        (Some((l1, h1)), Some((l2, h2))) => Some((l1.min(l2), h1.max(h2))),
+        (x, None) | (None, x) => x,
+    }
 }
 
 /// The move of one state on one letter, decided once.
@@ -111,6 +124,8 @@ pub struct Saved {
 pub struct Totals {
     pub matches: D,
     pub partial: Count,
+    /// MIN/MAX over the elements of every match formed (with `Spec::extrema`).
+    pub extrema: Ext,
 }
 
 pub struct Engine {
@@ -123,6 +138,9 @@ pub struct Engine {
     pub last_timestamp: Option<i64>,
     stack: Vec<Value>,
     deltas: Vec<(usize, Key, D)>,
+    /// With MIN/MAX: per state, the extremes of each key's partial matches (the same keys as
+    /// the counts). Not subtractable, so an expiry rebuilds them from the elements held.
+    extrema: Vec<FxMap<Key, Ext>>,
 }
 
 impl Rules {
@@ -132,6 +150,9 @@ impl Rules {
         let bad = |why: &str| Error::input(format!("conditions: malformed engine specification ({why})"));
         if spec.delta.len() != n || spec.live.len() != n || spec.start >= n || spec.compared.len() != letters {
             return Err(bad("sizes differ"));
+        }
+        if spec.extrema.as_ref().is_some_and(|mask| mask.len() != letters) {
+            return Err(bad("extrema mask"));
         }
         if spec.window < 0 {
             return Err(Error::input("the window must not be negative"));
@@ -277,12 +298,14 @@ impl Rules {
 impl Engine {
     pub fn new(spec: Spec) -> Result<Engine, Error> {
         let rules = Rules::new(spec)?;
+        let n = rules.spec.finals.len();
         let counts = rules.new_counts();
         Ok(Engine {
             rules,
             counts,
             held: VecDeque::new(),
-            totals: Totals { matches: D::zero(), partial: Count::zero() },
+            totals: Totals { matches: D::zero(), partial: Count::zero(), extrema: None },
+            extrema: vec![FxMap::default(); n],
             events: 0,
             skipped: 0,
             last_timestamp: None,
@@ -357,6 +380,13 @@ impl Engine {
         if let Some((q, key)) = &ev.start {
             out.push((*q, key.clone(), Dual::weight(value)));
         }
+        let extremes = match self.extrema_step(&ev) {
+            Ok(extremes) => extremes,
+            Err(e) => {
+                self.deltas = out;
+                return Err(e);
+            }
+        };
         // held events are about as large as keys: both count against the budget
         if self.counts.keys + out.len() + self.held.len() + 1 > self.rules.spec.max_keys {
             self.deltas = out;
@@ -378,8 +408,58 @@ impl Engine {
             self.rules.add(&mut self.counts, q, key, &d)?;
         }
         self.deltas = out;
+        for (q, key, e) in extremes {
+            if count && self.rules.spec.finals[q] {
+                self.totals.extrema = join(self.totals.extrema, e);
+            }
+            let slot = self.extrema[q].entry(key).or_insert(None);
+            *slot = join(*slot, e);
+        }
         self.held.push_back(ev);
         Ok(())
+    }
+
+    /// What taking `ev` adds to the extremes (empty without MIN/MAX): every key whose
+    /// condition holds, scanned, from the extremes before the event.
+    fn extrema_step(&mut self, ev: &Held) -> Result<Vec<(usize, Key, Ext)>, Error> {
+        let Some(mask) = &self.rules.spec.extrema else { return Ok(Vec::new()) };
+        let taken = |e: Ext| if mask[ev.letter] { join(e, Some((ev.value, ev.value))) } else { e };
+        let mut out = Vec::new();
+        for (q, table) in self.extrema.iter().enumerate() {
+            let Some(m) = &self.rules.moves[q][ev.letter] else { continue };
+            for (key, &e) in table {
+                if self.rules.holds(ev.letter, key, &ev.attrs, &mut self.stack)? {
+                    out.push((m.target, self.rules.layout.update(key, ev.letter, &ev.attrs, &self.rules.spec.live[m.target]), taken(e)));
+                }
+            }
+        }
+        if let Some((q, key)) = &ev.start {
+            out.push((*q, key.clone(), taken(None)));
+        }
+        Ok(out)
+    }
+
+    /// The extremes of the partial matches of the elements held, recomputed from them.
+    fn rebuild_extrema(&mut self) -> Result<(), Error> {
+        self.extrema.iter_mut().for_each(|table| table.clear());
+        let held = std::mem::take(&mut self.held);
+        let mut result = Ok(());
+        for ev in &held {
+            match self.extrema_step(ev) {
+                Ok(extremes) => {
+                    for (q, key, e) in extremes {
+                        let slot = self.extrema[q].entry(key).or_insert(None);
+                        *slot = join(*slot, e);
+                    }
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.held = held;
+        result
     }
 
     /// What saving keeps: the window's elements and the totals. The counts are not saved:
@@ -445,7 +525,11 @@ impl Engine {
                 }
             }
         }
+        let started = self.held.range(..expired).any(|h| h.start.is_some());
         self.held.drain(..expired);
+        if started && self.rules.spec.extrema.is_some() {
+            self.rebuild_extrema()?;
+        }
         Ok(())
     }
 }
@@ -488,12 +572,14 @@ mod tests {
             compared,
             window,
             max_keys: 1 << 20,
+            extrema: None,
         }
     }
 
-    /// Every index set by enumeration: word in A B+ C, inside the window, conditions hold.
-    fn naive(events: &[(usize, i64, u64, Option<i64>)], window: i64) -> (u128, u128) {
-        let (mut count, mut sum) = (0u128, 0u128);
+    /// Every index set by enumeration: word in A B+ C, inside the window, conditions hold;
+    /// (count, sum, the extremes of the values of letters in `of`).
+    fn naive(events: &[(usize, i64, u64, Option<i64>)], window: i64, of: &[bool]) -> (u128, u128, Ext) {
+        let (mut count, mut sum, mut extremes) = (0u128, 0u128, None);
         for mask in 1u32..(1 << events.len()) {
             let chosen: Vec<_> = (0..events.len()).filter(|i| mask >> i & 1 == 1).map(|i| events[i]).collect();
             let word: Vec<usize> = chosen.iter().map(|e| e.0).collect();
@@ -508,19 +594,27 @@ mod tests {
             if rising && below {
                 count += 1;
                 sum += chosen.iter().map(|e| e.2 as u128).sum::<u128>();
+                for e in chosen.iter().filter(|e| of[e.0]) {
+                    extremes = join(extremes, Some((e.2, e.2)));
+                }
             }
         }
-        (count, sum)
+        (count, sum, extremes)
     }
 
-    fn run(spec: Spec, events: &[(usize, i64, u64, Option<i64>)]) -> (u128, u128) {
+    fn run(spec: Spec, events: &[(usize, i64, u64, Option<i64>)]) -> (u128, u128, Ext) {
         let mut engine = Engine::new(spec).unwrap();
         for &(letter, t, v, p) in events {
             let attrs: Box<[Value]> = vec![p.map_or(Value::Null, Value::Int)].into();
             engine.feed(Some(letter), t, v, attrs).unwrap();
         }
         let d = &engine.totals().matches;
-        (d.c.to_biguint().try_into().unwrap(), d.s.to_biguint().try_into().unwrap())
+        (d.c.to_biguint().try_into().unwrap(), d.s.to_biguint().try_into().unwrap(), engine.totals().extrema)
+    }
+
+    fn with_extrema(mut spec: Spec, of: &[bool]) -> Spec {
+        spec.extrema = Some(of.to_vec());
+        spec
     }
 
     proptest! {
@@ -531,12 +625,15 @@ mod tests {
         fn engine_agrees_with_enumeration(
             raw in proptest::collection::vec((0usize..3, 0i64..3, 0u64..5, proptest::option::weighted(0.85, 0i64..4)), 0..11),
             window in 0i64..8,
+            of in proptest::collection::vec(proptest::bool::ANY, 3),
         ) {
             let mut t = 0;
             let events: Vec<_> = raw.into_iter().map(|(l, gap, v, p)| { t += gap; (l, t, v, p) }).collect();
-            let expected = naive(&events, window);
-            prop_assert_eq!(run(rising_run(window, true), &events), expected);
-            prop_assert_eq!(run(rising_run(window, false), &events), expected);
+            let expected = naive(&events, window, &of);
+            prop_assert_eq!(run(with_extrema(rising_run(window, true), &of), &events), expected);
+            prop_assert_eq!(run(with_extrema(rising_run(window, false), &of), &events), expected);
+            let (count, sum, _) = expected;
+            prop_assert_eq!(run(rising_run(window, true), &events), (count, sum, None));
         }
 
         /// An engine saved and restored at any point goes on exactly as the one never saved:
@@ -553,13 +650,14 @@ mod tests {
                 let attrs: Box<[Value]> = vec![p.map_or(Value::Null, Value::Int)].into();
                 engine.feed((l < 3).then_some(l), t, v, attrs).unwrap();  // letter 3: outside the query
             };
-            let (mut whole, mut cut_one) = (Engine::new(rising_run(window, true)).unwrap(), Engine::new(rising_run(window, true)).unwrap());
+            let spec = || with_extrema(rising_run(window, true), &[true, false, true]);
+            let (mut whole, mut cut_one) = (Engine::new(spec()).unwrap(), Engine::new(spec()).unwrap());
             let cut = cut.min(events.len());
             for e in &events[..cut] {
                 feed(&mut whole, e);
                 feed(&mut cut_one, e);
             }
-            let mut restored = Engine::restore(rising_run(window, true), cut_one.saved()).unwrap();
+            let mut restored = Engine::restore(spec(), cut_one.saved()).unwrap();
             prop_assert_eq!(restored.keys(), whole.keys());
             for e in &events[cut..] {
                 feed(&mut whole, e);
