@@ -120,3 +120,39 @@ def test_a_stream_refuses_conditions_by_name(spark, tmp_path, rows):
         str(tmp_path))
     with pytest.raises(QueryError, match=r"where is not supported on a stream"):
         aggregate_stream(stream, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING)
+
+
+@pytest.mark.slow  # a job of its own: about 20 s here
+def test_a_job_file_counts_conditions_over_json_columns(spark, tmp_path, rows):
+    from suse.spark.jobs.load import load_config
+    from suse.spark.jobs.run import run_job
+
+    (tmp_path / "in").mkdir()
+    rows.to_json(tmp_path / "in" / "part.json", orient="records", lines=True)
+    conditions = ", ".join(f"{letter} = '{condition}'" for letter, condition in RISING.items())
+    characters = "\n".join(f'{c} = "{p}"' for c, p in CHARS.items())
+    job = tmp_path / "job.toml"
+    job.write_text(f"""
+[input]
+path = "{tmp_path / 'in'}"
+format = "json"
+schema = "k string, t long, kind string, price double, label string, v long"
+timestamp = "t"
+partition_by = "k"
+value = "v"
+[characters]
+{characters}
+[query]
+regex = "{QUERY}"
+window = {WINDOW}
+where = {{ {conditions} }}
+[evaluate]
+at = [8, 16, 23]
+engine = "exact"
+[output]
+path = "{tmp_path / 'out'}"
+format = "json"
+""")
+    run_job(load_config(job))
+    out = spark.read.json(str(tmp_path / "out")).collect()
+    assert {(r["k"], r["evaluated_at"]): (r["count"], r["sum"]) for r in out} == expected(rows, RISING, [8, 16, 23])
