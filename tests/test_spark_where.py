@@ -156,3 +156,48 @@ format = "json"
     run_job(load_config(job))
     out = spark.read.json(str(tmp_path / "out")).collect()
     assert {(r["k"], r["evaluated_at"]): (r["count"], r["sum"]) for r in out} == expected(rows, RISING, [8, 16, 23])
+
+
+# --- the SQL front: counting mode's DEFINE split into the row predicate and `where` -------------
+
+STATEMENT = """SELECT * FROM where_rows MATCH_RECOGNIZE (
+  PARTITION BY k ORDER BY t
+  MEASURES COUNT(*) AS n, SUM(v) AS total
+  PATTERN (A B+ C)
+  DEFINE A AS kind = 'a',
+         B AS kind = 'b' AND coalesce(price, 0) BETWEEN -1 AND 100
+              AND (LAST(B.price, 1) IS NULL OR B.price > LAST(B.price, 1)),
+         C AS kind = 'c' AND C.price < B.price
+  WITHIN 8 SUMMARY EXACT EVALUATE AT 8, 16, 23
+)"""
+
+
+def test_sql_splits_each_define_into_the_row_predicate_and_where(spark, frame, rows):
+    import suse.spark
+
+    frame.createOrReplaceTempView("where_rows")
+    out = suse.spark.sql(spark, STATEMENT).collect()
+    assert {(r["k"], r["evaluated_at"]): (r["n"], r["total"]) for r in out} == expected(rows, RISING, [8, 16, 23])
+    assert "elements" not in out[0]
+
+
+@pytest.mark.parametrize("change, message, at", [
+    ("SUMMARY EXACT", "a DEFINE compares rows of the match", "(LAST(B.price, 1) IS NULL"),
+    ("C.price < B.price", "DEFINE C: avg() over the match's rows is a condition over a whole prefix", "avg(B.price)"),
+    ("C.price < B.price", "DEFINE C: LAST(price, 1) without a variable reads any row", "LAST(price, 1)"),
+    ("C.price < B.price", "DEFINE C: ", "% 2"),
+    ("C.price < B.price", "DEFINE C: LAST(price * 2): a condition between a match's rows reads one column at a time", "LAST(B.price * 2, 1)"),
+])
+def test_sql_refuses_what_the_conditions_cannot_say_at_its_position(spark, frame, change, message, at):
+    import suse.spark
+    from suse.errors import SqlError
+
+    frame.createOrReplaceTempView("where_rows")
+    replacement = {"avg(B.price)": "C.price < avg(B.price)", "LAST(price, 1)": "C.price < LAST(price, 1)",
+                   "% 2": "C.price < B.price % 2", "LAST(B.price * 2, 1)": "C.price < LAST(B.price * 2, 1)",
+                   "(LAST(B.price, 1) IS NULL": "SUMMARY 10"}[at]
+    text = STATEMENT.replace(change, replacement)
+    with pytest.raises(SqlError) as info:
+        suse.spark.sql(spark, text)
+    assert message in str(info.value)
+    assert info.value.position == text.index(at), (str(info.value), text[info.value.position:][:30])
