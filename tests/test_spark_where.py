@@ -201,3 +201,27 @@ def test_sql_refuses_what_the_conditions_cannot_say_at_its_position(spark, frame
         suse.spark.sql(spark, text)
     assert message in str(info.value)
     assert info.value.position == text.index(at), (str(info.value), text[info.value.position:][:30])
+
+
+def test_the_live_page_refuses_conditions_by_name(tmp_path):
+    from suse.dashboard import serve
+
+    job = tmp_path / "job.toml"
+    job.write_text(f"""[input]
+path = "{tmp_path / 'in'}"
+format = "json"
+timestamp = "t"
+[characters]
+A = "kind = 'a'"
+B = "kind = 'b'"
+[query]
+regex = "AB"
+window = 5
+where = {{ B = "B.price > A.price" }}
+[evaluate]
+engine = "exact"
+[output]
+path = "{tmp_path / 'out'}"
+""")
+    with pytest.raises(InputError, match="the live page runs summaries, which do not count conditions"):
+        serve(job, log=lambda line: None)
