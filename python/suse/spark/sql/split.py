@@ -3,7 +3,8 @@
 ``DEFINE B AS kind = 'B' AND B.price > LAST(B.price, 1), C AS C.price < B.price`` is cut at its
 top-level ANDs. A conjunct whose every part reads the row itself (a column, ``B.col`` of its own
 variable, ``PREV``/``NEXT`` of the row: the standard mode's row-local test,
-``Split.row_local``) goes into the row predicate, the engine character's; the others
+``Split.row_local``; a conjunct naming no variable and no FIRST/LAST goes to Spark as
+written, window functions included) goes into the row predicate, the engine character's; the others
 (``LAST``/``FIRST``, another variable's column) become the letter's condition of ``where``
 (docs/QUERY.md), counted by the exact engine. What that language cannot say (PREV of a match's
 row, aggregates over the match, expressions inside LAST) is a :class:`suse.SqlError` naming the
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from suse.errors import SqlError
 from suse.recognize.expressions import Agg, Classifier, Extractor, Leaf, Nav, Split
@@ -72,15 +73,20 @@ def conjuncts(tokens: Sequence) -> list[list]:
 
 
 def split_define(var: str, tokens: Sequence, text: str, columns: dict[str, str], letters: dict[str, str],
-                 window: str) -> tuple[str, CrossCondition | None]:
+                 window: str, as_written: Callable[[str], str]) -> tuple[str, CrossCondition | None]:
     """The row predicate (Spark SQL; ``true`` when every conjunct reads other rows) and the
     condition between rows (None when there is none) of ``DEFINE var AS tokens``.
-    ``columns``: the input's column names by lower-case name."""
+    ``columns``: the input's column names by lower-case name; ``as_written``: what a conjunct
+    naming no variable and no FIRST/LAST becomes (the DEFINE of counting mode without a split:
+    Spark's own window functions stay Spark's)."""
     rows: list[str] = []
     cross: list[Split] = []
     for part in conjuncts(tokens):
         if not part:
             raise SqlError(f"DEFINE {var}: a condition is missing around AND", tokens[0].pos, text)
+        if not crosses_rows(part, set(letters)):
+            rows.append(f"({as_written(text[part[0].pos:part[-1].pos + len(part[-1].text)])})")
+            continue
         sp = Extractor(part, text, set(columns), set(letters), "DEFINE").split()
         if sp.row_local(var, {}):
             rows.append(f"({sp.render_row(window)})")

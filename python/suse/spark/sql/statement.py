@@ -623,7 +623,8 @@ def _defines(st: Statement, columns: dict[str, str], over: str) -> tuple[dict[st
         if not crosses_rows(tokens, set(st.letters)):
             characters[st.letters[name]] = _prev(cond, over)
             continue
-        predicate, condition = split_define(name, tokens, st.text, columns, st.letters, over)
+        predicate, condition = split_define(name, tokens, st.text, columns, st.letters, over,
+                                            lambda text: _prev(text, over))
         characters[st.letters[name]] = predicate
         if condition is not None:
             where[st.letters[name]], cross[st.letters[name]] = condition.text, condition
