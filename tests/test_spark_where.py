@@ -167,7 +167,8 @@ STATEMENT = """SELECT * FROM where_rows MATCH_RECOGNIZE (
   DEFINE A AS kind = 'a',
          B AS kind = 'b' AND coalesce(price, 0) BETWEEN -1 AND 100
               AND (LAST(B.price, 1) IS NULL OR B.price > LAST(B.price, 1)),
-         C AS kind = 'c' AND C.price < B.price
+         C AS kind = 'c' AND coalesce(price, 0) <= max(coalesce(price, 0)) OVER (PARTITION BY k)
+              AND C.price < B.price
   WITHIN 8 SUMMARY EXACT EVALUATE AT 8, 16, 23
 )"""
 
