@@ -179,3 +179,48 @@ def test_suse_run_prints_warnings_and_dropped_rows(tmp_path):
     assert "warning: query a(b|c)*c: character column 'c'" in err and "never holds letter b," in err
     assert "warning: 1 rows with a NULL or unreadable timestamp were dropped and 0 corrupt input records" in err
     assert "Traceback" not in proc.stderr and "largest partitions" in proc.stdout
+
+
+
+ONE = JOB.split("[[query]]")[0] + """[query]
+regex = "AB+"
+window = 20
+where = {{ B = "LAST(B.x, 1) IS NULL OR B.x > LAST(B.x, 1)" }}
+[evaluate]
+at = "end"
+engine = "exact"
+[output]
+path = "{out}"
+"""
+STREAMING = ('name = "checked"\n', 'name = "checked"\nmode = "streaming"\n'), "\n[streaming]\ncheckpoint = 'c'\n"
+
+
+@pytest.mark.parametrize("changes, extra, message", [
+    ([], "", None),
+    ([('engine = "exact"', "")], "", "query.where: conditions are counted by the exact engine only; set evaluate.engine"),
+    ([("B.x > LAST(B.x, 1)", "B.x > LAST(B.x")], "", "query.where: condition of B: expected ')' to close LAST("),
+    ([('B = "LAST', 'C = "LAST')], "", "query.where: condition of C:"),
+    ([('engine = "exact"', 'engine = "exact"\nexact = true')], "", "evaluate: exact = true adds"),
+    ([('engine = "exact"', 'engine = "fast"')], "", "evaluate.engine: Input should be 'summary' or 'exact'"),
+    ([STREAMING[0]], STREAMING[1], "engine = 'exact' is for batch jobs"),
+    ([STREAMING[0], ('engine = "exact"', "")], STREAMING[1],
+     "query.where: a streaming job keeps summaries, which do not count conditions yet"),
+])
+def test_conditions_in_a_job_file_are_checked_before_spark(changes, extra, message):
+    text = ONE
+    for old, new in changes:
+        assert old in text
+        text = text.replace(old, new)
+    if message is None:
+        assert parse_config(_config(extra=extra, text=text)).queries[0].where
+        return
+    with pytest.raises(ConfigError) as err:
+        parse_config(_config(extra=extra, text=text))
+    assert message in " ".join(str(err.value).split())
+
+
+def test_conditions_in_a_query_set_are_refused_by_name():
+    text = JOB.replace('name = "second"', 'name = "second"\nwhere = {{ B = "B.x > 1" }}').replace(
+        'at = "end"', 'at = "end"\nengine = "exact"')
+    with pytest.raises(ConfigError, match=r"query\[1\].where: conditions are not counted in a query set yet"):
+        parse_config(_config(text=text))

@@ -244,14 +244,6 @@ def test_the_job_spec_carries_conditions_as_one_hashable_field():
     assert QuerySpec("A B+ C", 10, where={}).where is None
 
 
-def test_spark_refuses_conditions_on_the_driver():
-    prepare = pytest.importorskip("suse.spark.prepare")
-    from suse.spec import QuerySpec
-
-    with pytest.raises(QueryError, match="where is not supported on Spark"):
-        prepare._compiled(QuerySpec("A B+ C", 10, where=RISING), named=False)
-
-
 def test_of_restricts_the_sum_to_its_letters():
     from oracle import where_matches
 

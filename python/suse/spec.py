@@ -182,6 +182,23 @@ class OutputSpec:
     elements: bool = True
     #: each row's matches among its retained elements (None: no matches column)
     matches: Optional[MatchesSpec] = None
+    #: what computes each row: "summary" (a bounded summary; with `exact`, the exact engine's
+    #: counts beside) or "exact" (the exact engine alone, over the partition's whole stream:
+    #: no summary columns; the engine that counts conditions between events, `where`)
+    engine: str = "summary"
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise InputError(f"engine must be one of {', '.join(map(repr, ENGINES))}, got {self.engine!r}")
+        if self.engine == "exact" and self.exact:
+            raise InputError("exact=True adds the exact engine's counts beside a summary's; with engine='exact' the "
+                             "count columns are already the exact engine's: leave exact out")
+        if self.engine == "exact" and self.matches is not None:
+            raise InputError("matches are listed among a summary's retained elements; engine='exact' keeps none")
+
+
+#: The engines a job's rows can come from (OutputSpec.engine).
+ENGINES = ("summary", "exact")
 
 
 @dataclass(frozen=True)
@@ -242,6 +259,8 @@ class BatchOptions(TypedDict, total=False):
     matches: Optional[int]
     sample_matches: Optional[int]
     queries: Optional[Mapping[str, Any]]
+    where: Optional[Mapping[str, str]]
+    engine: str
 
 
 class StreamOptions(TypedDict, total=False):
@@ -260,15 +279,16 @@ class StreamOptions(TypedDict, total=False):
     max_missing: int
     evaluate: Any
     queries: Optional[Mapping[str, Any]]
+    where: Optional[Mapping[str, str]]
     idle_timeout: Any
     on_change: str
 
 
 #: Settings a query of a set may give for itself; the others are the job's.
 PER_QUERY = ("window", "aggregate", "policy", "summary_size", "strategy", "probabilities", "seed", "evaluate", "of",
-             "max_missing")
+             "max_missing", "where")
 #: The query settings given beside a pattern (keyword and QuerySpec field alike).
-QUERY_SETTINGS = ("aggregate", "policy", "of", "max_missing")
+QUERY_SETTINGS = ("aggregate", "policy", "of", "max_missing", "where")
 _QUERY_KEYS = {k: k for k in QUERY_SETTINGS}
 _SUMMARY_KEYS = {"summary_size": "size", "strategy": "strategy", "probabilities": "probabilities", "seed": "seed",
                  "lateness": "lateness"}

@@ -160,9 +160,12 @@ class _Compiler:
 
 def split_events(events: Any) -> tuple[Any, Optional[list[Mapping]], Any]:
     """(events without attributes, the attribute mappings of tuple events or None, the table
-    when the events are one)."""
+    of attribute columns when the events have one: a DataFrame, or the ``attributes``
+    mapping of columnar events such as suse.io's ``Events`` read from CSV)."""
     if hasattr(events, "columns") and hasattr(events, "__getitem__"):
         return events, None, events
+    if hasattr(events, "chars") and hasattr(events, "timestamps"):
+        return events, None, getattr(events, "attributes", None) or {}
     if events is None or isinstance(events, (str, bytes, bytearray)) or not hasattr(events, "__iter__"):
         return events, None, None
     plain, attributes = [], []
@@ -207,7 +210,12 @@ class WhereCounter:
                              "attribute columns), not chars=/timestamps=")
         plain, attributes, table = split_events(events)
         raw, ts, vals = coerce_events(plain)
-        columns = self.attribute_columns(raw, ts, attributes, table)
+        columns = None if table is None or not len(raw) else self.table_columns(table)  # none to read when empty
+        return self.feed(raw, ts, vals, self.attribute_columns(raw, ts, attributes, columns), evaluate_at, late)
+
+    def feed(self, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], columns: list[list[Any]],
+             evaluate_at: Any, late: str = "error") -> list[Evaluation]:
+        """Events already coerced, with their ``attribute_columns``."""
         raw, ts, vals, keep = self.without_late(raw, ts, vals, late)
         if keep is not None:
             columns = [[column[i] for i in np.flatnonzero(keep)] for column in columns]
@@ -228,9 +236,25 @@ class WhereCounter:
         self.late += dropped
         return raw, kept_ts, vals, (~late_mask(ts, last, 0)[0] if dropped else None)
 
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """The attributes the conditions read from the data (``timestamp`` is every event's own)."""
+        return self.where.attribute_names()
+
+    def table_columns(self, table: Any) -> dict[str, list[Any]]:
+        """The attribute columns of a table (a DataFrame, or a mapping from names to columns),
+        each as a list; a missing one is an error."""
+        names = table.columns if hasattr(table, "columns") else table
+        for name in self.attributes:
+            if name not in names:
+                readers = sorted(c for c, letters in self.needed.items() if name in letters)
+                raise InputError(f"the table has no column {name!r}, which the condition of {'/'.join(readers)} reads")
+        return {name: _as_list(table[name]) for name in self.attributes}
+
     def attribute_columns(self, raw: bytes, ts: np.ndarray, attributes: Optional[list[Mapping]],
-                          table: Any) -> list[list[Any]]:
-        """One list per attribute column, one value per event (None where its letter reads none)."""
+                          table: Optional[Mapping[str, list[Any]]]) -> list[list[Any]]:
+        """One list per attribute column, one value per event (None where its letter reads
+        none), from the tuples' mappings or a table's columns (``table_columns``)."""
         n = len(raw)
         chars = raw.decode("latin-1")
         out = []
@@ -240,15 +264,11 @@ class WhereCounter:
                 continue
             column: list[Any] = [None] * n
             readers = {c for c, names in self.needed.items() if name in names}
-            if table is not None:
-                if name not in table.columns:
-                    raise InputError(f"the table has no column {name!r}, which the condition of "
-                                     f"{'/'.join(sorted(readers))} reads")
-                source = table[name].tolist()
+            source = table[name] if table is not None else None
             for i, c in enumerate(chars):
                 if c not in readers:
                     continue
-                if table is not None:
+                if source is not None:
                     raw_value = source[i]
                 else:
                     mapping = attributes[i] if attributes is not None else {}
@@ -263,6 +283,10 @@ class WhereCounter:
         count, total, partial, extremes = self.engine.totals()
         low, high = extremes or (None, None)
         return count, total, partial, self.engine.skipped, self.engine.events, low, high
+
+
+def _as_list(column: Any) -> list[Any]:
+    return column.tolist() if hasattr(column, "tolist") else list(column)
 
 
 def _exact(value: Any) -> Any:

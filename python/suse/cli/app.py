@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand
 
-from suse.errors import InputError, InternalError, QueryError, SuseError
+from suse.errors import ConditionError, InputError, InternalError, QueryError, SuseError
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -142,6 +142,9 @@ def friendly_errors(func: F) -> F:
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
+        except ConditionError as exc:  # one line: the condition is short, its position is enough
+            print_error(f"{exc.message} (position {exc.position} of {exc.query!r})", "query error")
+            raise typer.Exit(2) from None
         except QueryError as exc:
             print_error(f"{exc.message} (position {exc.position})", "query error")
             err_console.print(Text(exc.caret()))

@@ -14,6 +14,7 @@ import typer
 
 import suse
 from suse.api.feeding import LATE_MODES, PLACEMENTS
+from suse.errors import InputError
 
 
 def choices(name: str, names: tuple[str, ...]) -> Any:
@@ -91,6 +92,27 @@ EVALUATE_AT = typer.Option(
     help="Also report the aggregate over all events with timestamp <= each T (rows in this order).",
 )
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
+WHERE = typer.Option(
+    None, "--where", metavar="'LETTER: CONDITION'",
+    help="A condition between a match's events, e.g. 'B: B.p > LAST(B.p, 1)' (docs/QUERY.md); repeat it for "
+    "other letters. Attributes are the CSV's columns of those names.",
+)
+
+
+def where_conditions(given: Optional[list[str]]) -> Optional[dict[str, str]]:
+    """``--where 'B: condition'`` options as ``{letter: condition}`` (None without any)."""
+    if not given:
+        return None
+    out: dict[str, str] = {}
+    for item in given:
+        letter, colon, condition = item.partition(":")
+        letter = letter.strip()
+        if not colon or not letter:
+            raise InputError(f"--where {item!r}: expected 'LETTER: CONDITION', e.g. 'B: B.p > LAST(B.p, 1)'")
+        if letter in out:
+            raise InputError(f"--where: two conditions for {letter}; join them with AND")
+        out[letter] = condition.strip()
+    return out
 MAX_MISSING = typer.Option(
     0, "--max-missing", metavar="K", parser=at_least(0),
     help="Approximate matching: also count matches missing up to K pattern letters (reports count_by_missing).",
@@ -153,6 +175,7 @@ class ExactOptions:
     queries: Optional[Path] = QUERIES
     lateness: int = LATENESS
     late: Late = LATE  # type: ignore[valid-type]
+    where: Optional[list[str]] = WHERE
 
 
 @dataclass(frozen=True)

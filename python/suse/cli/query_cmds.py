@@ -13,7 +13,7 @@ import suse
 from suse.cli import multi_cmds
 from suse.cli.app import Command, app, friendly_errors, options_command, read_text_file, stdout_console
 from suse.cli.feed import Timed, engine_feed, play
-from suse.cli.options import MAX_MISSING, QUERY, EvalOptions, ExactOptions, Late
+from suse.cli.options import MAX_MISSING, QUERY, EvalOptions, ExactOptions, Late, where_conditions
 from suse.cli.output import avg_text, new_table, print_json
 from suse.errors import InputError
 from suse.io.formats import iter_stream, read_probabilities
@@ -121,17 +121,21 @@ def _in_order_options(lateness: int, late: Late) -> None:
 @options_command("exact", ExactOptions)
 def exact_cmd(o: ExactOptions) -> None:
     """Count (and sum) every match of QUERY over the whole stream, exactly."""
+    where = where_conditions(o.where)
     if o.queries is not None:
         _in_order_options(o.lateness, o.late)
+        if where:
+            raise InputError("--where applies to one query; it is not supported with --queries")
         multi_cmds.exact_set(o)
         return
     query, stream, window, policy, evaluate_at = o.query, o.stream, o.window, o.policy, o.evaluate_at
     lateness, late, fmt, max_missing, as_json = o.lateness, o.late, o.fmt, o.max_missing, o.as_json
-    q = suse.Query(query, window, o.aggregate.value, policy.value, of=o.of, max_missing=max_missing)
+    q = suse.Query(query, window, o.aggregate.value, policy.value, of=o.of, max_missing=max_missing, where=where)
     extrema = q._extrema
     engine = suse.Exact(q, lateness=lateness)
-    answers = play(iter_stream(stream, fmt.value), engine_feed([engine], late.value, bool(evaluate_at)), evaluate_at,
-                   lateness)
+    attributes = () if q.where is None else q.where.attribute_names()
+    answers = play(iter_stream(stream, fmt.value, attributes), engine_feed([engine], late.value, bool(evaluate_at)),
+                   evaluate_at, lateness)
     r = engine.result([a for a, in answers])
     data = {
         "count": r.count, "sum": r.sum, "avg": r.avg, "partial_count": r.partial_count,

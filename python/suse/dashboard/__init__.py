@@ -116,6 +116,9 @@ def serve(
         if q.aggregate in ("min", "max") or q.of is not None:
             raise InputError(f"query {q.label!r}: the live page does not show aggregate min/max or `of` yet; "
                              "run the job with `suse run`")
+        if q.where or cfg.evaluate.engine != "summary":  # it replays summaries, which do not count conditions
+            raise InputError(f"query {q.label!r}: the live page runs summaries, which do not count conditions "
+                             "between events (where) or run engine = 'exact' yet; run the job with `suse run`")
     if cfg.mode == "streaming" and speed is not None:
         raise InputError("--speed applies to a replayed batch job; a streaming job runs at the pace its files arrive")
     names = [cfg.summary.strategy]

@@ -9,7 +9,10 @@ Formats
   columns are ignored. Blank lines are skipped. An optional ``op`` column marks retractions:
   ``+`` an event, ``-`` taking back one earlier event with the same char, timestamp and value
   (``Events.retract``; only callers that take retractions accept a stream with ``-`` rows, see
-  ``suse exact --lateness``).
+  ``suse exact --lateness``). Columns a query's conditions read (``where``) are read as
+  attributes (``Events.attributes``), by their exact name: an empty field is NULL, a field
+  that reads as a decimal number (``3``, ``-2.5``, ``1e3``) is that number, exactly, and any
+  other field is a string.
 * **Probabilities**: pairs ``CHAR PROBABILITY``, e.g. ``A 0.25 B 0.75``.
 
 Input is UTF-8; a leading byte-order mark is ignored in every format. Lines end with ``\\n``
@@ -37,7 +40,8 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable, Iterator
+from fractions import Fraction
+from typing import BinaryIO, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -83,6 +87,8 @@ class Events:
     locate: Locate | None = field(default=None, repr=False)
     #: True where a row is a retraction (CSV ``op`` column ``-``); None without that column.
     retract: np.ndarray | None = field(default=None, repr=False)
+    #: Attribute name -> one value per event (CSV columns a query's conditions read), or None.
+    attributes: Mapping[str, list] | None = field(default=None, repr=False)
 
     def __post_init__(self):
         # Coerce so callers may pass lists; frozen dataclasses need object.__setattr__.
@@ -126,6 +132,7 @@ class Events:
             None if self.values is None else self.values[start:stop],
             None if self.locate is None else _shifted(self.locate, start),
             None if self.retract is None else self.retract[start:stop],
+            None if self.attributes is None else {k: v[start:stop] for k, v in self.attributes.items()},
         )
 
 
@@ -147,6 +154,8 @@ class Events:
             None if first.values is None else np.concatenate([p.values for p in parts]),
             locate,
             None if first.retract is None else np.concatenate([p.retract for p in parts]),
+            None if first.attributes is None else {k: [x for p in parts for x in p.attributes[k]]  # type: ignore[index]
+                                                   for k in first.attributes},
         )
 
     def __iter__(self) -> Iterator[tuple[str, int, int | None]]:
@@ -460,6 +469,32 @@ def _header_columns(header: list[str], line: int) -> dict[str, int]:
     return {name: names.index(name) for name in ("char", "timestamp", "value", "op") if name in names}
 
 
+def _attribute_columns(header: list[str], attributes: Sequence[str], line: int) -> dict[str, int]:
+    """Position of each attribute column (its exact name, blanks around it ignored)."""
+    names = [h.strip() for h in header]
+    for name in attributes:
+        if name not in names:
+            raise InputError(f"line {line}: missing column {name!r}, which a condition reads (header has "
+                             f"{', '.join(shown(n) for n in names[:20])}{', …' if len(names) > 20 else ''})")
+    return {name: names.index(name) for name in attributes}
+
+
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def attribute_value(field_text: str) -> int | Fraction | str | None:
+    """A CSV field as an attribute: empty is NULL, a decimal number is that number (exactly),
+    anything else is the string itself."""
+    text = field_text.strip()
+    if not text:
+        return None
+    if _INT.fullmatch(text):
+        return int(text)
+    if _NUMBER.fullmatch(text):
+        return Fraction(text)
+    return field_text
+
+
 def _csv_problem(part: bytes, line: int, n_fields: int, exc: Exception) -> InputError:
     """A piece pyarrow refused, said as the csv module sees it: the line and what is wrong."""
     try:
@@ -492,10 +527,11 @@ def _csv_table(part: bytes, line: int, n_fields: int, wanted: list[int]) -> pa.T
         raise _csv_problem(part, line, n_fields, exc) from None
 
 
-def _csv_chunks(source: _Input) -> Iterator[Events]:
+def _csv_chunks(source: _Input, attributes: Sequence[str] = ()) -> Iterator[Events]:
     blocks = source.blocks()
     header, line, pending = _csv_header(blocks)
     columns = _header_columns(header, line - 1)
+    extra = _attribute_columns(header, attributes, line - 1)
     n_fields = len(header)
     rows = 0
     for block, final in _then_end(blocks, b""):
@@ -508,7 +544,7 @@ def _csv_chunks(source: _Input) -> Iterator[Events]:
             continue
         part, pending = buf[:end], buf[end:]
         if part.strip(b"\r\n"):
-            events = _csv_events(part, line, n_fields, columns)
+            events = _csv_events(part, line, n_fields, columns, extra)
             rows += len(events)
             if len(events):
                 yield events
@@ -524,8 +560,10 @@ def _then_end(blocks: Iterator, empty: str | bytes) -> Iterator[tuple]:
     yield empty, True
 
 
-def _csv_events(part: bytes, line: int, n_fields: int, columns: dict[str, int]) -> Events:
-    table = _csv_table(part, line, n_fields, sorted(columns.values()))
+def _csv_events(part: bytes, line: int, n_fields: int, columns: dict[str, int],
+                extra: Mapping[str, int] | None = None) -> Events:
+    extra = extra or {}
+    table = _csv_table(part, line, n_fields, sorted({*columns.values(), *extra.values()}))
     row_lines: list[int] = []
 
     def where(i: int) -> str:  # the line a row ends on, found by reading the piece again
@@ -549,27 +587,33 @@ def _csv_events(part: bytes, line: int, n_fields: int, columns: dict[str, int]) 
             raise InputError(f"{where(i)}: op must be '+' (an event) or '-' (a retraction), got "
                              f"{shown(ops[i].as_py())}")
         retract = pc.equal(ops, "-").to_numpy()
-    return Events(chars, stamps, values, where, retract)
+    attributes = {name: [attribute_value(x) for x in table.column(f"f{i}").to_pylist()] for name, i in extra.items()}
+    return Events(chars, stamps, values, where, retract, attributes if extra else None)
 
 
 # --------------------------------------------------------------------------- streams
-def iter_stream(path_or_dash, fmt: str = "auto") -> Iterator[Events]:
+def iter_stream(path_or_dash, fmt: str = "auto", attributes: Sequence[str] = ()) -> Iterator[Events]:
     """A stream from a file, or from standard input when the path is ``-``, in pieces of
     about ``BLOCK_BYTES``: memory does not grow with its length.
 
     ``fmt`` is ``"text"``, ``"csv"`` or ``"auto"``: CSV when the first non-blank line
-    contains a comma, text otherwise.
+    contains a comma, text otherwise. ``attributes``: CSV columns read as the events'
+    attributes (``Events.attributes``; the text format has none).
     """
     if fmt not in ("auto", "text", "csv"):
         raise InputError(f"unknown stream format {fmt!r}: expected 'auto', 'text' or 'csv'")
-    return _pieces(_Input.open(path_or_dash), fmt)
+    return _pieces(_Input.open(path_or_dash), fmt, tuple(attributes))
 
 
-def _pieces(source: _Input, fmt: str) -> Iterator[Events]:
+def _pieces(source: _Input, fmt: str, attributes: tuple[str, ...] = ()) -> Iterator[Events]:
     try:
         if fmt == "auto":
             fmt = "csv" if "," in source.peek_line() else "text"
-        for piece in (_csv_chunks if fmt == "csv" else _text_chunks)(source):
+        if attributes and fmt != "csv":
+            raise InputError(f"the conditions read attributes ({', '.join(map(repr, attributes))}) from CSV columns; "
+                             "the text format has none")
+        chunks = _csv_chunks(source, attributes) if fmt == "csv" else _text_chunks(source)
+        for piece in chunks:
             yield piece
             # the arrow buffers of pieces done with are free: give them back, or the pool grows
             pa.default_memory_pool().release_unused()

@@ -848,6 +848,10 @@ class Where:
                     read.setdefault(use.letter, set()).add(use.attribute)
         return {letter: tuple(sorted(names)) for letter, names in sorted(read.items())}
 
+    def attribute_names(self) -> tuple[str, ...]:
+        """Every attribute some condition reads from the data (sorted, ``timestamp`` left out)."""
+        return tuple(sorted({name for names in self.attributes().values() for name in names}))
+
 
 class _Shape:
     """What the words of a query allow, from its automaton with negations left out (a

@@ -70,9 +70,35 @@ class Split:
 
     pieces: tuple
     leaves: tuple[Leaf, ...]
+    #: where each piece starts in the statement (error positions of what a piece becomes)
+    starts: tuple[int, ...] = ()
 
     def render(self, leaf_text) -> str:
         return "".join(p if isinstance(p, str) else leaf_text(self.leaves[p]) for p in self.pieces)
+
+    def row_local(self, var: str, members: dict) -> bool:
+        """Whether, in the DEFINE of ``var``, every leaf reads the current row or a fixed
+        distance from it: Spark computes such a condition per row (``render_row``)."""
+        return all(current_row(leaf, var, members) for leaf in self.leaves)
+
+    def render_row(self, window: str) -> str:
+        """A ``row_local`` condition as Spark SQL: qualifiers dropped, PREV/NEXT as lag/lead."""
+        return self.render(lambda leaf: _row_text(leaf, window))
+
+
+def current_row(leaf: Leaf, var: str, members: dict) -> bool:
+    """Whether a DEFINE leaf of ``var`` reads the current row or a fixed distance from it."""
+    if not isinstance(leaf, Nav) or leaf.logical != "LAST" or leaf.index != 0:
+        return False
+    return leaf.qual is None or leaf.qual == var or (leaf.qual in members and members[var] <= members[leaf.qual])
+
+
+def _row_text(leaf: Leaf, window: str) -> str:
+    assert isinstance(leaf, Nav)  # row_local: every leaf is a Nav
+    if leaf.physical == 0:
+        return f"({leaf.expr})"
+    fn = "lag" if leaf.physical < 0 else "lead"
+    return f"{fn}(({leaf.expr}), {abs(leaf.physical)}) OVER ({window})"
 
 
 class Extractor:
@@ -112,6 +138,7 @@ class Extractor:
 
     def split(self) -> Split:
         pieces: list = []
+        starts: list[int] = []
         leaves: list[Leaf] = []
         i, last = 0, (self.toks[0].pos if self.toks else 0)
         while i < len(self.toks):
@@ -154,16 +181,19 @@ class Extractor:
             if final is not None:
                 leaf = _with_final(leaf, final, self, t)
             pieces.append(self.text[last:t.pos])
+            starts.append(last)
             if leaf not in leaves:
                 leaves.append(leaf)
             pieces.append(leaves.index(leaf))
+            starts.append(t.pos)
             end_tok = self.toks[k - 1]
             last = end_tok.pos + len(end_tok.text)
             i = k
         if self.toks:
             end_tok = self.toks[-1]
             pieces.append(self.text[last:end_tok.pos + len(end_tok.text)])
-        return Split(tuple(pieces), tuple(leaves))
+            starts.append(last)
+        return Split(tuple(pieces), tuple(leaves), tuple(starts))
 
     def windowed(self, j: int) -> bool:
         """Whether the call at ``j`` is followed by OVER: Spark's own window function."""

@@ -26,18 +26,42 @@ def spark_frame(df: object, caller: str) -> None:
         raise InputError(f"{caller} needs a Spark DataFrame, got a {kind}{hint}")
 
 
-def _compiled(query: QuerySpec, named: bool) -> suse.Query:
+def _compiled(query: QuerySpec, job: JobSpec, streaming: bool) -> suse.Query:
     """The query checked (QueryError with a position), named in the message within a set."""
     try:
         compiled = query.compile()
-        if compiled.where is not None:  # the Spark engines would ignore the conditions
-            raise suse.QueryError("where is not supported on Spark yet: only the exact engine of the library "
-                                  "(suse.exact, suse.Exact) counts conditions between events", 0, query.regex)
+        if compiled.where is not None:  # only the exact engine counts the conditions
+            _check_where(compiled, job, streaming)
         return compiled
     except suse.QueryError as exc:
-        if not named:
+        if not job.query_set:
             raise
         raise suse.QueryError(f"query {query.label!r}: {exc.message}", exc.position, exc.query) from None
+
+
+def _check_where(query: suse.Query, job: JobSpec, streaming: bool) -> None:
+    """Conditions between events (`where`) run on the exact engine of a single batch query;
+    everything else refuses them by name (a summary would ignore them)."""
+    if streaming:
+        why = "on a stream: aggregate_stream runs summaries, which do not count conditions yet"
+    elif job.query_set:
+        why = "in a query set yet: run the query with conditions as a job of its own"
+    elif job.output.engine != "exact":
+        why = ("by the summaries yet: pass engine='exact' to count each partition with the exact engine "
+               "(no summary, no elements)")
+    else:
+        return
+    raise suse.QueryError(f"where is not supported {why}", 0, query.regex)
+
+
+def _attributes(queries: list[suse.Query]) -> dict[str, tuple[str, ...]]:
+    """The columns the queries' conditions read, each with the letters that read it."""
+    readers: dict[str, list[str]] = {}
+    for q in queries:
+        for letter, names in (q.where.attributes() if q.where is not None else {}).items():
+            for name in names:
+                readers.setdefault(name, []).append(letter)
+    return {name: tuple(letters) for name, letters in sorted(readers.items())}
 
 
 def _fed(query: suse.Query) -> str:
@@ -51,7 +75,8 @@ def _events(df: DataFrame, job: JobSpec, parsed: list[suse.Query], streaming: bo
     event (any row between two elements breaks a match)."""
     alphabet = "".join(dict.fromkeys(c for q in parsed for c in _fed(q)))
     contiguous = any(q.policy == "contiguous" for q in job.queries)
-    events = to_events(df, job.input, alphabet, streaming=streaming, keep_all=contiguous)
+    events = to_events(df, job.input, alphabet, streaming=streaming, keep_all=contiguous,
+                       attributes=_attributes(parsed))
     predicates = job.input.predicates
     if isinstance(predicates, dict):
         for q in parsed:
@@ -66,8 +91,10 @@ def _plan(job: JobSpec, query: QuerySpec, events: Events) -> Plan:
         raise InputError(f"probabilities must be a mapping, 'estimate' or None, got {summary.probabilities!r}")
     plan = Plan(dataclasses.replace(query, window=window, summary=None, evaluate=None),
                 dataclasses.replace(summary, probabilities=None) if summary.estimate else summary,
-                parse_trigger(job.evaluate_for(query), events.axis, window), job.output.exact, events.order)
-    plan.new_summary()  # fail now on a bad size, strategy, probabilities or seed
+                parse_trigger(job.evaluate_for(query), events.axis, window), job.output.exact, events.order,
+                job.output.engine, events.attributes)
+    if plan.engine == "summary":
+        plan.new_summary()  # fail now on a bad size, strategy, probabilities or seed
     return plan
 
 
@@ -84,11 +111,13 @@ def _check_data(df: DataFrame, job: JobSpec, parsed: list[suse.Query], streaming
 def prepare(df: DataFrame, job: JobSpec, streaming: bool = False) -> tuple[Events, Plan]:
     """A single query's job: validated on the driver, its event frame and executor plan."""
     query = job.query
-    parsed = _compiled(query, named=False)
+    if streaming and job.output.engine != "summary":
+        raise InputError(f"engine={job.output.engine!r} counts batch jobs; aggregate_stream runs summaries")
+    parsed = _compiled(query, job, streaming)
     events = _events(df, job, [parsed], streaming)
     plan = _plan(job, query, events)
     _check_data(df, job, [parsed], streaming)
-    if job.summary_for(query).estimate:
+    if job.summary_for(query).estimate and plan.engine == "summary":
         counts = _character_counts(events)
         plan = _with_estimate(plan, parsed, events, counts, range(len(events.order)))
     return events, plan
@@ -98,7 +127,9 @@ def prepare_multi(df: DataFrame, job: JobSpec, streaming: bool = False) -> tuple
     """A query set: every query validated on the driver, the rows classified once over all
     their letters. A retraction column is read once for every query (a "-" row reaches the
     queries whose letters include its character, as its event does)."""
-    parsed = [_compiled(q, named=True) for q in job.queries]
+    if job.output.engine != "summary":
+        raise InputError(f"engine={job.output.engine!r} runs a single query; a query set runs summaries")
+    parsed = [_compiled(q, job, streaming) for q in job.queries]
     events = _events(df, job, parsed, streaming)
     plans = []
     for query, q in zip(job.queries, parsed):

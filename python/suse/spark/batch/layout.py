@@ -14,7 +14,14 @@ from suse.spark.events.rows import RANK, TIE, TS, VALUE, Events, quoted
 from suse.spark.runners import gathered as by_batch
 from suse.spark.runners.gathered import PACKED, WIDE
 from suse.spark.runners.matches import MATCHES_DDL, add_matches
-from suse.spark.runners.plan import APPROX_DDL, EXACT_DDL, EXTREMA_DDL, RESULT_DDL, PartitionPlan
+from suse.spark.runners.plan import (
+    APPROX_DDL,
+    EXACT_DDL,
+    EXTREMA_DDL,
+    RESULT_DDL,
+    SUMMARY_COLUMNS,
+    PartitionPlan,
+)
 from suse.spark.runners.sorted import run_sorted
 from suse.spec import MatchesSpec
 
@@ -25,7 +32,10 @@ def output_schema(events: Events, plan: PartitionPlan, query_column: bool = Fals
     ddl = RESULT_DDL + (", " + EXACT_DDL if plan.exact else "") + (", " + EXTREMA_DDL if plan.extrema else "") + (
         ", " + APPROX_DDL if plan.max_missing else "")
     named = [T.StructField("query", T.StringType(), False)] if query_column else []
-    return T.StructType(keys + named + list(T._parse_datatype_string(ddl).fields))
+    results = T._parse_datatype_string(ddl).fields
+    if not getattr(plan, "summarised", True):
+        results = [f for f in results if f.name not in SUMMARY_COLUMNS]
+    return T.StructType(keys + named + list(results))
 
 
 # Events of one partition the gathered layout may hold per GiB of executor heap when the
@@ -56,13 +66,14 @@ def run(events: Events, plan: PartitionPlan, schema: T.StructType | None = None,
     if matches is not None:  # after elements, which it is computed from
         at = schema.fieldNames().index("elements") + 1
         schema = T.StructType(schema.fields[:at] + list(T._parse_datatype_string(MATCHES_DDL).fields) + schema.fields[at:])
-    if not elements:
+    drop_elements = not elements and "elements" in schema.fieldNames()  # the exact engine's rows have none
+    if drop_elements:
         schema = T.StructType([f for f in schema.fields if f.name != "elements"])
 
     def lean(batches):  # dropped in the worker, so Spark never receives them
         if matches is not None:
             batches = add_matches(batches, plan, matches)
-        return batches if elements else (b.drop_columns(["elements"]) for b in batches)
+        return (b.drop_columns(["elements"]) for b in batches) if drop_elements else batches
 
     gatherable = grouped and bool(keys) and by_batch.serves(plan)
     if gatherable and large_partitions is None:

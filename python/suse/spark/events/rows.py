@@ -36,6 +36,7 @@ from suse.spec import InputSpec
 # Internal column names; user data never sees them.
 TS, RANK, VALUE, TIE = "_suse_ts", "_suse_rank", "_suse_value", "_suse_tie"
 OP = "_suse_op"  # +1 an event, -1 a retraction of an equal earlier event (the `op` column)
+ATTRIBUTE = "_suse_attr_{}"  # the i-th attribute a query's conditions read (`where`)
 #: The character of a row that matches no predicate, fed under contiguity (never a query letter).
 OTHER = "~"
 # Ranks of rows that are counted, never fed: a NULL or unreadable timestamp, a corrupt record.
@@ -173,6 +174,8 @@ class Events:
     order: str  # order[rank] is the character
     has_value: bool
     has_op: bool = False
+    #: the data's columns the conditions read (`where`), carried as ATTRIBUTE.format(i)
+    attributes: tuple[str, ...] = ()
 
     @property
     def usable(self) -> DataFrame:
@@ -181,9 +184,10 @@ class Events:
 
 
 def to_events(df: DataFrame, spec: InputSpec, alphabet: str, *, streaming: bool = False,
-              keep_all: bool = False) -> Events:
+              keep_all: bool = False, attributes: Mapping[str, Sequence[str]] | None = None) -> Events:
     """``keep_all`` (contiguity): rows with no character of the query are events too, fed to
-    the engine as the placeholder character :data:`OTHER`, because they break contiguity."""
+    the engine as the placeholder character :data:`OTHER`, because they break contiguity.
+    ``attributes``: the columns a query's conditions read, with the letters reading each."""
     partition_by, value, op, replicate = spec.partition_by, spec.value, spec.op, spec.replicate
     keys = tuple(field(df, k, "partition").name for k in partition_by)
     if len(set(keys)) != len(keys):
@@ -219,11 +223,33 @@ def to_events(df: DataFrame, spec: InputSpec, alphabet: str, *, streaming: bool 
         cols.append(_checked_value(df, f.name, keys, usable).alias(VALUE))
     if op is not None:
         cols.append(_checked_op(df, field(df, op, "op").name).alias(OP))
+    names = tuple(attributes or ())
+    cols += [quoted(attribute_field(df, name, attributes[name]).name).alias(ATTRIBUTE.format(i))  # type: ignore[index]
+             for i, name in enumerate(names)]
     events = ranked.select(*cols, checked_rank.alias("_suse_checked")).drop(RANK)
     events = events.withColumnRenamed("_suse_checked", RANK)
     if replicate:
         events = _replicate(events, keys, order, alphabet, replicate)
-    return Events(events, keys, axis, order, value is not None, op is not None)
+    return Events(events, keys, axis, order, value is not None, op is not None, names)
+
+
+_ATTRIBUTE_TYPES = (*_INTEGRAL, T.FloatType, T.DoubleType, T.DecimalType, T.StringType, T.BooleanType)
+
+
+def attribute_field(df: DataFrame, name: str, readers: Sequence[str]) -> T.StructField:
+    """The column a condition reads as attribute ``name`` (its exact name, as the conditions
+    write it), checked to hold numbers, strings or booleans."""
+    letters = "/".join(readers)
+    found = [f for f in df.schema.fields if f.name == name]
+    if not found:
+        raise InputError(f"the data has no column {name!r}, which the condition of {letters} reads; "
+                         f"the data has columns: {', '.join(df.columns)}")
+    f = found[0]
+    if not isinstance(f.dataType, _ATTRIBUTE_TYPES):
+        raise InputError(f"column {name!r}, which the condition of {letters} reads, has type "
+                         f"{f.dataType.simpleString()}; conditions compare numbers, strings and booleans (derive "
+                         f"one, e.g. unix_seconds(...) for a timestamp)")
+    return f
 
 
 def corrupt_column(df: DataFrame) -> Column | None:

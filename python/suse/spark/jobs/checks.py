@@ -152,6 +152,22 @@ def _matches_problems(cfg: JobConfig) -> list[str]:
     return []
 
 
+def _where_problems(cfg: JobConfig, q: Any, key: str, streaming: bool) -> list[str]:
+    """Conditions between events: malformed ones, and the jobs that cannot count them (as
+    suse.spark.prepare refuses them once Spark runs)."""
+    try:
+        suse.Query(q.regex, 0, q.aggregate, q.policy, max_missing=q.max_missing, where=q.where)
+    except QueryError as exc:
+        return [f"{key}.where: {exc.message} at position {exc.position} of {exc.query!r}"]
+    if streaming:
+        return [f"{key}.where: a streaming job keeps summaries, which do not count conditions yet"]
+    if isinstance(cfg.query, list):
+        return [f"{key}.where: conditions are not counted in a query set yet; run the query as a job of its own"]
+    if cfg.evaluate.engine != "exact":
+        return [f"{key}.where: conditions are counted by the exact engine only; set evaluate.engine = 'exact'"]
+    return []
+
+
 def _query_problems(cfg: JobConfig, q: Any, key: str, kind: str | None, streaming: bool) -> list[str]:
     out: list[str] = []
     try:
@@ -165,6 +181,8 @@ def _query_problems(cfg: JobConfig, q: Any, key: str, kind: str | None, streamin
             suse.Query(q.regex, 0, q.aggregate, q.policy, of=q.of)
         except QueryError as exc:
             out.append(f"{key}.of: {exc.message}")
+    if q.where:
+        out += _where_problems(cfg, q, key, streaming)
     chars = cfg.characters
     if not isinstance(chars, str):
         try:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from suse.api import STRATEGIES
 from suse.errors import InputError
-from suse.spec import InputSpec, JobSpec, OutputSpec, QuerySpec, SummarySpec, matches_spec
+from suse.spec import ENGINES, InputSpec, JobSpec, OutputSpec, QuerySpec, SummarySpec, matches_spec
 
 Format = Literal["parquet", "csv", "json"]
 DATASETS = ("flights", "stocks", "synthetic")
@@ -78,6 +78,8 @@ class QueryConfig(_Strict):
     of: Optional[str] = None
     replicate: list[str] = []
     max_missing: int = Field(0, ge=0, description="approximate matching: pattern letters a match may miss")
+    where: dict[str, str] = Field({}, description="conditions between a match's events, letter = condition "
+                                  "(docs/QUERY.md); counted with [evaluate] engine = 'exact'")
 
     @property
     def label(self) -> str:
@@ -94,6 +96,15 @@ class SummaryConfig(_Strict):
 class EvaluateConfig(_Strict):
     at: Any = Field("end", description="'end', 'every N events', [timestamps] or {poisson, per, seed}")
     exact: bool = False
+    engine: Literal[ENGINES] = Field(  # type: ignore[valid-type]  # suse.spec's list
+        "summary", description="'summary' (a bounded summary per partition) or 'exact' (the exact engine alone)")
+
+    @model_validator(mode="after")
+    def _one_exact(self) -> EvaluateConfig:
+        if self.engine == "exact" and self.exact:
+            raise ValueError("exact = true adds the exact engine's counts beside a summary's; with engine = 'exact' "
+                             "the counts are already exact: leave exact out")
+        return self
 
 
 class OutputConfig(_Strict):
@@ -142,7 +153,8 @@ class JobConfig(_Strict):
         """The job as the one specification every path runs (suse.spec); `replicate`: the
         characters every partition also receives (each query's own in a job file)."""
         inp, summ, ev = self.input, self.summary, self.evaluate
-        queries = tuple(QuerySpec(q.regex, q.window, q.aggregate, q.policy, q.of, q.max_missing, name=q.label)
+        queries = tuple(QuerySpec(q.regex, q.window, q.aggregate, q.policy, q.of, q.max_missing, name=q.label,
+                                  where=q.where or None)
                         for q in self.queries)
         lateness = self.streaming.lateness if self.streaming is not None else 0
         summary = SummarySpec(summ.size, summ.strategy, None if summ.probabilities == "online" else summ.probabilities,
@@ -150,7 +162,7 @@ class JobConfig(_Strict):
         given = InputSpec(inp.timestamp, self.characters, tuple(inp.partition_by), inp.value, inp.op,
                           inp.timestamp_format, tuple(replicate or ()), inp.large_partitions)
         output = OutputSpec(ev.at, ev.exact, self.output.elements,
-                            matches_spec(self.output.matches, self.output.sample_matches))
+                            matches_spec(self.output.matches, self.output.sample_matches), ev.engine)
         return JobSpec(queries, given, summary, output, query_set=len(queries) > 1)
 
     @model_validator(mode="after")
@@ -174,6 +186,9 @@ class JobConfig(_Strict):
             if self.output.matches is not None or self.output.sample_matches is not None:
                 raise ValueError("output: matches and sample_matches are for batch jobs; a streaming job's rows "
                                  "carry each partition's retained elements")
+            if self.evaluate.engine != "summary":
+                raise ValueError("evaluate: engine = 'exact' is for batch jobs; a streaming job keeps a summary per "
+                                 "partition")
             if self.input.large_partitions:
                 raise ValueError("input: large_partitions is for batch jobs; a streaming job keeps each "
                                  "partition's summary, never its whole input")

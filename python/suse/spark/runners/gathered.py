@@ -25,7 +25,8 @@ def serves(plan: object) -> bool:
     """Whether ``plan``'s output is what the grouped call reports (a query set's too)."""
     if getattr(plan, "multi", False):
         return not plan.exact and all(serves(p) for _, p, _ in plan.plans)
-    return isinstance(plan, Plan) and not plan.exact and not plan.extrema and plan.max_missing == 0
+    return (isinstance(plan, Plan) and plan.summarised and not plan.exact and not plan.extrema
+            and plan.max_missing == 0)
 
 
 def run_grouped(

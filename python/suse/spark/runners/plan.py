@@ -12,6 +12,7 @@ import pyarrow as pa
 
 import suse
 from suse.api import EXTREMA
+from suse.api.where import WhereCounter
 from suse.spark.events.triggers import Trigger
 from suse.spec import QUERY_SETTINGS, QuerySpec, SummarySpec
 
@@ -41,6 +42,13 @@ class Plan:
     trigger: Trigger = field(default_factory=lambda: Trigger("end"))
     exact: bool = False
     order: str = ""  # order[rank] is an event's character (predicate order)
+    engine: str = "summary"  # "exact": the exact engine alone computes the rows (OutputSpec.engine)
+    attributes: tuple[str, ...] = ()  # the columns the conditions read, in Events.attributes order
+
+    @property
+    def summarised(self) -> bool:
+        """Whether the rows carry a summary's columns (detected_count, elements)."""
+        return self.engine == "summary"
 
     @property
     def window(self) -> int:
@@ -113,24 +121,42 @@ def empty_row(plan: Plan, dropped: int, corrupt: int) -> Row:
 
 
 def evaluate_partition(
-    plan: Plan, key: Sequence[Any], chars: bytes, ts: np.ndarray, values: np.ndarray | None
+    plan: Plan, key: Sequence[Any], chars: bytes, ts: np.ndarray, values: np.ndarray | None,
+    attributes: Sequence[list] = (),
 ) -> list[Row]:
-    """Rows for every evaluation timestamp of one partition whose events are sorted."""
+    """Rows for every evaluation timestamp of one partition whose events are sorted
+    (``attributes``: one list per column of ``plan.attributes``, a value per event)."""
     times = plan.trigger.times(ts, key)
     if len(times) == 0:
         return []
+    counts = np.searchsorted(ts, times, side="right").tolist()
+    if not plan.summarised:
+        return [Row(ex.timestamp, ex.count, ex.sum, ex.count, cut, [], min=ex.min, max=ex.max,
+                    count_by_missing=ex.count_by_missing)
+                for ex, cut in zip(exact_evaluations(plan, chars, ts, values, attributes, times), counts)]
     exact = None
     if plan.exact:
-        exact = suse.exact(plan.query(), chars=chars, timestamps=ts, values=values, evaluate_at=times).evaluations
+        exact = exact_evaluations(plan, chars, ts, values, attributes, times)
     summary = plan.new_summary()
     # Spark sorted the events and the trigger gives sorted distinct times, so the checks and
     # conversions of Summary.extend are skipped: one native call, its rows read as they are.
     evaluations = summary._engine.extend(chars, ts, values, np.asarray(times, dtype=np.int64), True)
-    counts = np.searchsorted(ts, times, side="right").tolist()
     pairs = [(None, None)] * len(evaluations) if exact is None else [(ex.count, ex.sum) for ex in exact]
     return [Row(ev.timestamp, ev.count, ev.sum, ev.detected_count, cut, ev.elements, *ex,
                 min=ev.min, max=ev.max, count_by_missing=ev.count_by_missing)
             for ev, cut, ex in zip(evaluations, counts, pairs)]
+
+
+def exact_evaluations(plan: Plan, chars: bytes, ts: np.ndarray, values: np.ndarray | None,
+                      attributes: Sequence[list], times: Sequence[int]) -> list[suse.Evaluation]:
+    """The exact engine over one partition's sorted events, evaluated at ``times``; a query
+    with conditions reads its attributes from ``attributes``."""
+    query = plan.query()
+    if query.where is None:
+        return suse.exact(query, chars=chars, timestamps=ts, values=values, evaluate_at=times).evaluations
+    counter = WhereCounter(query)
+    columns = counter.attribute_columns(chars, ts, None, dict(zip(plan.attributes, attributes)))
+    return counter.feed(chars, ts, values, columns, times)
 
 
 # --- output columns ------------------------------------------------------------------------
@@ -141,6 +167,8 @@ RESULT_DDL = (
     "sum_double double, detected_count string, events long, dropped_events long, corrupt_records long, "
     "elements array<struct<char:string,timestamp:long,value:long>>"
 )
+#: The columns of RESULT_DDL only a summary fills (left out with engine="exact").
+SUMMARY_COLUMNS = ("detected_count", "elements")
 EXACT_DDL = "exact_count string, exact_sum string"
 EXTREMA_DDL = "min long, max long"  # after EXACT_DDL, for aggregate "min"/"max"
 APPROX_DDL = "count_by_missing array<string>"  # only when max_missing > 0, after EXTREMA_DDL
@@ -153,10 +181,11 @@ def as_float(n: int) -> float:
         return math.inf
 
 
-def result_columns(rows: Sequence[Row], exact: bool, extrema: bool = False, approx: bool = False) -> dict[str, list]:
-    """Python column lists in RESULT_DDL (+ EXACT_DDL) order. Counts and sums are exact
-    decimal strings because they outgrow every numeric Spark type; ``*_double`` copies are
-    for sorting and plotting."""
+def result_columns(rows: Sequence[Row], exact: bool, extrema: bool = False, approx: bool = False,
+                   summarised: bool = True) -> dict[str, list]:
+    """Python column lists in RESULT_DDL (+ EXACT_DDL) order, without SUMMARY_COLUMNS when
+    the rows are not a summary's. Counts and sums are exact decimal strings because they
+    outgrow every numeric Spark type; ``*_double`` copies are for sorting and plotting."""
     cols: dict[str, list] = {
         "evaluated_at": [r.evaluated_at for r in rows],
         "count": [str(r.count) for r in rows],
@@ -170,6 +199,9 @@ def result_columns(rows: Sequence[Row], exact: bool, extrema: bool = False, appr
         "corrupt_records": [r.corrupt for r in rows],
         "elements": [r.elements for r in rows],
     }
+    if not summarised:
+        for name in SUMMARY_COLUMNS:
+            del cols[name]
     if exact:
         cols["exact_count"] = [str(r.exact_count) for r in rows]
         cols["exact_sum"] = [str(r.exact_sum) for r in rows]

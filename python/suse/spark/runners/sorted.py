@@ -8,7 +8,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from suse.spark.events.rows import CORRUPT, DROPPED
+from suse.spark.events.rows import ATTRIBUTE, CORRUPT, DROPPED
 from suse.spark.runners import gathered as by_batch
 from suse.spark.runners.gathered import key_runs
 from suse.spark.runners.plan import ARROW_TYPES, PartitionPlan, Row, empty_row, evaluate_partition, result_columns
@@ -30,6 +30,9 @@ def run_sorted(
         yield from by_batch.run_grouped(plan, keys, batches, ts_col, rank_col, value_col)
         return
     pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+    # the conditions' attribute columns (where), one list per column, kept beside the pieces
+    attribute_names = [ATTRIBUTE.format(i) for i in range(len(getattr(plan, "attributes", ())))]
+    attributes: list[list] = [[] for _ in attribute_names]
     counted = [0, 0]  # the current partition's dropped and corrupt rows
     current: tuple | None = None
     out_keys: list[tuple] = []
@@ -49,18 +52,21 @@ def run_sorted(
         elif multi:
             rows = plan.evaluate(current or (), ranks, ts, values)
         else:
-            rows = evaluate_partition(plan, current or (), plan.chars(ranks), ts, values)
+            rows = evaluate_partition(plan, current or (), plan.chars(ranks), ts, values, attributes)
         if not rows and any(counted):
             rows = plan.empty_rows(*counted) if multi else [empty_row(plan, *counted)]
         for row in rows:
             out_keys.append(current or ())
             out_rows.append(row._replace(dropped=counted[0], corrupt=counted[1]))
         pieces.clear()
+        for column in attributes:
+            column.clear()
         counted[:] = [0, 0]
 
     def emit() -> pa.RecordBatch:
         cols = [pa.array([k[i] for k in out_keys], type=key_types[i]) for i in range(len(keys))]
-        data = result_columns(out_rows, plan.exact, getattr(plan, "extrema", False), getattr(plan, "max_missing", 0) > 0)
+        data = result_columns(out_rows, plan.exact, getattr(plan, "extrema", False), getattr(plan, "max_missing", 0) > 0,
+                              getattr(plan, "summarised", True))
         if getattr(plan, "multi", False):
             data = {"query": [r.query for r in out_rows], **data}
         cols += [pa.array(v, type=ARROW_TYPES.get(name, pa.string())) for name, v in data.items()]
@@ -90,6 +96,8 @@ def run_sorted(
             counted[0] += int((r == DROPPED).sum())
             counted[1] += int((r == CORRUPT).sum())
             pieces.append((ts[start:stop][ok], r[ok], None if values is None else values[start:stop][ok]))
+            for column, name in zip(attributes, attribute_names):
+                column.extend(batch.column(name).slice(start, stop - start).filter(pa.array(ok)).to_pylist())
         if len(out_rows) >= 4096:
             yield emit()
     flush()

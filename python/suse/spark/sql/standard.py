@@ -281,9 +281,9 @@ def sql_standard(spark: Any, text: str):
             conditions.append(Condition())
             continue
         sp, at = defines[v]
-        if all(_current_row(leaf, v, members) for leaf in sp.leaves):
+        if sp.row_local(v, members):
             col = f"_suse_d{var_index[v]}"
-            text_v = sp.render(lambda leaf: _row_local(leaf, window))
+            text_v = sp.render_row(window)
             helper.append((F.expr(text_v).alias(col), at, f"DEFINE {v}: cannot compute the condition"))
             conditions.append(Condition(column=col))
         else:
@@ -387,20 +387,6 @@ def sql_standard(spark: Any, text: str):
     else:
         out = out.select(*[F.col(k) for k in keys], *measure_cols)
     return apply_select(st, out)
-
-
-def _current_row(leaf, var: str, members: dict) -> bool:
-    """Whether a DEFINE leaf of ``var`` reads the current row or a fixed distance from it."""
-    if not isinstance(leaf, Nav) or leaf.logical != "LAST" or leaf.index != 0:
-        return False
-    return leaf.qual is None or leaf.qual == var or (leaf.qual in members and members[var] <= members[leaf.qual])
-
-
-def _row_local(leaf: Nav, window: str) -> str:
-    if leaf.physical == 0:
-        return f"({leaf.expr})"
-    fn = "lag" if leaf.physical < 0 else "lead"
-    return f"{fn}(({leaf.expr}), {abs(leaf.physical)}) OVER ({window})"
 
 
 def _sort_column(col, ascending: bool, nulls_first: bool):

@@ -66,8 +66,10 @@ class Statement:
     regex: str = ""
     letters: dict[str, str] = field(default_factory=dict)  # pattern variable -> engine character
     define: dict[str, str] = field(default_factory=dict)  # variable -> Spark SQL condition
+    define_tokens: dict[str, list[Token]] = field(default_factory=dict)  # variable -> its condition's tokens
     window: Any = None
     summary_size: int = 500
+    engine: str = "summary"  # SUMMARY EXACT: the exact engine alone (conditions between rows need it)
     evaluate: Any = "end"
     policy: str = "any"
     at: dict[str, int] = field(default_factory=dict)  # clause or variable -> position
@@ -337,8 +339,9 @@ class _Parser:
                 return out
 
     def clause_define(self, st: Statement, tok: Token) -> None:
-        for name, at, _, cond, cond_at in self.definitions(_CLAUSES):
+        for name, at, tokens, cond, cond_at in self.definitions(_CLAUSES):
             st.define[name] = cond
+            st.define_tokens[name] = tokens
             st.at[f"var:{name}"] = cond_at
             st.at[f"name:{name}"] = at
 
@@ -370,7 +373,10 @@ class _Parser:
 
     def clause_summary(self, st: Statement, tok: Token) -> None:
         st.at["SUMMARY"] = self.tok.pos
-        st.summary_size = self.number("the summary size after SUMMARY")
+        if self.accept("EXACT"):
+            st.engine = "exact"
+            return
+        st.summary_size = self.number("the summary size (or EXACT) after SUMMARY")
 
     def clause_evaluate(self, st: Statement, tok: Token) -> None:
         st.at["EVALUATE"] = self.tok.pos
@@ -593,13 +599,52 @@ def translate(spark: Any, text: str) -> tuple[Statement, Any, dict[str, Any]]:
         value = "_suse_measure"
     over = ", ".join(f"`{k}`" for k in st.partition_by)
     over = (f"PARTITION BY {over} " if over else "") + f"ORDER BY `{st.order_by}`"
-    characters = {st.letters[name]: _prev(cond, over) for name, cond in st.define.items()}
+    characters, where = _defines(st, {f.name.lower(): f.name for f in df.schema.fields}, over)
     kwargs = dict(
         query=st.regex, window=st.window, characters=characters, timestamp=st.order_by,
         partition_by=st.partition_by, value=value, summary_size=st.summary_size,
         evaluate=st.evaluate, aggregate=kinds[0] if kinds else "count", policy=st.policy,
+        where=where or None, engine=st.engine,
     )
     return st, df, kwargs
+
+
+def _defines(st: Statement, columns: dict[str, str], over: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Each variable's row predicate (its engine character's) and, for a DEFINE that reads
+    other rows of the match, its condition of ``where`` (suse.spark.sql.split)."""
+    from suse.errors import ConditionError
+    from suse.spark.sql.split import crosses_rows, split_define
+
+    characters: dict[str, str] = {}
+    where: dict[str, str] = {}
+    cross = {}
+    for name, cond in st.define.items():
+        tokens = st.define_tokens.get(name, [])
+        if not crosses_rows(tokens, set(st.letters)):
+            characters[st.letters[name]] = _prev(cond, over)
+            continue
+        predicate, condition = split_define(name, tokens, st.text, columns, st.letters, over,
+                                            lambda text: _prev(text, over))
+        characters[st.letters[name]] = predicate
+        if condition is not None:
+            where[st.letters[name]], cross[st.letters[name]] = condition.text, condition
+    if not where:
+        return characters, where
+    first = min(c.anchors[0][1] for c in cross.values())
+    if st.engine != "exact":
+        raise st.error("a DEFINE compares rows of the match (LAST, FIRST or another variable's column), which the "
+                       "exact engine counts: write SUMMARY EXACT (summaries with such conditions are not built yet)",
+                       first)
+    try:
+        import suse
+
+        suse.Query(st.regex, 0, policy=st.policy, where=where)
+    except ConditionError as exc:
+        name = next(n for n, c in st.letters.items() if c == exc.letter)
+        raise st.error(f"DEFINE {name}: {exc.message.split(': ', 1)[1]}", cross[exc.letter].position(exc.position)) from None
+    except QueryError as exc:
+        raise st.error(f"DEFINE: {exc.message}", first) from None
+    return characters, where
 
 
 def sql(spark: Any, text: str):
@@ -624,8 +669,10 @@ def sql(spark: Any, text: str):
     cols = [F.col(f"`{k}`") for k in st.partition_by] + [F.col("evaluated_at")]
     cols += [F.col(kind).alias(name) for name, kind, _ in st.measures]
     cols += [F.col(c) for c in ("events", "dropped_events", "corrupt_records")]
-    cols.append(F.transform("elements", lambda e: F.struct(
-        F.element_at(back, e["char"]).alias("char"), e["timestamp"].alias("timestamp"), e["value"].alias("value"))).alias("elements"))
+    if st.engine == "summary":  # the exact engine keeps no elements
+        cols.append(F.transform("elements", lambda e: F.struct(
+            F.element_at(back, e["char"]).alias("char"), e["timestamp"].alias("timestamp"),
+            e["value"].alias("value"))).alias("elements"))
     return apply_select(st, out.select(*cols))
 
 

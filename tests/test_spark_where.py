@@ -1,0 +1,228 @@
+"""``suse.spark.aggregate(..., where=..., engine="exact")``: conditions between a match's
+events over a DataFrame's columns, per partition, against the brute-force oracle
+(tests/oracle.py's ``where_aggregate``), and what refuses ``where`` by name."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark")
+
+import suse  # noqa: E402
+from oracle import where_aggregate  # noqa: E402
+from suse.errors import InputError, QueryError  # noqa: E402
+from suse.spark import aggregate, aggregate_stream  # noqa: E402
+
+CHARS = {"A": "kind = 'a'", "B": "kind = 'b'", "C": "kind = 'c'"}
+QUERY, WINDOW = "AB+C", 8
+RISING = {"B": "LAST(B.price, 1) IS NULL OR B.price > LAST(B.price, 1)", "C": "C.price < B.price"}
+CASES = {
+    "rising run": RISING,
+    "same label, a gap of at most 2": {
+        "B": "(B.label = A.label OR A.label IS NULL) AND (LAST(B.timestamp, 1) IS NULL OR B.timestamp - LAST(B.timestamp, 1) <= 2)",
+        "C": "C.label <> FIRST(B.label) OR C.price * 2 >= A.price + 1"},
+}
+
+
+@pytest.fixture(scope="module")
+def rows() -> pd.DataFrame:
+    """Two partitions of about 16 events with NULL prices and labels, ties and equal prices;
+    (k, t, kind) is unique, so the order by (timestamp, character) is the oracle's order."""
+    rng = np.random.default_rng(27)
+    out = []
+    for k in "pq":
+        kinds = rng.choice(list("abc"), 24, p=[0.3, 0.45, 0.25])
+        for t, kind in sorted({(int(t), str(c)) for t, c in zip(rng.integers(0, 24, 24), kinds)}):
+            price = [None, 1.0, 2.0, 2.5, 3.0, 4.0, 5.5, 7.0][rng.integers(0, 8)]
+            label = [None, "x", "x", "y"][rng.integers(0, 4)]
+            out.append((k, t, kind, price, label, int(rng.integers(0, 5))))
+    return pd.DataFrame(out, columns=["k", "t", "kind", "price", "label", "v"])
+
+
+@pytest.fixture(scope="module")
+def frame(spark, rows):
+    # explicit types: a column of Python None and floats stays a nullable double
+    return spark.createDataFrame(rows.astype(object).where(rows.notna(), None),
+                                 "k string, t long, kind string, price double, label string, v long")
+
+
+def expected(rows: pd.DataFrame, where, at) -> dict:
+    """Per partition and evaluation time: the oracle's count and sum."""
+    out = {}
+    for k, g in rows.groupby("k"):
+        g = g.sort_values(["t", "kind"])
+        events = [(kind.upper(), t, v, {"price": None if p is None or (isinstance(p, float) and math.isnan(p)) else p,
+                                        "label": label})
+                  for t, kind, v, p, label in zip(g.t, g.kind, g.v, g.price, g.label)]
+        for t in at:
+            found = where_aggregate(QUERY, events, WINDOW, where, at=t)
+            out[(k, t)] = (str(found["count"]), str(found["sum"]))
+    return out
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_exact_counts_per_partition_equal_the_oracle(frame, rows, name):
+    at = [8, 16, 23]
+    result = aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", value="v", where=CASES[name],
+                       engine="exact", evaluate=at).collect()
+    got = {(r["k"], r["evaluated_at"]): (r["count"], r["sum"]) for r in result}
+    want = expected(rows, CASES[name], at)
+    assert got == want
+    assert any(int(c) > 0 for c, _ in want.values())  # the conditions have matches to keep or drop
+    assert "detected_count" not in result[0] and "elements" not in result[0]
+
+
+def test_the_conditions_change_the_count(frame, rows):
+    # the same query without conditions counts more: the conditions are applied, not ignored
+    plain = aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", engine="exact").collect()
+    with_where = aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", engine="exact", where=RISING).collect()
+    assert sum(int(r["count"]) for r in with_where) < sum(int(r["count"]) for r in plain)
+
+
+def test_engine_exact_without_conditions_is_the_exact_engine(frame, rows):
+    got = {r["k"]: r["count"] for r in
+           aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", engine="exact").collect()}
+    for k, g in rows.groupby("k"):
+        g = g.sort_values(["t", "kind"])
+        assert got[k] == str(suse.exact(suse.Query(QUERY, WINDOW), chars="".join(g.kind).upper(),
+                                        timestamps=g.t.to_numpy()).count)
+
+
+def test_a_missing_or_unusable_column_is_named(spark, frame):
+    with pytest.raises(InputError, match=r"no column 'volume', which the condition of B reads"):
+        aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", engine="exact",
+                  where={"B": "B.volume > 1"})
+    dated = frame.selectExpr("*", "to_date('2020-01-01') AS day")
+    with pytest.raises(InputError, match=r"column 'day'.*has type date"):
+        aggregate(dated, QUERY, WINDOW, CHARS, "t", engine="exact", where={"C": "C.day IS NULL"})
+
+
+def test_what_does_not_count_conditions_refuses_them_by_name(frame):
+    with pytest.raises(QueryError, match=r"where is not supported by the summaries yet: pass engine='exact'"):
+        aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING)
+    with pytest.raises(QueryError, match=r"query 'r': where is not supported in a query set"):
+        aggregate(frame, None, WINDOW, CHARS, "t", queries={"r": {"query": QUERY, "where": RISING}, "s": "AC"})
+    with pytest.raises(InputError, match=r"engine='exact' runs a single query"):
+        aggregate(frame, None, WINDOW, CHARS, "t", queries={"s": "AC"}, engine="exact")
+    with pytest.raises(InputError, match=r"leave exact out"):
+        aggregate(frame, QUERY, WINDOW, CHARS, "t", engine="exact", exact=True)
+    with pytest.raises(QueryError, match=r"policy 'next'"):
+        aggregate(frame, QUERY, WINDOW, CHARS, "t", engine="exact", where=RISING, policy="next")
+    with pytest.raises(InputError, match=r"engine must be one of 'summary', 'exact'"):
+        aggregate(frame, QUERY, WINDOW, CHARS, "t", engine="fast")
+
+
+def test_a_stream_refuses_conditions_by_name(spark, tmp_path, rows):
+    stream = spark.readStream.schema("k string, t long, kind string, price double, label string, v long").json(
+        str(tmp_path))
+    with pytest.raises(QueryError, match=r"where is not supported on a stream"):
+        aggregate_stream(stream, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING)
+
+
+@pytest.mark.slow  # a job of its own: about 20 s here
+def test_a_job_file_counts_conditions_over_json_columns(spark, tmp_path, rows):
+    from suse.spark.jobs.load import load_config
+    from suse.spark.jobs.run import run_job
+
+    (tmp_path / "in").mkdir()
+    rows.to_json(tmp_path / "in" / "part.json", orient="records", lines=True)
+    conditions = ", ".join(f"{letter} = '{condition}'" for letter, condition in RISING.items())
+    characters = "\n".join(f'{c} = "{p}"' for c, p in CHARS.items())
+    job = tmp_path / "job.toml"
+    job.write_text(f"""
+[input]
+path = "{tmp_path / 'in'}"
+format = "json"
+schema = "k string, t long, kind string, price double, label string, v long"
+timestamp = "t"
+partition_by = "k"
+value = "v"
+[characters]
+{characters}
+[query]
+regex = "{QUERY}"
+window = {WINDOW}
+where = {{ {conditions} }}
+[evaluate]
+at = [8, 16, 23]
+engine = "exact"
+[output]
+path = "{tmp_path / 'out'}"
+format = "json"
+""")
+    run_job(load_config(job))
+    out = spark.read.json(str(tmp_path / "out")).collect()
+    assert {(r["k"], r["evaluated_at"]): (r["count"], r["sum"]) for r in out} == expected(rows, RISING, [8, 16, 23])
+
+
+# --- the SQL front: counting mode's DEFINE split into the row predicate and `where` -------------
+
+STATEMENT = """SELECT * FROM where_rows MATCH_RECOGNIZE (
+  PARTITION BY k ORDER BY t
+  MEASURES COUNT(*) AS n, SUM(v) AS total
+  PATTERN (A B+ C)
+  DEFINE A AS kind = 'a',
+         B AS kind = 'b' AND coalesce(price, 0) BETWEEN -1 AND 100
+              AND (LAST(B.price, 1) IS NULL OR B.price > LAST(B.price, 1)),
+         C AS kind = 'c' AND coalesce(price, 0) <= max(coalesce(price, 0)) OVER (PARTITION BY k)
+              AND C.price < B.price
+  WITHIN 8 SUMMARY EXACT EVALUATE AT 8, 16, 23
+)"""
+
+
+def test_sql_splits_each_define_into_the_row_predicate_and_where(spark, frame, rows):
+    import suse.spark
+
+    frame.createOrReplaceTempView("where_rows")
+    out = suse.spark.sql(spark, STATEMENT).collect()
+    assert {(r["k"], r["evaluated_at"]): (r["n"], r["total"]) for r in out} == expected(rows, RISING, [8, 16, 23])
+    assert "elements" not in out[0]
+
+
+@pytest.mark.parametrize("change, message, at", [
+    ("SUMMARY EXACT", "a DEFINE compares rows of the match", "(LAST(B.price, 1) IS NULL"),
+    ("C.price < B.price", "DEFINE C: avg() over the match's rows is a condition over a whole prefix", "avg(B.price)"),
+    ("C.price < B.price", "DEFINE C: LAST(price, 1) without a variable reads any row", "LAST(price, 1)"),
+    ("C.price < B.price", "DEFINE C: ", "% 2"),
+    ("C.price < B.price", "DEFINE C: LAST(price * 2): a condition between a match's rows reads one column at a time", "LAST(B.price * 2, 1)"),
+])
+def test_sql_refuses_what_the_conditions_cannot_say_at_its_position(spark, frame, change, message, at):
+    import suse.spark
+    from suse.errors import SqlError
+
+    frame.createOrReplaceTempView("where_rows")
+    replacement = {"avg(B.price)": "C.price < avg(B.price)", "LAST(price, 1)": "C.price < LAST(price, 1)",
+                   "% 2": "C.price < B.price % 2", "LAST(B.price * 2, 1)": "C.price < LAST(B.price * 2, 1)",
+                   "(LAST(B.price, 1) IS NULL": "SUMMARY 10"}[at]
+    text = STATEMENT.replace(change, replacement)
+    with pytest.raises(SqlError) as info:
+        suse.spark.sql(spark, text)
+    assert message in str(info.value)
+    assert info.value.position == text.index(at), (str(info.value), text[info.value.position:][:30])
+
+
+def test_the_live_page_refuses_conditions_by_name(tmp_path):
+    from suse.dashboard import serve
+
+    job = tmp_path / "job.toml"
+    job.write_text(f"""[input]
+path = "{tmp_path / 'in'}"
+format = "json"
+timestamp = "t"
+[characters]
+A = "kind = 'a'"
+B = "kind = 'b'"
+[query]
+regex = "AB"
+window = 5
+where = {{ B = "B.price > A.price" }}
+[evaluate]
+engine = "exact"
+[output]
+path = "{tmp_path / 'out'}"
+""")
+    with pytest.raises(InputError, match="the live page runs summaries, which do not count conditions"):
+        serve(job, log=lambda line: None)
