@@ -238,6 +238,11 @@ impl WhereEngine {
         Ok(())
     }
 
+    /// An independent copy (provisional evaluations of events not final yet run on one).
+    fn copy(&self) -> Self {
+        WhereEngine { inner: self.inner.clone(), dead: self.dead.clone() }
+    }
+
     /// Register keys held now, and events of the window held for replaying.
     fn sizes(&self) -> (usize, usize) {
         (self.inner.keys(), self.inner.held())

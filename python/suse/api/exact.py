@@ -11,7 +11,7 @@ from suse.api.locking import Locked, locked
 from suse.api.query import Query
 from suse.api.queryset import QuerySet, exact_set
 from suse.api.results import Evaluation, ExactResult
-from suse.api.where import WhereCounter, refusal
+from suse.api.where import WhereArrivals, WhereCounter
 from suse.errors import InputError
 
 
@@ -20,8 +20,9 @@ class Exact(Locked):
 
     A query with conditions (`Query(..., where=...)`) runs on the conditions engine
     (suse/api/where.py): events then carry attributes (a mapping as the last tuple item, or
-    a table's extra columns), in timestamp order (no lateness or retraction yet). It pickles
-    as the window's elements and its totals; loading rebuilds the counts from the elements."""
+    a table's extra columns); lateness and retraction work as for other queries. It pickles
+    as the window's elements, the pending events and its totals; loading rebuilds the counts
+    from the elements."""
 
     def __init__(self, query: Query, memory_limit: Optional[int] = None, lateness: int = 0):
         if not isinstance(query, Query):
@@ -32,11 +33,9 @@ class Exact(Locked):
         # conditions between events: the kernel's conditions engine, in order only
         self._where = None
         if query.where is not None:
-            if self.lateness:
-                raise refusal(query.regex, "lateness (out-of-order events)")
-            self._where = WhereCounter(query, limit)
+            self._where = WhereCounter(query, limit, self.lateness)
             self._engine = None
-            self._arrivals = Arrivals(0, None)
+            self._arrivals = WhereArrivals(self._where)
             return
         # lateness > 0: the kernel's out-of-order layer holds the engine
         self._engine = None if self.lateness else _core.ExactEngine(
@@ -67,8 +66,6 @@ class Exact(Locked):
         if several are: afterwards every result equals processing the stream without it. Only
         events newer than the horizon (largest timestamp seen - lateness) can be retracted; an
         older one, or one never seen, is an error that changes nothing."""
-        if self._where is not None:
-            raise refusal(self.query.regex, "retraction")
         self._arrivals.retract(char, timestamp, value)
 
     @property
@@ -101,7 +98,7 @@ class Exact(Locked):
         """Pickled as its query and options with the engine's state: the events still in its
         window, its totals and, with lateness, the events not yet final."""
         if self._where is not None:
-            state = {"where": self._where.engine._snapshot(), "late": self._where.late}
+            state = {**self._where.saved(), "retracted": self._arrivals.retracted}
             return (_unpickle_exact, (self.query, self.memory_limit, self.lateness, state))
         engine = self._arrivals.ooo or self._engine
         state = {"engine": engine._snapshot(), "late": self._arrivals.late, "retracted": self._arrivals.retracted}
@@ -112,8 +109,8 @@ def _unpickle_exact(query: Query, memory_limit: Optional[int], lateness: int, *r
     state = rest[-1]  # pickles of earlier versions carry "native" before the state
     engine, q = Exact(query, memory_limit, lateness), query
     if engine._where is not None:  # the counts are rebuilt from the elements the window holds
-        engine._where.engine._load(state["where"])
-        engine._where.late = state["late"]
+        engine._where.load(state)
+        engine._arrivals.retracted = state.get("retracted", 0)
         return engine
     if lateness:
         engine._arrivals.ooo = _core.OooExactEngine._restore(q._dfa, q.window, q.policy, lateness, memory_limit,

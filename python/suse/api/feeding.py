@@ -62,6 +62,18 @@ def check_order(ts: np.ndarray, last: Optional[int]) -> None:
         raise late_error(ts, is_late, top, last, 0)
 
 
+def check_evaluation_horizon(times: Optional[np.ndarray], max_ts: Optional[int], lateness: int,
+                             horizon: Optional[int] = None) -> None:
+    """With lateness, an evaluation time must not be older than the horizon (largest timestamp
+    seen - lateness; ``horizon`` when the layer keeps its own, clamped)."""
+    if horizon is None and max_ts is not None:
+        horizon = max_ts - lateness
+    if times is not None and len(times) and horizon is not None and int(times[0]) < horizon:
+        raise InputError(f"evaluation time {int(times[0])} is earlier than the horizon {horizon} (largest "
+                         f"timestamp seen {max_ts} - lateness {lateness}): the events "
+                         "before it are final and the result at that time is no longer kept")
+
+
 def drop_late(raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], before: Optional[int], lateness: int,
               late: str) -> tuple[bytes, np.ndarray, Optional[np.ndarray], int]:
     """The batch without its late events (older than the horizon), and their number; with
@@ -114,11 +126,7 @@ class Arrivals:
             rows = engine.extend(raw, ts, vals, times, *extra)
         else:
             times, order = eval_times(evaluate_at)
-            horizon = self.horizon
-            if times is not None and len(times) and horizon is not None and int(times[0]) < horizon:
-                raise InputError(f"evaluation time {int(times[0])} is earlier than the horizon {horizon} (largest "
-                                 f"timestamp seen {self.max_ts} - lateness {self.lateness}): the events "
-                                 "before it are final and the result at that time is no longer kept")
+            check_evaluation_horizon(times, self.max_ts, self.lateness, self.horizon)
             raw, ts, vals, n_late = drop_late(raw, ts, vals, self.max_ts, self.lateness, late)
             rows = self._feed(engine, raw, ts, vals, times, *extra)
         self.late += n_late

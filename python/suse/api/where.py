@@ -13,6 +13,7 @@ letter lacks is an ``InputError`` naming both; None, NaN and pandas' NA are NULL
 """
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Optional
@@ -22,9 +23,9 @@ import numpy as np
 from suse import _core
 from suse.api.checks import DEFAULT_MEMORY_LIMIT, show
 from suse.api.events import coerce_events, eval_times, in_input_order
-from suse.api.feeding import drop_late, late_mask
+from suse.api.feeding import Arrivals, check_evaluation_horizon, drop_late, late_mask
 from suse.api.results import Evaluation
-from suse.errors import InputError, QueryError
+from suse.errors import InputError, QueryError, StateError
 from suse.query.conditions import (
     And,
     Arithmetic,
@@ -183,10 +184,20 @@ def split_events(events: Any) -> tuple[Any, Optional[list[Mapping]], Any]:
 
 
 class WhereCounter:
-    """The exact count of a query with conditions, fed in timestamp order."""
+    """The exact count of a query with conditions. With ``lateness`` L > 0 events may arrive
+    out of order by up to L: those newer than the horizon (largest timestamp seen - L) wait in
+    ``pending``, in (timestamp, arrival) order, and enter the engine once final, so every
+    result equals the sorted stream's (as ``suse.api.feeding.Arrivals`` does for the native
+    engines); an evaluation at T is taken just before the first event later than T + L, or
+    after the batch on a copy of the engine that also takes the pending events up to T."""
 
-    def __init__(self, query: Any, memory_limit: Optional[int] = None):
+    def __init__(self, query: Any, memory_limit: Optional[int] = None, lateness: int = 0):
         self.query, self.where = query, query.where
+        self.lateness = lateness
+        # (timestamp, arrival number, character byte, value, attribute values): not final yet
+        self.pending: list[tuple[int, int, int, int, tuple]] = []
+        self.arrived = 0
+        self.max_ts: Optional[int] = None
         compiler = _Compiler(query.automaton, query.where)
         self.columns = compiler.columns
         self.needed = self.where.attributes()  # letter -> attributes its elements must carry
@@ -216,14 +227,18 @@ class WhereCounter:
     def feed(self, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], columns: list[list[Any]],
              evaluate_at: Any, late: str = "error") -> list[Evaluation]:
         """Events already coerced, with their ``attribute_columns``."""
+        times, order = eval_times(evaluate_at, None if self.lateness else self.engine.last_timestamp)
+        check_evaluation_horizon(times, self.max_ts, self.lateness)  # (max_ts stays None without lateness)
         raw, ts, vals, keep = self.without_late(raw, ts, vals, late)
         if keep is not None:
             columns = [[column[i] for i in np.flatnonzero(keep)] for column in columns]
-        times, order = eval_times(evaluate_at, self.engine.last_timestamp)
-        codes = self.letter_codes[np.frombuffer(raw, np.uint8)]
         if vals is not None and self.of_mask is not None:
             vals = np.where(self.of_mask[np.frombuffer(raw, np.uint8)], vals, 0)
-        rows = self.engine.extend(codes.tobytes(), ts, vals, columns, times)
+        if self.lateness:
+            rows = self.reorder(raw, ts, vals, columns, times)
+        else:
+            codes = self.letter_codes[np.frombuffer(raw, np.uint8)]
+            rows = self.engine.extend(codes.tobytes(), ts, vals, columns, times)
         return in_input_order([Evaluation(t, count, total, partial, min=extremes and extremes[0],
                                           max=extremes and extremes[1])
                                for t, count, total, partial, extremes in rows], order)
@@ -231,10 +246,63 @@ class WhereCounter:
     def without_late(self, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], late: str):
         """The batch without its late events (reported, or counted with ``late="count"``) and
         which events were kept (None: all)."""
-        last = self.engine.last_timestamp
-        raw, kept_ts, vals, dropped = drop_late(raw, ts, vals, last, 0, late)
+        last = self.max_ts if self.lateness else self.engine.last_timestamp
+        raw, kept_ts, vals, dropped = drop_late(raw, ts, vals, last, self.lateness, late)
         self.late += dropped
-        return raw, kept_ts, vals, (~late_mask(ts, last, 0)[0] if dropped else None)
+        return raw, kept_ts, vals, (~late_mask(ts, last, self.lateness)[0] if dropped else None)
+
+    def reorder(self, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], columns: list[list[Any]],
+                times: Optional[np.ndarray]) -> list[tuple]:
+        """Accepted events (none late) into ``pending``, the final ones on into the engine."""
+        rows, asked = [], [] if times is None else [int(t) for t in times]
+        for i, t in enumerate(ts.tolist()):
+            while asked and t > asked[0] + self.lateness:  # no event at or before asked[0] can come any more
+                self.feed_final(asked[0])
+                rows.append((asked[0], *self.engine.totals()))
+                asked.pop(0)
+            bisect.insort(self.pending, (t, self.arrived, raw[i], 0 if vals is None else int(vals[i]),
+                                         tuple(column[i] for column in columns)))
+            self.arrived += 1
+            self.max_ts = t if self.max_ts is None else max(self.max_ts, t)
+        if self.max_ts is not None:
+            self.feed_final(self.max_ts - self.lateness)
+        rows.extend((t, *self.readout(t)) for t in asked)
+        return rows
+
+    def feed_final(self, upto: int, engine: Any = None) -> None:
+        """The pending events at or before ``upto`` into the engine (or ``engine``, a copy: then
+        they stay pending)."""
+        n = bisect.bisect_right(self.pending, (upto, float("inf")))
+        if not n:
+            return
+        chosen = self.pending[:n]
+        if engine is None:
+            del self.pending[:n]
+        chars, ts, vals, attrs = zip(*((byte, t, v, a) for t, _, byte, v, a in chosen))
+        codes = self.letter_codes[np.frombuffer(bytes(chars), np.uint8)]
+        (engine or self.engine).extend(codes.tobytes(), np.array(ts, np.int64), np.array(vals, np.int64),
+                                       [list(column) for column in zip(*attrs)] if self.columns else [], None)
+
+    def readout(self, upto: Optional[int] = None) -> tuple:
+        """The totals with the pending events at or before ``upto`` (all: None) taken too."""
+        if not self.pending or (upto is not None and self.pending[0][0] > upto):
+            return self.engine.totals()
+        copy = self.engine.copy()
+        self.feed_final(self.pending[-1][0] if upto is None else upto, copy)
+        return copy.totals()
+
+    def retract(self, byte: int, t: int, v: int) -> str:
+        """Take back the latest-arriving pending event equal to (char, t, v): "removed",
+        "final" (at or before the horizon) or "missing" (as the native out-of-order layer)."""
+        if self.max_ts is None or t <= self.max_ts - self.lateness:
+            return "final"
+        value = v if self.of_mask is None or self.of_mask[byte] else 0
+        for i in reversed(range(len(self.pending))):
+            pt, _, pbyte, pv, _ = self.pending[i]
+            if pt == t and pbyte == byte and pv == value:
+                del self.pending[i]
+                return "removed"
+        return "missing"
 
     @property
     def attributes(self) -> tuple[str, ...]:
@@ -279,8 +347,26 @@ class WhereCounter:
             out.append(column)
         return out
 
+    def saved(self) -> dict:
+        """What pickling keeps: the engine's snapshot (the final events) and the pending ones."""
+        return {"where": self.engine._snapshot(), "late": self.late, "pending": list(self.pending),
+                "arrived": self.arrived, "max_ts": self.max_ts}
+
+    def load(self, state: dict) -> None:
+        """The state ``saved`` returned, into a counter built alike; an edited one is a StateError."""
+        self.engine._load(state["where"])
+        pending, max_ts = state.get("pending", []), state.get("max_ts")
+        horizon = None if max_ts is None else max_ts - self.lateness
+        for item in pending:
+            fits = isinstance(item, tuple) and len(item) == 5 and all(type(x) is int for x in item[:4]) and (
+                isinstance(item[4], tuple) and len(item[4]) == len(self.columns))
+            if not fits or horizon is None or not horizon < item[0] <= max_ts or not 0 <= item[2] < 256:
+                raise StateError(f"a saved conditions engine is inconsistent: pending event {item!r}")
+        self.pending, self.max_ts = sorted(pending), max_ts
+        self.late, self.arrived = state["late"], state.get("arrived", len(pending))
+
     def result_parts(self) -> tuple:
-        count, total, partial, extremes = self.engine.totals()
+        count, total, partial, extremes = self.readout()
         low, high = extremes or (None, None)
         return count, total, partial, self.engine.skipped, self.engine.events, low, high
 
@@ -291,3 +377,22 @@ def _as_list(column: Any) -> list[Any]:
 
 def _exact(value: Any) -> Any:
     return value.numerator if isinstance(value, Fraction) and value.denominator == 1 else value
+
+
+class WhereArrivals(Arrivals):
+    """The retraction rules of ``Arrivals`` over a ``WhereCounter``'s pending events."""
+
+    def __init__(self, counter: WhereCounter, retracted: int = 0):
+        super().__init__(counter.lateness, None, 0, retracted)
+        self.counter = counter
+
+    @property
+    def max_ts(self) -> Optional[int]:
+        return self.counter.max_ts
+
+    @property
+    def pending(self) -> int:
+        return len(self.counter.pending)
+
+    def _retract(self, byte: int, t: int, v: int) -> str:
+        return self.counter.retract(byte, t, v)

@@ -74,6 +74,7 @@ struct Move {
     index: Option<usize>,
 }
 
+#[derive(Clone)]
 struct Rules {
     spec: Spec,
     layout: Layout,
@@ -128,6 +129,7 @@ pub struct Totals {
     pub extrema: Ext,
 }
 
+#[derive(Clone)]
 pub struct Engine {
     rules: Rules,
     counts: Counts,
