@@ -213,13 +213,20 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
     let ends_mode = counts_at_ends(dfa, skip);
     let mut psi = vec![Dual::<S>::zero(); (hi - p + 1) * z];
     let mut c_mat = identity::<S>(z);
+    // Without kills ψ is read only at the ends K(i) of the initiators before x (rising with i):
+    // the sweep computes it there and stops at the last.
+    let mut read_at = (lo..p).filter(|&i| is_init(i)).map(|i| k_of[i - lo]).peekable();
     for k in p..=hi {
         if !ends_mode {
+            let Some(&next) = read_at.peek() else { break };
             if k > p {
                 step(dfa, &el[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
             }
-            for r in 0..z {
-                psi[(k - p) * z + r] = final_sum(dfa, &c_mat[r * z..(r + 1) * z])?;
+            if next == k {
+                while read_at.next_if_eq(&k).is_some() {}
+                for r in 0..z {
+                    psi[(k - p) * z + r] = final_sum(dfa, &c_mat[r * z..(r + 1) * z])?;
+                }
             }
             continue;
         }
