@@ -67,10 +67,8 @@ set_policy!(Contiguous);
 
 /// `v_i = (1+v_iε)·e_{δ(q0,c_i)} · P(i+1..n-1)` for active initiators, `a = Σ v_i`.
 fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
-    let dfa = r.dfa;
-    let z = dfa.n;
+    let z = r.dfa.n;
     let mut after = identity::<N>(z);
-    let mut scratch = after.clone();
     c.a = vec![Dual::zero(); z];
     // Rows before the active window are zero already (only active initiators have one);
     // the buffer is kept so that inserting does not reallocate and copy all of it.
@@ -80,10 +78,20 @@ fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -
     if P::SKIP == Skip::Kill && !r.elems.is_empty() {
         first = first.max(super::segment_start(r.elems, r.elems.len() - 1)); // earlier sets died at a break
     }
-    // Only initiators have a row, and the loop below rewrites each of theirs whole: the rest
+    // Only initiators have a row, and the sweep below rewrites each of theirs whole: the rest
     // are zero already, except rows before `first` (sets that died at a break).
     c.v[r.active_start * z..first * z].iter_mut().for_each(|d| *d = Dual::zero());
-    for i in (first..r.elems.len()).rev() {
+    sweep_active_rows::<P, N>(c, r, first..r.elems.len(), &mut after)
+}
+
+/// The rows of the initiators in `range`, swept backward from `after` (the product over the
+/// elements after the range, which ends as the product from its start): each initiator's row
+/// is `(1+v_iε)·e_{δ(q0,c_i)} · after` and `a` gains it.
+fn sweep_active_rows<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, range: std::ops::Range<usize>, after: &mut [Dual<N>]) -> R<()> {
+    let dfa = r.dfa;
+    let z = dfa.n;
+    let mut scratch = Vec::new();
+    for i in range.rev() {
         let ev = &r.elems[i];
         let q = dfa.init[ev.sym as usize];
         if q != NONE {
@@ -93,7 +101,7 @@ fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -
                 c.v[i * z + j] = d;
             }
         }
-        step(dfa, ev, P::SKIP, &mut after, Dir::Backward, Layout::Rows, &mut scratch)?;
+        step(dfa, ev, P::SKIP, after, Dir::Backward, Layout::Rows, &mut scratch)?;
     }
     Ok(())
 }
@@ -294,28 +302,14 @@ fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: 
 /// the product over the elements after it: the rows of the initiators after `p` hold no set
 /// through it and stay; those before it are swept again from `after`.
 fn rebuild_active_before<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, mut after: Vec<Dual<N>>) -> R<()> {
-    let dfa = r.dfa;
-    let z = dfa.n;
-    let mut scratch = Vec::new();
+    let z = r.dfa.n;
     c.a.iter_mut().for_each(|d| *d = Dual::zero());
     for row in c.v[p * z..].chunks_exact(z) {
         for (a, d) in c.a.iter_mut().zip(row) {
             a.add_assign(d)?;
         }
     }
-    for i in (r.active_start..p).rev() {
-        let ev = &r.elems[i];
-        let q = dfa.init[ev.sym as usize];
-        if q != NONE {
-            for j in 0..z {
-                let d = after[q as usize * z + j].take(ev.v)?;
-                c.a[j].add_assign(&d)?;
-                c.v[i * z + j] = d;
-            }
-        }
-        step(dfa, ev, P::SKIP, &mut after, Dir::Backward, Layout::Rows, &mut scratch)?;
-    }
-    Ok(())
+    sweep_active_rows::<P, N>(c, r, r.active_start..p, &mut after)
 }
 
 /// Active local counters of every active element: the sets inside the active window that
