@@ -8,7 +8,7 @@
 //! active local rows are recomputed lazily (one forward/backward sweep over the active
 //! window, O(|A|·|Z|²)) only if an active set contained `x`.
 use super::counters::{Counters, Retained};
-use super::neighbourhood::{joint_matches, local_sets};
+use super::neighbourhood::{joint_matches, local_sets, local_sets_and_tail};
 use super::{Summary, SummaryPolicy};
 use crate::automaton::dfa::{Skip, NONE};
 use super::estimates::Estimates;
@@ -67,10 +67,8 @@ set_policy!(Contiguous);
 
 /// `v_i = (1+v_iε)·e_{δ(q0,c_i)} · P(i+1..n-1)` for active initiators, `a = Σ v_i`.
 fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
-    let dfa = r.dfa;
-    let z = dfa.n;
+    let z = r.dfa.n;
     let mut after = identity::<N>(z);
-    let mut scratch = after.clone();
     c.a = vec![Dual::zero(); z];
     // Rows before the active window are zero already (only active initiators have one);
     // the buffer is kept so that inserting does not reallocate and copy all of it.
@@ -80,10 +78,20 @@ fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -
     if P::SKIP == Skip::Kill && !r.elems.is_empty() {
         first = first.max(super::segment_start(r.elems, r.elems.len() - 1)); // earlier sets died at a break
     }
-    // Only initiators have a row, and the loop below rewrites each of theirs whole: the rest
+    // Only initiators have a row, and the sweep below rewrites each of theirs whole: the rest
     // are zero already, except rows before `first` (sets that died at a break).
     c.v[r.active_start * z..first * z].iter_mut().for_each(|d| *d = Dual::zero());
-    for i in (first..r.elems.len()).rev() {
+    sweep_active_rows::<P, N>(c, r, first..r.elems.len(), &mut after)
+}
+
+/// The rows of the initiators in `range`, swept backward from `after` (the product over the
+/// elements after the range, which ends as the product from its start): each initiator's row
+/// is `(1+v_iε)·e_{δ(q0,c_i)} · after` and `a` gains it.
+fn sweep_active_rows<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, range: std::ops::Range<usize>, after: &mut [Dual<N>]) -> R<()> {
+    let dfa = r.dfa;
+    let z = dfa.n;
+    let mut scratch = Vec::new();
+    for i in range.rev() {
         let ev = &r.elems[i];
         let q = dfa.init[ev.sym as usize];
         if q != NONE {
@@ -93,7 +101,7 @@ fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -
                 c.v[i * z + j] = d;
             }
         }
-        step(dfa, ev, P::SKIP, &mut after, Dir::Backward, Layout::Rows, &mut scratch)?;
+        step(dfa, ev, P::SKIP, after, Dir::Backward, Layout::Rows, &mut scratch)?;
     }
     Ok(())
 }
@@ -136,13 +144,15 @@ fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
     // are (the estimates only ever add non-negative terms, so zero is exact zero).
     let touches_active = p >= start && crate::on_est!(&s.est, e => e.row(p, z).iter().any(|d| !d.c.is_zero()));
     let ctx = retained!(s);
-    crate::promoting!(&mut s.exact, &ctx, |part| remove_exact::<P, _>(part, &ctx, p))?;
+    let rebuilt = crate::promoting!(&mut s.exact, &ctx, |part| remove_exact::<P, _>(part, &ctx, p, touches_active))?;
     let (dfa, tau, elems) = (&s.dfa, s.cfg.tau, &s.elems);
     crate::on_est!(&mut s.est, e => shift_joint::<P, _>(dfa, tau, elems, e, p, false));
     s.drop_element(p);
     if touches_active {
-        let ctx = retained!(s);
-        crate::promoting!(&mut s.exact, &ctx, |part| rebuild_active::<P, _>(part, &ctx))?;
+        if !rebuilt {
+            let ctx = retained!(s);
+            crate::promoting!(&mut s.exact, &ctx, |part| rebuild_active::<P, _>(part, &ctx))?;
+        }
         s.est.set_al_dirty();
     }
     Ok(())
@@ -266,16 +276,40 @@ fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev:
     Ok(())
 }
 
-/// Subtract the sets containing element `p`.
-/// (The active counters are rebuilt after the element has left, by the caller.)
-fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize) -> R<()> {
+/// Subtract the sets containing element `p`; with `rebuild`, also recompute the active
+/// counters over the elements without it where the sweep for `L_x` built the product over the
+/// elements after it (returns whether it did; else the caller rebuilds them after the element
+/// has left).
+fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, rebuild: bool) -> R<bool> {
     let z = r.dfa.n;
-    let local = local_sets::<N>(r.dfa, r.tau, P::SKIP, r.elems, p)?;
+    let (local, tail) = local_sets_and_tail::<N>(r.dfa, r.tau, P::SKIP, r.elems, p)?;
     for (g, l) in c.g.iter_mut().zip(&local) {
         g.sub_assign(l)?;
     }
     c.v.drain(p * z..(p + 1) * z);
-    Ok(())
+    match tail {
+        // Without kills or negation, leaving merges no gap that changes an operator: the
+        // elements after `p` keep theirs, and their product is `tail`.
+        Some(tail) if rebuild && r.dfa.negated.is_empty() && p >= r.active_start => {
+            rebuild_active_before::<P, N>(c, r, p, tail)?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// [`rebuild_active`] after element `p` of `r` left (`c.v` without its row), given `after`,
+/// the product over the elements after it: the rows of the initiators after `p` hold no set
+/// through it and stay; those before it are swept again from `after`.
+fn rebuild_active_before<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, mut after: Vec<Dual<N>>) -> R<()> {
+    let z = r.dfa.n;
+    c.a.iter_mut().for_each(|d| *d = Dual::zero());
+    for row in c.v[p * z..].chunks_exact(z) {
+        for (a, d) in c.a.iter_mut().zip(row) {
+            a.add_assign(d)?;
+        }
+    }
+    sweep_active_rows::<P, N>(c, r, r.active_start..p, &mut after)
 }
 
 /// Active local counters of every active element: the sets inside the active window that
@@ -292,13 +326,15 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
         est.al[start * z..run * z].iter_mut().for_each(|d| *d = Dual::zero());
         start = run;
     }
-    let mut scratch = Vec::new();
+    // The sweeps' buffers are kept with the estimates: this runs after most evictions.
+    let (mut fwd, mut b, mut scratch) = (std::mem::take(&mut est.fwd), std::mem::take(&mut est.back), std::mem::take(&mut est.scratch));
     // fwd[k]: the sets over the active elements before start+k that may take the next one.
     // Under skip-till-any-match the empty set at the start state stands for the sets that
     // start later (it skips everything); under contiguity it would die at the first element
     // it skips, so there each set is started where its initiator is.
     let kill = P::SKIP == Skip::Kill;
-    let mut fwd = Vec::with_capacity((n - start + 1) * z); // each row copies the one before
+    fwd.clear();
+    fwd.reserve((n - start + 1) * z); // each row copies the one before
     fwd.resize(z, Dual::<F>::zero());
     if !kill {
         fwd[dfa.start as usize] = Dual::one();
@@ -314,27 +350,33 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
             rest[q0 as usize] = rest[q0 as usize].plus(&Dual::weight(ev.v));
         }
     }
-    let mut b = identity::<F>(z);
+    b.clear();
+    b.resize(z * z, Dual::zero());
+    for q in 0..z {
+        b[q * z + q] = Dual::one();
+    }
     for y in (start..n).rev() {
         let ev = s.elems[y];
         let w = Dual::<F>::weight(ev.v);
         let row = &mut est.al[y * z..(y + 1) * z];
         row.iter_mut().for_each(|d| *d = Dual::zero());
+        let before = &fwd[(y - start) * z..(y - start + 1) * z];
         for &(q, q2) in takes(&dfa, &ev, P::SKIP).iter() {
-            let u = fwd[(y - start) * z + q as usize].times(&w);
+            let u = before[q as usize].times(&w);
             if u.is_zero() {
                 continue;
             }
-            for j in 0..z {
-                row[j] = row[j].plus(&u.times(&b[q2 as usize * z + j]));
+            for (r, m) in row.iter_mut().zip(&b[q2 as usize * z..(q2 as usize + 1) * z]) {
+                *r = r.plus(&u.times(m));
             }
         }
         let q0 = dfa.init[ev.sym as usize];
         if kill && q0 != NONE {
-            for j in 0..z {
-                row[j] = row[j].plus(&w.times(&b[q0 as usize * z + j])); // the sets that start at y
+            for (r, m) in row.iter_mut().zip(&b[q0 as usize * z..(q0 as usize + 1) * z]) {
+                *r = r.plus(&w.times(m)); // the sets that start at y
             }
         }
         let _ = step(&dfa, &ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch);
     }
+    (est.fwd, est.back, est.scratch) = (fwd, b, scratch);
 }

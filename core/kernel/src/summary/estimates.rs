@@ -12,6 +12,13 @@ pub struct Estimates<F: Real> {
     pub al: Vec<Dual<F>>,
     /// The active local counters need a recomputation before they are read.
     pub al_dirty: bool,
+    /// Working space of that recomputation, kept between events (not state).
+    #[serde(skip)]
+    pub(crate) fwd: Vec<Dual<F>>,
+    #[serde(skip)]
+    pub(crate) back: Vec<Dual<F>>,
+    #[serde(skip)]
+    pub(crate) scratch: Vec<Dual<F>>,
 }
 
 impl<F: Real> Estimates<F> {
@@ -38,7 +45,7 @@ impl<F: Real> Estimates<F> {
 
     fn convert<G: Real>(&self) -> Estimates<G> {
         let f = |d: &Dual<F>| Dual { c: G::from_xf(d.c.to_xf()), s: G::from_xf(d.s.to_xf()) };
-        Estimates { pres: self.pres.iter().map(f).collect(), al: self.al.iter().map(f).collect(), al_dirty: self.al_dirty }
+        Estimates { pres: self.pres.iter().map(f).collect(), al: self.al.iter().map(f).collect(), al_dirty: self.al_dirty, ..Estimates::default() }
     }
 }
 

@@ -53,12 +53,33 @@ fn span(elems: &[Ev], p: usize, tau: i64, skip: Skip) -> (usize, usize) {
     (lo, hi)
 }
 
+/// The row of sums for end `k` in [`local_sets_and_tail`]'s table of ends, a new (zero) one
+/// if `k` is not the last end in it.
+fn end_row<'a, S: Scalar>(end_at: &mut Vec<usize>, end_sets: &'a mut Vec<Dual<S>>, k: usize, z: usize) -> &'a mut [Dual<S>] {
+    if end_at.last() != Some(&k) {
+        end_at.push(k);
+        end_sets.resize(end_sets.len() + z, Dual::zero());
+    }
+    let at = end_sets.len() - z;
+    &mut end_sets[at..]
+}
+
 /// `L_x` for `x = elems[p]`: the windowed sets containing it, per end state.
 pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<Vec<Dual<S>>> {
+    local_sets_and_tail(dfa, tau, skip, elems, p).map(|(local, _)| local)
+}
+
+/// [`local_sets`], and the product `P(p+1..n−1)` over every element after `x` when its
+/// forward sweep built it on the way (no kills, and every later element within the window
+/// of `x`): what recomputing the active rows after `x` leaves would sweep again.
+pub fn local_sets_and_tail<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<(Vec<Dual<S>>, Option<Vec<Dual<S>>>)> {
     let z = dfa.n;
     let x = elems[p];
     let (lo, hi) = span(elems, p, tau, skip);
-    let mut ends = vec![Dual::<S>::zero(); (hi - p + 1) * z]; // Σ_{K(i)=K} β_i, indexed K-p
+    // Σ_{K(i)=K} β_i for the ends K some initiator has, in falling K (the sweep meets them so):
+    // few next to the span, which a dense table would clear and scan whole.
+    let mut end_at: Vec<usize> = Vec::new();
+    let mut end_sets: Vec<Dual<S>> = Vec::new();
     let mut k = hi;
     let mut scratch = Vec::new();
     // Backward from x: `cur` = P(y+1..x-1) · (taking x).
@@ -71,7 +92,7 @@ pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: u
         while expired(x.t, elems[k].t, tau) {
             k -= 1;
         }
-        ends[(k - p) * z + xq as usize].add_assign(&Dual::weight(x.v))?;
+        end_row(&mut end_at, &mut end_sets, k, z)[xq as usize].add_assign(&Dual::weight(x.v))?;
     }
     for y in (lo..p).rev() {
         let ev = &elems[y];
@@ -80,10 +101,10 @@ pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: u
             while expired(ev.t, elems[k].t, tau) {
                 k -= 1;
             }
-            for j in 0..z {
-                let c = &cur[q as usize * z + j];
+            let row = end_row(&mut end_at, &mut end_sets, k, z);
+            for (e, c) in row.iter_mut().zip(&cur[q as usize * z..(q as usize + 1) * z]) {
                 if !c.is_zero() {
-                    ends[(k - p) * z + j].add_assign(&c.take(ev.v)?)?;
+                    e.add_assign(&c.take(ev.v)?)?;
                 }
             }
         }
@@ -92,6 +113,10 @@ pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: u
     let mut local = vec![Dual::<S>::zero(); z];
     let mut c_mat = identity::<S>(z);
     if counts_at_ends(dfa, skip) {
+        let mut ends = vec![Dual::<S>::zero(); (hi - p + 1) * z]; // indexed K-p
+        for (k, sets) in end_at.iter().zip(end_sets.chunks_exact(z)) {
+            ends[(k - p) * z..(k - p + 1) * z].clone_from_slice(sets);
+        }
         // Σ_i Σ_{y ≤ K(i)} (the sets from i through x that end at y): every initiator still in
         // reach of y contributes β_i · P(x+1..y−1) · (taking y).
         for k in (p..hi).rev() {
@@ -123,27 +148,30 @@ pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: u
             }
             step(dfa, &elems[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
         }
-        return Ok(local);
+        return Ok((local, None));
     }
     // Without kills every set stays in the product: `L_x = Σ_i β_i · P(x+1..K(i))`.
+    let mut next = end_at.len(); // the ends in rising K, from the back
     for k in p..=hi {
         if k > p {
             step(dfa, &elems[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
         }
-        for a in 0..z {
-            let b = &ends[(k - p) * z + a];
+        if next == 0 || end_at[next - 1] != k {
+            continue;
+        }
+        next -= 1;
+        for (a, b) in end_sets[next * z..(next + 1) * z].iter().enumerate() {
             if b.is_zero() {
                 continue;
             }
-            for j in 0..z {
-                let m = &c_mat[a * z + j];
+            for (l, m) in local.iter_mut().zip(&c_mat[a * z..(a + 1) * z]) {
                 if !m.is_zero() {
-                    local[j].add_assign(&b.mul(m)?)?;
+                    l.add_assign(&b.mul(m)?)?;
                 }
             }
         }
     }
-    Ok(local)
+    Ok((local, (hi + 1 == elems.len()).then_some(c_mat)))
 }
 
 /// For every element `y` within the window of `x = elems[p]`, the complete matches that
@@ -185,13 +213,20 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
     let ends_mode = counts_at_ends(dfa, skip);
     let mut psi = vec![Dual::<S>::zero(); (hi - p + 1) * z];
     let mut c_mat = identity::<S>(z);
+    // Without kills ψ is read only at the ends K(i) of the initiators before x (rising with i):
+    // the sweep computes it there and stops at the last.
+    let mut read_at = (lo..p).filter(|&i| is_init(i)).map(|i| k_of[i - lo]).peekable();
     for k in p..=hi {
         if !ends_mode {
+            let Some(&next) = read_at.peek() else { break };
             if k > p {
                 step(dfa, &el[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
             }
-            for r in 0..z {
-                psi[(k - p) * z + r] = final_sum(dfa, &c_mat[r * z..(r + 1) * z])?;
+            if next == k {
+                while read_at.next_if_eq(&k).is_some() {}
+                for r in 0..z {
+                    psi[(k - p) * z + r] = final_sum(dfa, &c_mat[r * z..(r + 1) * z])?;
+                }
             }
             continue;
         }

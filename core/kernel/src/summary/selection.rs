@@ -148,17 +148,30 @@ impl Benefit {
     }
 }
 
-/// The count (or with `sum`, the sum) part of `Σ al[q]·h[q]` over the non-zero `al[q]`: the
-/// same operations, in the same order, as that part of the dual products' sum, without the
-/// other part.
+/// The count (or with `sum`, the sum) part of `Σ al[q]·h[q]` over the non-zero `al[q]`, for two
+/// coefficient vectors at once (one pass over the row): per vector the same operations, in the
+/// same order, as that part of the dual products' sum, without the other part.
 #[inline(always)]
-fn dot<F: Real>(al: &[Dual<F>], h: &[Dual<F>], sum: bool) -> F {
-    let mut acc = F::zero();
-    for (x, h) in al.iter().zip(h).filter(|(x, _)| !x.is_zero()) {
-        let term = if sum { x.c.mul(&h.s).unwrap_or_default().add(&x.s.mul(&h.c).unwrap_or_default()) } else { x.c.mul(&h.c) };
-        acc = acc.add(&term.unwrap_or_default()).unwrap_or_default();
+fn dots<F: Real>(al: &[Dual<F>], h1: &[Dual<F>], h2: &[Dual<F>], sum: bool) -> (F, F) {
+    let term = |x: &Dual<F>, h: &Dual<F>| if sum { x.c.mul(&h.s).unwrap_or_default().add(&x.s.mul(&h.c).unwrap_or_default()) } else { x.c.mul(&h.c) };
+    let (mut acc1, mut acc2) = (F::zero(), F::zero());
+    for ((x, h1), h2) in al.iter().zip(h1).zip(h2).filter(|((x, _), _)| !x.is_zero()) {
+        acc1 = acc1.add(&term(x, h1).unwrap_or_default()).unwrap_or_default();
+        acc2 = acc2.add(&term(x, h2).unwrap_or_default()).unwrap_or_default();
     }
-    acc
+    (acc1, acc2)
+}
+
+/// `x.round().min(cap) as usize` for `x ≥ 0` (or NaN) and an integral `cap` below 2^52, without
+/// the library call `round` is where the target has no rounding instruction (once per active
+/// initiator and decision).
+#[inline(always)]
+fn rounded_steps(x: f64, cap: f64) -> usize {
+    if !(x < cap) {
+        return cap as usize; // NaN too: `min` takes the number
+    }
+    let whole = x as u64; // truncates; `x - whole` is exact below 2^52
+    (whole + u64::from(x - whole as f64 >= 0.5)) as usize
 }
 
 /// Bring what [`values`] reads up to date: the active local rows, the expected-future
@@ -200,7 +213,7 @@ pub(crate) fn values<P: SummaryPolicy, F: Real>(
     let rate = s.estimator.rate();
     let steps = |t_init: i64| -> usize {
         let remaining = (tau as f64) - (t.saturating_sub(t_init) as f64); // never wraps near ±2^63
-        (remaining.max(0.0) * rate).round().min(horizon) as usize
+        rounded_steps(remaining.max(0.0) * rate, horizon)
     };
     let is_init = |e: &Ev| dfa.starts(e.sym);
     let z = dfa.n;
@@ -208,7 +221,10 @@ pub(crate) fn values<P: SummaryPolicy, F: Real>(
     let oldest_init = active.iter().find(|e| is_init(e)).map(|e| e.t);
     let cand: Vec<Dual<F>> = ev.map_or_else(|| vec![Dual::zero(); dfa.n], |ev| s.formed_estimate(ev));
     let coeffs = &s.coeffs;
-    let expect = |al: &[Dual<F>], h_old: &[Dual<F>], h_new: &[Dual<F>]| -> F { dot(al, h_old, sum).add(&dot(al, h_new, sum)).unwrap_or_default().half() };
+    let expect = |al: &[Dual<F>], h_old: &[Dual<F>], h_new: &[Dual<F>]| -> F {
+        let (old, new) = dots(al, h_old, h_new, sum);
+        old.add(&new).unwrap_or_default().half()
+    };
     let cand_new = if ev.is_some_and(is_init) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
     let cand_pres = pick(&final_sum(dfa, &cand).unwrap_or_default());
     let cand_e = cand_new.filter(|_| expected).map(|t_new| expect(&cand, coeffs.cached(steps(oldest_init.unwrap_or(t_new))), coeffs.cached(steps(t_new))));
@@ -237,7 +253,7 @@ mod tests {
     use crate::numbers::xf::Xf;
     use proptest::prelude::*;
 
-    /// What `dot` replaced: the dual products summed whole, then one part picked.
+    /// What `dots` replaced: the dual products summed whole, then one part picked.
     fn dual_dot<F: Real>(al: &[Dual<F>], h: &[Dual<F>], sum: bool) -> F {
         let acc = al.iter().zip(h).filter(|(x, _)| !x.is_zero()).fold(Dual::zero(), |acc: Dual<F>, (x, h)| acc.plus(&x.times(h)));
         if sum { acc.s } else { acc.c }
@@ -248,19 +264,28 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn rounded_steps_is_round_then_min(x in prop_oneof![0.0f64..70_000.0, (0u32..140_000).prop_map(|n| f64::from(n) / 2.0), Just(f64::NAN), Just(f64::INFINITY), Just(0.49999999999999994)], cap in 0u32..=65_536) {
+            let cap = f64::from(cap);
+            prop_assert_eq!(rounded_steps(x, cap), x.round().min(cap) as usize);
+        }
+
         /// Bit for bit the same part, in `f64` and in `Xf`, sparse rows and huge values included.
         #[test]
-        fn dot_is_the_picked_part_of_the_dual_sum(
+        fn dots_are_the_picked_parts_of_the_dual_sums(
             pairs in proptest::collection::vec(((0u8..3, 0.0f64..1e6, 0.0f64..1e6), (0.0f64..1e300, 0.0f64..1e300)), 0..12),
             sum in any::<bool>(),
         ) {
             // A third of the row entries are zero (skipped), the rest any non-negative value.
             let al: Vec<(f64, f64)> = pairs.iter().map(|&((z, c, s), _)| if z == 0 { (0.0, 0.0) } else { (c, s) }).collect();
             let h: Vec<(f64, f64)> = pairs.iter().map(|&(_, h)| h).collect();
-            let (al64, h64) = (duals::<f64>(&al), duals::<f64>(&h));
-            prop_assert_eq!(dot(&al64, &h64, sum).to_bits(), dual_dot(&al64, &h64, sum).to_bits());
-            let (alx, hx) = (duals::<Xf>(&al), duals::<Xf>(&h));
-            prop_assert_eq!(dot(&alx, &hx, sum), dual_dot(&alx, &hx, sum));
+            let h2: Vec<(f64, f64)> = h.iter().rev().map(|&(c, s)| (s, c)).collect();
+            let (al64, h64, h64b) = (duals::<f64>(&al), duals::<f64>(&h), duals::<f64>(&h2));
+            let (one, two) = dots(&al64, &h64, &h64b, sum);
+            prop_assert_eq!(one.to_bits(), dual_dot(&al64, &h64, sum).to_bits());
+            prop_assert_eq!(two.to_bits(), dual_dot(&al64, &h64b, sum).to_bits());
+            let (alx, hx, hxb) = (duals::<Xf>(&al), duals::<Xf>(&h), duals::<Xf>(&h2));
+            prop_assert_eq!(dots(&alx, &hx, &hxb, sum), (dual_dot(&alx, &hx, sum), dual_dot(&alx, &hxb, sum)));
         }
     }
 }
