@@ -192,8 +192,8 @@ def advance(plan: Plan, table: pa.Table, final: int, resume: Resume, frontier: O
     times = part.column(plan.within[0]).to_pylist() if plan.within else None
     rows = Rows(final, data, plan.program.variables, plan.members, open=True)
     accept, scope = _acceptor(plan, flags, times, rows)
-    if times is not None and frontier is not None:
-        bound = plan.within[1]
+    if plan.within and times is not None and frontier is not None:
+        bound = plan.within[1]  # a row still to come is at least ``frontier``: past the bound, it fails
         resume.beyond = lambda start: times[start] is not None and frontier - times[start] < bound
     else:
         resume.beyond = lambda start: True

@@ -15,7 +15,19 @@ from typing import Any, Optional
 from suse.errors import SqlError
 from suse.recognize.expressions import Agg, Classifier, Extractor, MatchNumber, Nav, Split
 from suse.recognize.matcher import RecognizeError, Skip, compile_pattern
-from suse.recognize.pattern import Alt, Anchor, Exclude, Node, Repeat, Seq, Var, nullable, parse_pattern, variable_name, variables
+from suse.recognize.pattern import (
+    Alt,
+    Anchor,
+    Exclude,
+    Node,
+    Repeat,
+    Seq,
+    Var,
+    nullable,
+    parse_pattern,
+    variable_name,
+    variables,
+)
 from suse.spark.sql.statement import Token, _Parser, apply_select, read_source, tokenize
 
 CLAUSES = ("PARTITION", "ORDER", "MEASURES", "ONE", "ALL", "AFTER", "PATTERN", "SUBSET", "DEFINE", "WITHIN")
@@ -281,7 +293,7 @@ def sql_standard(spark: Any, text: str):
             continue
         sp, at = defines[v]
         row_local = all(_current_row(leaf, v, members) for leaf in sp.leaves)
-        if row_local and not (streaming and any(leaf.physical for leaf in sp.leaves)):  # no lag() in streaming
+        if row_local and not (streaming and any(getattr(leaf, "physical", 0) for leaf in sp.leaves)):  # no lag() in streaming
             col = f"_suse_d{var_index[v]}"
             text_v = sp.render(lambda leaf: _row_local(leaf, window))
             helper.append((F.expr(text_v).alias(col), at, f"DEFINE {v}: cannot compute the condition"))
@@ -325,6 +337,8 @@ def sql_standard(spark: Any, text: str):
     try:
         with analysing():
             prepared = df.select(*source_cols, *[h[0] for h in helper])
+            if streaming:  # the matcher drops late rows itself (as aggregate_stream's due times do)
+                prepared = prepared.select(*[F.col(f"`{f.name}`").alias(f.name, metadata={}) for f in prepared.schema.fields])
             prepared.schema
     except PySparkException:
         for colexpr, at, what in helper:  # find the one that fails, for its position

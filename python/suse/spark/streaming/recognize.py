@@ -14,6 +14,7 @@ its pending match may still take), so its matches come out without new rows.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Iterator, Sequence
 
 import pandas as pd
@@ -28,6 +29,7 @@ from suse.recognize.runner import Plan, Resume, advance, error_batch
 TIME = "_suse_t"  # the event time in microseconds, computed by Spark
 ALL = "_suse_all"  # the single group key when there is no PARTITION BY
 STATE_NAME = "suse_recognize_v1"
+log = logging.getLogger(__name__)
 
 
 def _state_schema():
@@ -72,12 +74,12 @@ class _Recognizer(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         # pyspark 4.3 hands the columns over as _1, _2, ...: name them by position
-        yield from self.step([f.set_axis(self.columns, axis=1) for f in rows], timerValues.getCurrentWatermarkInMs())
+        yield from self.step(key, [f.set_axis(self.columns, axis=1) for f in rows], timerValues.getCurrentWatermarkInMs())
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
-        yield from self.step([], timerValues.getCurrentWatermarkInMs())
+        yield from self.step(key, [], timerValues.getCurrentWatermarkInMs())
 
-    def step(self, frames: list[pd.DataFrame], watermark_ms: int) -> Iterator[pd.DataFrame]:
+    def step(self, key: Any, frames: list[pd.DataFrame], watermark_ms: int) -> Iterator[pd.DataFrame]:
         watermark = watermark_ms * 1000 if watermark_ms > 0 else None  # Spark starts at 0: none yet
         new = self.arrow(frames)
         try:
@@ -91,8 +93,12 @@ class _Recognizer(StatefulProcessor):
                 yield self.failed(new, StateError(f"the ORDER BY column {self.order[0][0]} is NULL in a streaming row: "
                                                   "such a row has no place in event-time order; filter it out"))
                 return
-            if watermark is not None:  # late: behind the watermark, where the order is final (Spark drops them too)
-                new = new.filter(pc.greater_equal(times, pa.scalar(watermark, pa.int64())))
+            if watermark is not None:  # late: behind the watermark, where the order is already final
+                on_time = pc.greater_equal(times, pa.scalar(watermark, pa.int64()))
+                late = new.num_rows - int(pc.sum(on_time).as_py() or 0)
+                if late:
+                    log.warning("suse MATCH_RECOGNIZE: %d rows behind the watermark dropped (partition %s)", late, key)
+                new = new.filter(on_time)
             table = _sorted(new if table is None else pa.concat_tables([table, new]), self.order)
         if table is None or not table.num_rows:
             return
@@ -124,7 +130,7 @@ class _Recognizer(StatefulProcessor):
     def load(self) -> tuple[pa.Table | None, int, Cursor]:
         if not self.state.exists():
             return None, 0, Cursor()
-        blob, base, pos, covered, number, statement = self.state.get()
+        blob, base, pos, covered, number, statement = tuple(self.state.get())
         if statement != self.text:
             raise StateError("the checkpoint's state was written by another MATCH_RECOGNIZE statement; "
                              "start the changed statement with a new checkpoint location")
