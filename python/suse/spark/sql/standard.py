@@ -10,7 +10,7 @@ the values that depend on the match; Spark then evaluates the MEASURES expressio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from suse.errors import SqlError
 from suse.recognize.expressions import Agg, Classifier, Extractor, MatchNumber, Nav, Split
@@ -227,10 +227,15 @@ def check(st: StandardStatement) -> None:
                        "(the standard forbids it)", "UNMATCHED")
 
 
+def _nodes(node: Node) -> Iterator[Node]:
+    """``node`` and every node inside it."""
+    yield node
+    for child in getattr(node, "items", ()) + ((node.body,) if hasattr(node, "body") else ()):
+        yield from _nodes(child)
+
+
 def _has_exclusion(node: Node) -> bool:
-    if isinstance(node, Exclude):
-        return True
-    return any(_has_exclusion(c) for c in getattr(node, "items", ())) or (hasattr(node, "body") and _has_exclusion(node.body))
+    return any(isinstance(n, Exclude) for n in _nodes(node))
 
 
 def parse_standard(text: str) -> StandardStatement:
@@ -427,20 +432,15 @@ def check_streaming(st: StandardStatement, df: Any) -> None:
     if first.lower() not in {m.lower() for m in marked} or not ascending:
         raise st.error(f"streaming MATCH_RECOGNIZE: the first ORDER BY column must be the watermark column "
                        f"{' or '.join(marked)}, ascending; found {first}{'' if ascending else ' DESC'}", "ORDER")
-    if _has_end_anchor(st.node):
+    if any(isinstance(n, Anchor) and not n.start for n in _nodes(st.node)):
         raise st.error("PATTERN: the anchor $ (the partition's last row) cannot be decided in streaming: a stream's "
                        "partition has no last row", "PATTERN")
     defined = set(st.define)
-    if st.within is None and _endless(st.node, defined):
+    if st.within is None and any(isinstance(n, Repeat) and n.high is None and n.greedy and _always(n.body, defined)
+                                 for n in _nodes(st.node)):
         raise st.error("PATTERN: a greedy unbounded quantifier over variables without DEFINE (true on every row) never "
                        "ends in streaming, so its match is never emitted: bound it with WITHIN, {n,m}, a DEFINE "
                        "condition or a reluctant quantifier (*?, +?)", "PATTERN")
-
-
-def _has_end_anchor(node: Node) -> bool:
-    if isinstance(node, Anchor):
-        return not node.start
-    return any(_has_end_anchor(c) for c in getattr(node, "items", ())) or (hasattr(node, "body") and _has_end_anchor(node.body))
 
 
 def _always(node: Node, defined: set) -> bool:
@@ -454,13 +454,6 @@ def _always(node: Node, defined: set) -> bool:
     if isinstance(node, (Repeat, Exclude)):
         return _always(node.body, defined)
     return False
-
-
-def _endless(node: Node, defined: set) -> bool:
-    """Whether ``node`` holds a greedy unbounded repetition of rows that always match."""
-    if isinstance(node, Repeat) and node.high is None and node.greedy and _always(node.body, defined):
-        return True
-    return any(_endless(c, defined) for c in getattr(node, "items", ())) or (hasattr(node, "body") and _endless(node.body, defined))
 
 
 def _current_row(leaf, var: str, members: dict) -> bool:

@@ -48,18 +48,17 @@ def recognize_stream(prepared: Any, plan: Plan, out_schema: Any, order: Sequence
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    from suse.spark.streaming.aggregate import _PROVIDER, _ROCKSDB
+
     conf = prepared.sparkSession.conf
-    if conf.get("spark.sql.streaming.stateStore.providerClass", None) != ROCKSDB:  # transformWithState needs it
-        conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+    if conf.get(_PROVIDER, None) != _ROCKSDB:  # transformWithState keeps its state only in RocksDB
+        conf.set(_PROVIDER, _ROCKSDB)
     timezone = conf.get("spark.sql.session.timeZone", "UTC")
     frame = prepared if plan.keys else prepared.withColumn(ALL, F.lit(0))
     keys = list(plan.keys) or [ALL]
     processor = _Recognizer(plan, frame.columns, to_arrow_schema(frame.schema, timezone=timezone), order, text, timezone)
     return frame.groupBy(*[F.col(f"`{k}`") for k in keys]).transformWithStateInPandas(
         processor, out_schema, "Append", "EventTime")
-
-
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 class _Recognizer(StatefulProcessor):
