@@ -140,3 +140,45 @@ def test_streaming_refuses_what_it_cannot_decide(spark, tmp_path):
         sql(spark, V_SHAPE.format(src="marked").replace("price < PREV(price)", "abs(price - PREV(price)) > 2"))
     sql(spark, V_SHAPE.format(src="marked").replace("(A B+ C+ D+)", "(A B+ C+ D+ A*?)"))  # reluctant: accepted
     sql(spark, V_SHAPE.format(src="marked").replace("(A B+ C+ D+)", "(A B+ C+ D+ A*)").replace("DEFINE", "WITHIN INTERVAL '1' DAY DEFINE"))
+
+
+@pytest.mark.slow
+def test_a_restart_from_the_checkpoint_goes_on_where_it_stood(spark, tmp_path):
+    """Stopped after the second file and started again on the same checkpoint: the matches that
+    straddle the stop come out once, as in the batch run."""
+    from suse.spark import sql
+
+    rows = make_rows()
+    spark.createDataFrame(rows, SCHEMA).createOrReplaceTempView("prices_batch")
+    want = keyed(sql(spark, V_SHAPE.format(src="prices_batch")).where("k <> 0").collect())
+    src_dir, out_dir, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
+    src_dir.mkdir()
+
+    def start():
+        spark.readStream.schema(SCHEMA).json(str(src_dir)).withWatermark("ts", "2 days").createOrReplaceTempView("prices_stream")
+        return (sql(spark, V_SHAPE.format(src="prices_stream")).writeStream.format("parquet").option("path", str(out_dir))
+                .option("checkpointLocation", str(ckpt)).trigger(processingTime="0 seconds").start())
+
+    query = start()
+    days = (rows.ts - DAY0).dt.days
+    try:
+        for i in range(3):
+            write(rows[(days >= 7 * i) & (days < 7 * i + 7)].sample(frac=1, random_state=i), src_dir, i)
+            query.processAllAvailable()
+            if i == 1:
+                query.stop()
+                query = start()
+        write(pd.DataFrame({"k": [0], "ts": [DAY0 + dt.timedelta(days=40)], "price": [0]}), src_dir, 99)
+        query.processAllAvailable()
+        deadline, got = time.monotonic() + 120, []
+        while time.monotonic() < deadline and len(got) < len(want):
+            time.sleep(1)
+            try:
+                got = keyed(spark.read.parquet(str(out_dir)).where("k <> 0").collect())
+            except Exception:  # noqa: BLE001 - no file yet
+                got = []
+        time.sleep(2)
+        got = keyed(spark.read.parquet(str(out_dir)).where("k <> 0").collect())
+    finally:
+        query.stop()
+    assert got == want
