@@ -18,19 +18,21 @@ from typing import Any, Callable, Optional, Sequence
 
 from suse.errors import SqlError
 from suse.recognize.expressions import Agg, Classifier, Leaf, MatchNumber, Nav
-from suse.recognize.matcher import RecognizeError
+from suse.recognize.matcher import RecognizeError, Undecided
 
 
 @dataclass
 class Rows:
     """One partition: ``columns[expr]`` the values of each row expression, in row order;
     ``variables`` the pattern variables by index; ``members[name]`` the variable indices a
-    variable or subset name stands for."""
+    variable or subset name stands for; ``open``: more rows follow (streaming), so a value
+    read after the last row is not NULL but not known yet (:class:`Undecided`)."""
 
     n: int
     columns: dict[str, list]
     variables: Sequence[str]
     members: dict[str, frozenset]
+    open: bool = False
 
 
 def _rows_of(rows: Rows, qual: Optional[str], start: int, labels: Sequence[int], upto: int):
@@ -63,6 +65,8 @@ def leaf_value(leaf: Leaf, rows: Rows, start: int, labels: Sequence[int], upto: 
         if row is None:
             return None
         row += leaf.physical
+        if row >= rows.n and rows.open:
+            raise Undecided(row)
         return rows.columns[leaf.expr][row] if 0 <= row < rows.n else None
     assert isinstance(leaf, Agg)
     chosen = _rows_of(rows, leaf.qual, start, labels, upto)

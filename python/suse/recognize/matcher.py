@@ -35,6 +35,11 @@ class BacktrackingLimitError(RecognizeError, LimitError):
     """More backtracking steps for one start row than ``max_steps`` (or a pattern too large)."""
 
 
+class Undecided(Exception):
+    """Streaming: the match at a start row depends on a row that has not arrived (or is not yet
+    in its final place): decide it again once more rows are final."""
+
+
 @dataclass(frozen=True)
 class Program:
     code: tuple[tuple[int, ...], ...]  # (op, a, b)
@@ -137,9 +142,17 @@ class Match:
 Accept = Callable[[int, int, int, list], bool]
 
 
-def match_at(program: Program, start: int, n: int, accept: Accept,
-             memo: Optional[set] = None, max_steps: int = MAX_STEPS) -> Optional[tuple[list[int], list[bool]]]:
-    """The preferred match starting at row ``start`` of ``n`` rows: (labels, excluded), or None."""
+# beyond(start): whether a row after the last known one could still be accepted by a match
+# starting at ``start`` (streaming: the partition goes on); None: the partition ends there.
+Beyond = Optional[Callable[[int], bool]]
+
+
+def match_at(program: Program, start: int, n: int, accept: Accept, memo: Optional[set] = None,
+             max_steps: int = MAX_STEPS, base: int = 0, beyond: Beyond = None) -> Optional[tuple[list[int], list[bool]]]:
+    """The preferred match starting at row ``start`` of ``n`` rows: (labels, excluded), or None.
+    ``base``: the partition row that row 0 is (``^`` holds at partition row 0). With ``beyond``,
+    a step that needs a row after the known ones raises :class:`Undecided`: every step before it
+    is what the run over the whole partition takes too, so a result found without it is final."""
     code = program.code
     pc, pos, depth = 0, start, 0
     regs = (-1,) * program.registers
@@ -164,6 +177,8 @@ def match_at(program: Program, start: int, n: int, accept: Accept,
                 memo.add(key)
         if ok:
             if op == VAR:
+                if pos >= n and beyond is not None and beyond(start):
+                    raise Undecided(start)
                 if pos < n:
                     labels.append(a)
                     excluded.append(depth > 0)
@@ -182,8 +197,10 @@ def match_at(program: Program, start: int, n: int, accept: Accept,
                 pc = a
                 continue
             elif op == START:
-                ok = pos == 0
+                ok = pos + base == 0
             elif op == END:
+                if pos == n and beyond is not None:
+                    raise Undecided(start)
                 ok = pos == n
             elif op == EXCL_ON:
                 depth += 1
@@ -220,34 +237,52 @@ class Unmatched:
     row: int
 
 
+@dataclass
+class Cursor:
+    """Where matching of a partition stands: the next start row, the end of the rows covered
+    by matches so far, and the number of matches so far (rows counted from row 0 given)."""
+
+    pos: int = 0
+    covered: int = 0
+    number: int = 0
+
+
 def matches(program: Program, n: int, accept: Accept, skip: Skip = Skip(), memo_scope: Optional[str] = "partition",
-            max_steps: int = MAX_STEPS) -> Iterator[Match | Unmatched]:
+            max_steps: int = MAX_STEPS, cursor: Optional[Cursor] = None, base: int = 0,
+            beyond: Beyond = None) -> Iterator[Match | Unmatched]:
     """Every match of the partition of ``n`` rows in order, and between them the rows that
     no match covers (:class:`Unmatched`). ``memo_scope``: ``"partition"`` when ``accept``
     depends on the row only, ``"start"`` when it depends on the row and the start row (WITHIN),
-    None otherwise."""
+    None otherwise.
+
+    Streaming: matching goes on from ``cursor``, which moves past an item only once the caller
+    asks for the next one (so a caller that stops early resumes at the item it did not take);
+    with ``beyond`` (see :func:`match_at`) it stops at the first start that is not decided yet.
+    ``base`` as in :func:`match_at`."""
+    cur = cursor if cursor is not None else Cursor()
     memo: Optional[set] = set() if memo_scope else None
-    number, pos, covered = 0, 0, 0
-    while pos < n:
+    while cur.pos < n:
         if memo_scope == "start":
             memo = set()
-        found = match_at(program, pos, n, accept, memo, max_steps)
+        pos = cur.pos
+        try:
+            found = match_at(program, pos, n, accept, memo, max_steps, base, beyond)
+        except Undecided:
+            return
         if found is None:
-            if pos >= covered:
+            if pos >= cur.covered:
                 yield Unmatched(pos)
-            pos += 1
+            cur.pos = pos + 1
             continue
         labels, excluded = found
-        number += 1
+        number = cur.number + 1
+        target = _skip_target(skip, pos, labels, number) if labels else pos + 1
         yield Match(number, pos, labels, excluded)
         if memo_scope == "partition":
             memo = set()  # states on the accepting path did not fail
-        if not labels:
-            pos += 1
-            continue
-        end = pos + len(labels)
-        covered = max(covered, end)
-        pos = _skip_target(skip, pos, labels, number)
+        cur.number, cur.pos = number, target
+        if labels:
+            cur.covered = max(cur.covered, pos + len(labels))
 
 
 def _skip_target(skip: Skip, start: int, labels: list[int], number: int) -> int:

@@ -9,6 +9,7 @@ holds the message; the caller turns it into Spark's ``raise_error``.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
@@ -17,8 +18,8 @@ import pyarrow as pa
 
 from suse.errors import SuseError
 from suse.recognize.evaluate import ConditionParser, Rows, leaf_value
-from suse.recognize.expressions import Leaf
-from suse.recognize.matcher import Program, Skip, Unmatched, matches
+from suse.recognize.expressions import Leaf, Nav
+from suse.recognize.matcher import Beyond, Cursor, Match, Program, Skip, Unmatched, matches
 
 KIND_MATCH, KIND_EMPTY, KIND_UNMATCHED = 0, 1, 2
 KIND, ERROR = "_suse_kind", "_suse_error"
@@ -33,6 +34,7 @@ class Condition:
     leaves: tuple = ()
     tokens: tuple = ()
     text: str = ""
+    row_local: bool = False  # the leaves read the current row or a fixed distance from it only
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,7 @@ def _match_groups(plan: Plan, table: pa.Table, bounds: Sequence[int]) -> Iterato
         try:
             _match_partition(plan, rows, accept, scope, out, a)
         except SuseError as exc:
-            where = ", ".join(f"{k}={v!r}" for k, v in zip(plan.keys, _key_rows(table.slice(a, 1), plan.keys)[0]))
-            message = f"MATCH_RECOGNIZE: {exc}" + (f" (partition {where})" if where else "")
-            arrays = [pa.nulls(1, f.type) if f.name != ERROR else pa.array([message], pa.string()) for f in plan.schema]
-            yield pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
+            yield error_batch(plan, table.slice(a), exc)
             return
     if out.kinds:
         yield out.batch(table)
@@ -137,10 +136,16 @@ class _Output:
         return pa.RecordBatch.from_arrays(arrays, schema=self.plan.schema)
 
 
-def _match_partition(plan: Plan, rows: Rows, accept, scope, out: _Output, offset: int) -> None:
-    """Match one partition (rows ``offset ..`` of the stretch) and add its output rows to ``out``."""
+def _match_partition(plan: Plan, rows: Rows, accept, scope, out: _Output, offset: int,
+                     resume: Optional[Resume] = None) -> None:
+    """Match one partition (rows ``offset ..`` of the stretch) and add its output rows to ``out``;
+    streaming: from ``resume`` on, up to the first match not decided yet."""
     all_rows = plan.all_rows
-    for m in matches(plan.program, rows.n, accept, plan.skip, scope, plan.max_steps):
+    r = resume or Resume()
+    reach = max([leaf.physical for leaf in plan.leaves if isinstance(leaf, Nav)] + [0])  # NEXT in MEASURES
+    for m in matches(plan.program, rows.n, accept, plan.skip, scope, plan.max_steps, r.cursor, r.base, r.beyond):
+        if rows.open and isinstance(m, Match) and m.labels and m.end - 1 + reach >= rows.n:
+            return  # the match is final, a value its MEASURES read is not yet: emit it later
         if isinstance(m, Unmatched):
             if all_rows and plan.empty == "unmatched":
                 out.emit(rows, offset + m.row, KIND_UNMATCHED, m.row, (), 0, 0)
@@ -157,6 +162,58 @@ def _match_partition(plan: Plan, rows: Rows, accept, scope, out: _Output, offset
                 out.emit(rows, offset + m.start + i, KIND_MATCH, m.start, m.labels, i + 1, m.number)
 
 
+@dataclass
+class Resume:
+    """Streaming: matching resumes at ``cursor`` (rows counted in the buffer); the buffer's
+    row 0 is partition row ``base``; ``beyond`` as in :func:`suse.recognize.matcher.match_at`."""
+
+    cursor: Cursor = dataclasses.field(default_factory=Cursor)
+    base: int = 0
+    beyond: Beyond = None
+
+
+def lookback(plan: Plan) -> int:
+    """How many rows before a match its DEFINE and MEASURES read (PREV): what a streaming
+    buffer keeps before the next start row."""
+    leaves = list(plan.leaves) + [leaf for c in plan.conditions for leaf in c.leaves]
+    return max([-leaf.physical for leaf in leaves if isinstance(leaf, Nav)] + [0])
+
+
+def advance(plan: Plan, table: pa.Table, final: int, resume: Resume, frontier: Optional[int]) -> tuple[list[pa.RecordBatch], int]:
+    """One streaming step of one partition. ``table``: its buffered rows in order, of which the
+    first ``final`` can no longer change place (older than the watermark); ``frontier``: the
+    least ``within`` time a row still to come can have (None: unknown). Emits every match now
+    decided (the batch run over the whole partition emits the same rows), moves
+    ``resume.cursor`` past them, and returns the output and how many leading rows of ``table``
+    no later step needs."""
+    part = table.slice(0, final)
+    data = {expr: part.column(col).to_pylist() for expr, col in plan.expr_columns.items()}
+    flags = {c.column: part.column(c.column).to_pylist() for c in plan.conditions if c.column is not None}
+    times = part.column(plan.within[0]).to_pylist() if plan.within else None
+    rows = Rows(final, data, plan.program.variables, plan.members, open=True)
+    accept, scope = _acceptor(plan, flags, times, rows)
+    if plan.within and times is not None and frontier is not None:
+        bound = plan.within[1]  # a row still to come is at least ``frontier``: past the bound, it fails
+        resume.beyond = lambda start: times[start] is not None and frontier - times[start] < bound
+    else:
+        resume.beyond = lambda start: True
+    out = _Output(plan)
+    try:
+        _match_partition(plan, rows, accept, scope, out, 0, resume)
+    except SuseError as exc:
+        return [error_batch(plan, table, exc)], 0
+    batches = [out.batch(table)] if out.kinds else []
+    return batches, max(0, min(resume.cursor.pos, final) - lookback(plan))
+
+
+def error_batch(plan: Plan, table: pa.Table, exc: SuseError) -> pa.RecordBatch:
+    """One row whose ``_suse_error`` says what failed in the partition of ``table``'s first row."""
+    where = ", ".join(f"{k}={v!r}" for k, v in zip(plan.keys, _key_rows(table.slice(0, 1), plan.keys)[0]))
+    message = f"MATCH_RECOGNIZE: {exc}" + (f" (partition {where})" if where else "")
+    arrays = [pa.nulls(1, f.type) if f.name != ERROR else pa.array([message], pa.string()) for f in plan.schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
+
+
 @functools.lru_cache(maxsize=64)
 def _evaluator(cond: Condition):
     """The parsed DEFINE condition: once per worker, not once per partition."""
@@ -166,17 +223,17 @@ def _evaluator(cond: Condition):
 def _acceptor(plan: Plan, flags: dict, times: Optional[list], rows: Rows):
     """accept(variable, row, start, labels) and the memo scope it allows."""
     checks: list[Any] = []
-    local = True
+    local = True  # every condition depends on its row alone
     for cond in plan.conditions:
         if cond.column is not None:
             checks.append(("column", flags[cond.column]))
         elif cond.tokens:
-            local = False
+            local = local and cond.row_local
             checks.append(("glue", (cond.leaves, _evaluator(cond))))
         else:
             checks.append(("true", None))
     bound = plan.within[1] if plan.within else 0
-    if local and times is None:  # the common case, kept to one list lookup per row
+    if times is None and all(kind != "glue" for kind, _ in checks):  # the common case, kept to one list lookup per row
         table = [data if kind == "column" else [True] * rows.n for kind, data in checks]
 
         def by_row(v: int, row: int, start: int, labels: list) -> bool:

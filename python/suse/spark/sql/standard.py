@@ -10,12 +10,24 @@ the values that depend on the match; Spark then evaluates the MEASURES expressio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from suse.errors import SqlError
 from suse.recognize.expressions import Agg, Classifier, Extractor, MatchNumber, Nav, Split
 from suse.recognize.matcher import RecognizeError, Skip, compile_pattern
-from suse.recognize.pattern import Exclude, Node, parse_pattern, variable_name, variables
+from suse.recognize.pattern import (
+    Alt,
+    Anchor,
+    Exclude,
+    Node,
+    Repeat,
+    Seq,
+    Var,
+    nullable,
+    parse_pattern,
+    variable_name,
+    variables,
+)
 from suse.spark.sql.statement import Token, _Parser, apply_select, read_source, tokenize
 
 CLAUSES = ("PARTITION", "ORDER", "MEASURES", "ONE", "ALL", "AFTER", "PATTERN", "SUBSET", "DEFINE", "WITHIN")
@@ -215,10 +227,15 @@ def check(st: StandardStatement) -> None:
                        "(the standard forbids it)", "UNMATCHED")
 
 
+def _nodes(node: Node) -> Iterator[Node]:
+    """``node`` and every node inside it."""
+    yield node
+    for child in getattr(node, "items", ()) + ((node.body,) if hasattr(node, "body") else ()):
+        yield from _nodes(child)
+
+
 def _has_exclusion(node: Node) -> bool:
-    if isinstance(node, Exclude):
-        return True
-    return any(_has_exclusion(c) for c in getattr(node, "items", ())) or (hasattr(node, "body") and _has_exclusion(node.body))
+    return any(isinstance(n, Exclude) for n in _nodes(node))
 
 
 def parse_standard(text: str) -> StandardStatement:
@@ -240,11 +257,10 @@ def sql_standard(spark: Any, text: str):
 
     st = parse_standard(text)
     df = read_source(spark, st)
-    if df.isStreaming:
-        raise st.error("standard MATCH_RECOGNIZE runs on batch DataFrames only: streaming input (emitting a match once "
-                       "it can no longer change) is not supported yet; suse's counting mode (SUMMARY ...) streams "
-                       "with suse.spark.aggregate_stream", "FROM")
     columns = {f.name.lower(): f for f in df.schema.fields}
+    streaming = df.isStreaming
+    if streaming:
+        check_streaming(st, df)
     for name in st.partition_by + [c for c, _, _ in st.order_by]:
         if name.lower() not in columns:
             raise st.error(f"column {name!r} not found; the input has columns: {', '.join(df.columns)}",
@@ -281,7 +297,8 @@ def sql_standard(spark: Any, text: str):
             conditions.append(Condition())
             continue
         sp, at = defines[v]
-        if sp.row_local(v, members):
+        row_local = sp.row_local(v, members)
+        if row_local and not (streaming and any(getattr(leaf, "physical", 0) for leaf in sp.leaves)):  # no lag() in streaming
             col = f"_suse_d{var_index[v]}"
             text_v = sp.render_row(window)
             helper.append((F.expr(text_v).alias(col), at, f"DEFINE {v}: cannot compute the condition"))
@@ -294,8 +311,9 @@ def sql_standard(spark: Any, text: str):
             try:
                 ConditionParser(toks, glue, "DEFINE").parse()
             except SqlError as exc:
-                raise st.error(f"DEFINE {v}: {exc.message}", at) from None
-            conditions.append(Condition(leaves=sp.leaves, tokens=toks, text=glue))
+                why = " (in streaming, a condition with PREV or NEXT is one that refers to other rows)" if row_local else ""
+                raise st.error(f"DEFINE {v}: {exc.message}{why}", at) from None
+            conditions.append(Condition(leaves=sp.leaves, tokens=toks, text=glue, row_local=row_local))
     within = None
     if st.within is not None:
         first, ascending, _ = st.order_by[0]
@@ -317,11 +335,15 @@ def sql_standard(spark: Any, text: str):
             raise st.error(f"WITHIN needs the first ORDER BY column to be a timestamp, date or integer; {first} is {ftype.simpleString()}", "WITHIN")
         helper.append((tcol.alias("_suse_t"), st.at["WITHIN"], "WITHIN"))
         within = ("_suse_t", bound)
+    elif streaming:  # the event time, in microseconds, that the watermark is compared with
+        helper.append((F.unix_micros(F.col(f"`{st.order_by[0][0]}`")).alias("_suse_t"), st.at.get("ORDER", 0), "ORDER BY"))
 
     source_cols = [F.col(f"`{c}`") for c in df.columns]
     try:
         with analysing():
             prepared = df.select(*source_cols, *[h[0] for h in helper])
+            if streaming:  # the matcher drops late rows itself (as aggregate_stream's due times do)
+                prepared = prepared.select(*[F.col(f"`{f.name}`").alias(f.name, metadata={}) for f in prepared.schema.fields])
             prepared.schema
     except PySparkException:
         for colexpr, at, what in helper:  # find the one that fails, for its position
@@ -361,11 +383,16 @@ def sql_standard(spark: Any, text: str):
         all_rows=st.all_rows, empty=st.empty, leaves=tuple(all_leaves), expr_columns=dict(exprs),
         passthrough=tuple(df.columns), schema=to_arrow_schema(out_schema, timezone="UTC"), within=within,
     )
-    parts = [F.col(k) for k in keys]
-    ordered = prepared.repartition(*parts) if parts else prepared.repartition(1)
-    sort = parts + [_sort_column(F.col(f"`{c}`"), a, nf) for c, a, nf in st.order_by]
-    ordered = ordered.sortWithinPartitions(*sort)
-    out = ordered.mapInArrow(lambda batches: run(plan, batches), out_schema)
+    if streaming:
+        from suse.spark.streaming.recognize import recognize_stream
+
+        out = recognize_stream(prepared, plan, out_schema, st.order_by, st.text)
+    else:
+        parts = [F.col(k) for k in keys]
+        ordered = prepared.repartition(*parts) if parts else prepared.repartition(1)
+        sort = parts + [_sort_column(F.col(f"`{c}`"), a, nf) for c, a, nf in st.order_by]
+        ordered = ordered.sortWithinPartitions(*sort)
+        out = ordered.mapInArrow(lambda batches: run(plan, batches), out_schema)
     out = out.where(F.when(F.col(ERROR).isNotNull(), F.raise_error(F.col(ERROR))).otherwise(F.lit(True)))
 
     leaf_name = {leaf: f"`_suse_l{k}`" for k, leaf in enumerate(all_leaves)}
@@ -387,6 +414,46 @@ def sql_standard(spark: Any, text: str):
     else:
         out = out.select(*[F.col(k) for k in keys], *measure_cols)
     return apply_select(st, out)
+
+
+WATERMARK = "spark.watermarkDelayMs"  # the metadata withWatermark puts on its column
+
+
+def check_streaming(st: StandardStatement, df: Any) -> None:
+    """Refuse, by name, what a streaming run cannot decide as the batch run over the whole
+    stream would: rows must come in event-time order behind a watermark, and no match may
+    depend on the end of the partition (which a stream never reaches)."""
+    marked = [f.name for f in df.schema.fields if WATERMARK in (f.metadata or {})]
+    first, ascending, _ = st.order_by[0]
+    if not marked:
+        raise st.error("streaming MATCH_RECOGNIZE needs an event-time watermark: the first ORDER BY column must be the "
+                       "column of df.withWatermark(column, delay) (rows are matched once the watermark has passed them)",
+                       "ORDER")
+    if first.lower() not in {m.lower() for m in marked} or not ascending:
+        raise st.error(f"streaming MATCH_RECOGNIZE: the first ORDER BY column must be the watermark column "
+                       f"{' or '.join(marked)}, ascending; found {first}{'' if ascending else ' DESC'}", "ORDER")
+    if any(isinstance(n, Anchor) and not n.start for n in _nodes(st.node)):
+        raise st.error("PATTERN: the anchor $ (the partition's last row) cannot be decided in streaming: a stream's "
+                       "partition has no last row", "PATTERN")
+    defined = set(st.define)
+    if st.within is None and any(isinstance(n, Repeat) and n.high is None and n.greedy and _always(n.body, defined)
+                                 for n in _nodes(st.node)):
+        raise st.error("PATTERN: a greedy unbounded quantifier over variables without DEFINE (true on every row) never "
+                       "ends in streaming, so its match is never emitted: bound it with WITHIN, {n,m}, a DEFINE "
+                       "condition or a reluctant quantifier (*?, +?)", "PATTERN")
+
+
+def _always(node: Node, defined: set) -> bool:
+    """Whether ``node`` matches at least one row whatever the rows are."""
+    if isinstance(node, Var):
+        return node.name not in defined
+    if isinstance(node, Seq):
+        return any(_always(i, defined) for i in node.items) and all(_always(i, defined) or nullable(i) for i in node.items)
+    if isinstance(node, Alt):
+        return any(_always(i, defined) for i in node.items)
+    if isinstance(node, (Repeat, Exclude)):
+        return _always(node.body, defined)
+    return False
 
 
 def _sort_column(col, ascending: bool, nulls_first: bool):

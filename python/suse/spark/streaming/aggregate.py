@@ -74,6 +74,14 @@ STATE_SCHEMA = T.StructType([
 ])
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def use_rocksdb(spark: Any) -> None:
+    """transformWithState keeps its state only in RocksDB; the option is read when a query
+    starts (and then recorded in its checkpoint), so it is set for the session beforehand."""
+    conf = spark.conf
+    if conf.get(_PROVIDER, None) != _ROCKSDB:
+        conf.set(_PROVIDER, _ROCKSDB)
 STATE_NAME = "suse_summary_v1"  # the state variable; a new layout gets a new name
 CONFIG_NAME = "suse_config_v1"  # the configuration the state was written under (JSON)
 CONFIG_SCHEMA = T.StructType([T.StructField("config", T.StringType())])
@@ -185,11 +193,7 @@ def aggregate_stream_job(df: DataFrame, job: JobSpec, idle_timeout: str | dt.tim
         + list(T._parse_datatype_string(ddl).fields)
     )
 
-    # transformWithState keeps its state only in RocksDB; the option is read when a query
-    # starts (and then recorded in its checkpoint), so set it for this session now.
-    conf = df.sparkSession.conf
-    if conf.get(_PROVIDER, None) != _ROCKSDB:
-        conf.set(_PROVIDER, _ROCKSDB)
+    use_rocksdb(df.sparkSession)
     group = keys or [_ALL]
     columns = [*[quoted(k) for k in group], TS, RANK, TIE, VALUE, *([OP] if events.has_op else [])]
     scale = 1  # the order _Processor reads ^
