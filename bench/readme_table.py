@@ -158,25 +158,28 @@ def main() -> None:
         r = row[3] / seconds
         return f"{r / 1e6:.2f} M" if r >= 1e6 else f"{r / 1e3:.1f} k" if r >= 1e3 else f"{r:.0f}"
 
+    def label(row: tuple) -> str:
+        kind, size, tau, events, _ = row
+        return f"(\\|S\\|, τ) = ({size}, {tau})" if kind == "summary" else f"exact, {events:,} events, τ = {tau}"
+
+    def ratio(row: tuple, clock: tuple = ()) -> str:
+        old, now = (*clock, "old", row), (*clock, "now", row)
+        return f"{best[old] / best[now]:.2f}" if old in best else "—"
+
     print()
     print("| setting | suse now | old build | paper's C++ | now / old | counts agree |")
     print("|---|---:|---:|---:|---:|---|")
     for row in rows:
-        kind, size, tau, events, _ = row
-        label = f"(\\|S\\|, τ) = ({size}, {tau})" if kind == "summary" else f"exact, {events:,} events, τ = {tau}"
-        ratio = f"{best['old', row] / best['now', row]:.2f}" if ("old", row) in best else "—"
         agree = "—" if ("old", row) not in counts else "yes" if counts["old", row] == counts["now", row] else "NO"
-        print(f"| {label} | {rate('now', row)} | {rate('old', row)} | {rate('cpp', row)} | {ratio} | {agree} |")
+        print(f"| {label(row)} | {rate('now', row)} | {rate('old', row)} | {rate('cpp', row)} | {ratio(row)} | {agree} |")
     print()
     print("On CPU (the same runs):")
     print()
     print("| setting | suse now | old build | now / old |")
     print("|---|---:|---:|---:|")
+    cpu = ("oncpu",)
     for row in rows:
-        kind, size, tau, events, _ = row
-        label = f"(\\|S\\|, τ) = ({size}, {tau})" if kind == "summary" else f"exact, {events:,} events, τ = {tau}"
-        ratio = f"{best['oncpu', 'old', row] / best['oncpu', 'now', row]:.2f}" if ("oncpu", "old", row) in best else "—"
-        print(f"| {label} | {rate('now', row, ('oncpu',))} | {rate('old', row, ('oncpu',))} | {ratio} |")
+        print(f"| {label(row)} | {rate('now', row, cpu)} | {rate('old', row, cpu)} | {ratio(row, cpu)} |")
     print()
     for row in rows:
         print(f"count {row[0]} {row[1]}:{row[2]}: {counts['now', row]}")
