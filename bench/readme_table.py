@@ -6,7 +6,9 @@ timestamp = index. Rows: the summary, strategy `suse`, given probabilities, 10,0
 (seed 1), τ = 100. Each measurement runs in its own process (one `extend` or `exact` call,
 best of `--repeat` inside it), and the builds take turns, row by row, for `--rounds` rounds,
 so that both see the same load; a row's figure is its best over all rounds. The counts of
-every build are printed beside it (they must agree).
+every build are printed beside it (they must agree). A second table gives the same runs timed
+on CPU (the calling thread's CPU time): on this shared machine other jobs move wall-clock
+figures by 2× and more, CPU time far less.
 
 `--old` is an older build: its Python (`.../.venv/bin/python`) or a checkout holding
 `.venv`. `--cpp` is a command running the paper's C++ on one setting, with `{size}`, `{tau}`
@@ -45,19 +47,20 @@ def run_one(kind: str, size: int, tau: int, events: int, seed: int, repeat: int,
 
     stream = synthetic_stream(LETTERS, events, "zipf", 2.0, seed=seed)
     query = suse.Query(REGEX, window=tau)
-    best, count = float("inf"), None
+    best, cpu, count = float("inf"), float("inf"), None
     for _ in range(0 if dry else repeat):
         if kind == "exact":
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             r = suse.exact(query, stream)
         else:
             s = suse.Summary(query, size=size, strategy="suse", seed=seed, probabilities=zipf_probabilities(LETTERS))
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             s.extend(stream.chars, stream.timestamps)
             r = None
+        cpu = min(cpu, time.thread_time() - c0)
         best = min(best, time.perf_counter() - t0)
         count = (r if r is not None else s.result()).count
-    return {"seconds": best, "count": str(count)}
+    return {"seconds": best, "cpu_seconds": cpu, "count": str(count)}
 
 
 def write_stream(path: str, events: int, seed: int, with_automaton: bool) -> None:
@@ -132,6 +135,7 @@ def main() -> None:
                                          check=True, capture_output=True, text=True)
                     r = json.loads(out.stdout)
                     best[name, row] = min(best.get((name, row), float("inf")), r["seconds"])
+                    best["oncpu", name, row] = min(best.get(("oncpu", name, row), float("inf")), r["cpu_seconds"])
                     counts.setdefault((name, row), r["count"])
                 if args.cpp and row[0] == "summary":
                     cmd = args.cpp.format(size=row[1], tau=row[2], stream=plain)
@@ -147,22 +151,35 @@ def main() -> None:
     if args.old:
         print(f"old build: {builds['old']}")
 
-    def rate(name: str, row: tuple) -> str:
-        seconds = best.get((name, row))
+    def rate(name: str, row: tuple, clock: tuple = ()) -> str:
+        seconds = best.get((*clock, name, row))
         if seconds is None:
             return "—"
         r = row[3] / seconds
         return f"{r / 1e6:.2f} M" if r >= 1e6 else f"{r / 1e3:.1f} k" if r >= 1e3 else f"{r:.0f}"
 
+    def label(row: tuple) -> str:
+        kind, size, tau, events, _ = row
+        return f"(\\|S\\|, τ) = ({size}, {tau})" if kind == "summary" else f"exact, {events:,} events, τ = {tau}"
+
+    def ratio(row: tuple, clock: tuple = ()) -> str:
+        old, now = (*clock, "old", row), (*clock, "now", row)
+        return f"{best[old] / best[now]:.2f}" if old in best else "—"
+
     print()
     print("| setting | suse now | old build | paper's C++ | now / old | counts agree |")
     print("|---|---:|---:|---:|---:|---|")
     for row in rows:
-        kind, size, tau, events, _ = row
-        label = f"(\\|S\\|, τ) = ({size}, {tau})" if kind == "summary" else f"exact, {events:,} events, τ = {tau}"
-        ratio = f"{best['old', row] / best['now', row]:.2f}" if ("old", row) in best else "—"
         agree = "—" if ("old", row) not in counts else "yes" if counts["old", row] == counts["now", row] else "NO"
-        print(f"| {label} | {rate('now', row)} | {rate('old', row)} | {rate('cpp', row)} | {ratio} | {agree} |")
+        print(f"| {label(row)} | {rate('now', row)} | {rate('old', row)} | {rate('cpp', row)} | {ratio(row)} | {agree} |")
+    print()
+    print("On CPU (the same runs):")
+    print()
+    print("| setting | suse now | old build | now / old |")
+    print("|---|---:|---:|---:|")
+    cpu = ("oncpu",)
+    for row in rows:
+        print(f"| {label(row)} | {rate('now', row, cpu)} | {rate('old', row, cpu)} | {ratio(row, cpu)} |")
     print()
     for row in rows:
         print(f"count {row[0]} {row[1]}:{row[2]}: {counts['now', row]}")

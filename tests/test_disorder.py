@@ -511,3 +511,16 @@ def test_insert_placement_refusals():
     with pytest.raises(suse.LateEventError):
         s.insert("a", 1)  # beyond the horizon 4 - 2
     assert (s.result(), s.elements()) == before
+
+
+@settings(max_examples=300, deadline=None)
+@given(ts=st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-3, 3), max_size=8),
+       before=st.none() | st.integers(-(2**63), 2**63 - 1) | st.integers(-3, 3), lateness=st.integers(0, 4))
+def test_the_in_order_shortcut_is_the_late_mask_on_sorted_batches(ts, before, lateness):
+    """`none_late` (one comparison pass) answers exactly when the batch is sorted and the full
+    mask finds no late event; elsewhere the mask decides."""
+    import numpy as np
+
+    from suse.api.feeding import late_mask, none_late
+    arr = np.array(ts, dtype=np.int64)
+    assert none_late(arr, before, lateness) == (ts == sorted(ts) and not late_mask(arr, before, lateness)[0].any())

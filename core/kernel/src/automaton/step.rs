@@ -161,6 +161,9 @@ fn general_takes(dfa: &Dfa, ev: &Ev, skip: Skip) -> Vec<(u32, u32)> {
 
 /// The sets a vector `x` moves into final states when it takes an element (before [`step`]),
 /// summed in the same transition order [`step`] uses, so estimates built either way agree.
+/// (Inlined: called per active row, its transition lookup then leaves the loop. Out of line,
+/// as the extension built it, the summary ran 1.4 % more instructions at (100, 100).)
+#[inline(always)]
 pub fn gain_into_finals<S: Scalar>(dfa: &Dfa, ev: &Ev, skip: Skip, x: &[Dual<S>]) -> R<Dual<S>> {
     let mut gained = Dual::zero();
     for &(q, q2) in takes(dfa, ev, skip).iter() {

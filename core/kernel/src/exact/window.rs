@@ -28,6 +28,8 @@ pub struct Window<S: Scalar, P: Semantics> {
     pub dfa: Arc<Dfa>,
     pub tau: i64,
     front: VecDeque<(Ev, Option<P::Cursor<S>>)>,
+    /// Cursors already retracted, kept for their storage (at most one front's worth).
+    spare: Vec<P::Cursor<S>>,
     back: Vec<Ev>,
     back_agg: P::Agg<S>,
     scratch: P::Agg<S>,
@@ -44,6 +46,7 @@ impl<S: Scalar, P: Semantics> Clone for Window<S, P> {
             dfa: self.dfa.clone(),
             tau: self.tau,
             front: self.front.clone(),
+            spare: Vec::new(),
             back: self.back.clone(),
             back_agg: self.back_agg.clone(),
             scratch: self.scratch.clone(),
@@ -65,6 +68,7 @@ impl<S: Scalar, P: Semantics> Window<S, P> {
             dfa,
             tau,
             front: VecDeque::new(),
+            spare: Vec::new(),
             back: Vec::new(),
             back_agg,
             scratch,
@@ -88,7 +92,7 @@ impl<S: Scalar, P: Semantics> Window<S, P> {
         let mut agg = P::identity(&self.dfa);
         let mut items = Vec::with_capacity(self.back.len());
         for ev in self.back.iter().rev() {
-            items.push((*ev, P::start(&self.dfa, ev, &agg)?));
+            items.push((*ev, P::start(&self.dfa, ev, &agg, &mut self.spare)?));
             P::prepend(&self.dfa, ev, &mut agg, &mut self.scratch)?;
         }
         items.reverse();
@@ -111,6 +115,7 @@ impl<S: Scalar, P: Semantics> Window<S, P> {
             if let Some((_, Some(c))) = self.front.pop_front() {
                 // In place: after a failure the caller rebuilds from the raw window anyway.
                 P::retract(&self.dfa, &c, &self.back_agg, &mut self.a)?;
+                self.spare.push(c);
             }
         }
         Ok(())
