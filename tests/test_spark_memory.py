@@ -70,6 +70,40 @@ def test_the_accumulator_server_stays_quiet_when_the_jvm_goes_away_after_the_act
     assert "KeyError" in capsys.readouterr().err
 
 
+def test_a_java_error_whose_text_the_dead_jvm_cannot_give_is_recognised(monkeypatch):
+    # once the JVM is gone, a Py4JJavaError cannot fetch its own text from it: the JVM's exit
+    # code (52 after an OutOfMemoryError) decides
+    from suse.spark import memory
+
+    class Py4JJavaError(Exception):
+        def __str__(self):
+            raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(memory, "_jvm_exit_code", lambda: 52)
+    assert isinstance(memory_error(Py4JJavaError()), LimitError)
+    monkeypatch.setattr(memory, "_jvm_exit_code", lambda: None)
+    assert memory_error(Py4JJavaError()) is None
+    assert memory.exception_text(Py4JJavaError()) is None
+
+
+def test_the_command_line_leaves_out_py4j_records_of_a_lost_jvm():
+    import logging
+
+    from suse.spark import memory
+
+    root = logging.getLogger()
+    try:
+        memory.quiet_py4j_logging()
+        memory.quiet_py4j_logging()  # once is enough: no second filter
+        assert root.filters.count(memory._not_from_py4j) == 1
+        lost = logging.LogRecord("root", logging.ERROR, "/x/site-packages/py4j/clientserver.py", 1,
+                                 "Exception while sending command.", None, None)
+        ours = logging.LogRecord("root", logging.ERROR, "/x/suse/cli/app.py", 1, "kept", None, None)
+        assert not root.filter(lost) and root.filter(ours)
+    finally:
+        root.removeFilter(memory._not_from_py4j)
+
+
 def test_the_layout_is_chosen_from_the_largest_partition(spark, monkeypatch):
     rows = [("big", t, "abc"[t % 3]) for t in range(60)] + [("small", t, "ac"[t % 2]) for t in range(6)]
     df = spark.createDataFrame(rows, "k string, t long, c string")

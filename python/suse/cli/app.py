@@ -172,8 +172,12 @@ def _report_bug(exc: Exception) -> NoReturn:
     """Exit code 1 and one line asking for a report (docs/CLI.md); SUSE_DEBUG=1 re-raises."""
     if os.environ.get("SUSE_DEBUG"):
         raise exc
+    from suse.spark.memory import exception_text
+
+    text = exception_text(exc)
     print_error(
-        f"{type(exc).__name__}: {exc}. This is a bug in suse; rerun with SUSE_DEBUG=1 "
+        f"{type(exc).__name__}: {'(its message could not be read)' if text is None else text}. This is a bug in "
+        "suse; rerun with SUSE_DEBUG=1 "
         "for the traceback and report it.",
         "internal error",
     )
@@ -195,6 +199,9 @@ def _usage_error(exc: typer.TyperException) -> int:
 
 def main(argv: list[str] | None = None) -> NoReturn:
     from suse.cli import commands  # noqa: F401  (registers the commands on `app`)
+    from suse.spark.memory import quiet_py4j_logging
+
+    quiet_py4j_logging()  # a lost JVM is reported once, by the command's own error
 
     try:
         try:

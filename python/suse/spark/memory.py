@@ -63,7 +63,7 @@ def memory_errors(large_partitions: bool = False) -> Iterator[None]:
     py4j.setLevel(logging.CRITICAL)
     root = logging.getLogger()
     root.addFilter(_not_from_py4j)
-    _quiet_accumulator_servers()
+    quiet_accumulator_servers()
     try:
         yield
     except Exception as exc:
@@ -81,21 +81,34 @@ def _not_from_py4j(record: logging.LogRecord) -> bool:
 
 
 def _out_of_memory(exc: BaseException) -> bool:
-    text = _text(exc)
-    if any(marker in text for marker in _MARKERS):
+    text = exception_text(exc)
+    if text is not None and any(marker in text for marker in _MARKERS):
         return True
     # The local JVM exited of it while this call waited: all that is seen here is that the
-    # context or the connection to the JVM went away. Its exit code tells why.
-    lost = isinstance(exc, ConnectionError) or type(exc).__name__ in ("Py4JError", "Py4JNetworkError") or (
+    # context or the connection to the JVM went away (or, for a Py4JJavaError, that its text
+    # can no longer be read from the JVM). Its exit code tells why.
+    lost = text is None or isinstance(exc, ConnectionError) or type(exc).__name__ in ("Py4JError", "Py4JNetworkError") or (
         "SparkContext was shut down" in text)
     return lost and _jvm_exit_code() == _JVM_OOM_EXIT
 
 
-def _text(exc: BaseException) -> str:
-    try:  # a Py4JJavaError asks the JVM for its text, which fails when the JVM is gone
+def exception_text(exc: BaseException) -> str | None:
+    """``str(exc)``, or None when it cannot be read: a Py4JJavaError asks the JVM for its
+    text, which fails when the JVM is gone."""
+    try:
         return str(exc)
     except Exception:
-        return ""
+        return None
+
+
+def quiet_py4j_logging() -> None:
+    """For a program that reports Spark's failures itself (the command line): py4j logs each
+    call that failed because the JVM went away, with a traceback, on the root logger; the
+    program's own error says it once, so those records are left out for the process."""
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    root = logging.getLogger()
+    if _not_from_py4j not in root.filters:
+        root.addFilter(_not_from_py4j)
 
 
 def _jvm_exit_code() -> int | None:
@@ -110,7 +123,7 @@ def _jvm_exit_code() -> int | None:
         return None
 
 
-def _quiet_accumulator_servers() -> None:
+def quiet_accumulator_servers() -> None:
     """pyspark's accumulator server prints a traceback (EOFError) from its own thread when the
     JVM dies: the action waiting on the JVM says why, once, so that one is left out.
 

@@ -12,6 +12,8 @@ from typing import Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
+from suse.spark.memory import quiet_accumulator_servers
+
 DEFAULT_MASTER = "local[2]"
 DEFAULTS = {
     # Date-time strings and NTZ timestamps become epoch seconds in UTC, whatever the host says.
@@ -65,6 +67,7 @@ def get_session(
             spark = builder.getOrCreate()
     if not connect:
         spark.sparkContext.setLogLevel("ERROR")
+        quiet_accumulator_servers()  # its thread's traceback when the JVM dies: the action says why
     for key, value in options.items():  # runtime options reach a reused session too
         if spark.conf.isModifiable(key):
             spark.conf.set(key, value)
