@@ -192,6 +192,9 @@ def test_an_evaluation_waits_for_the_events_that_can_still_come():
     rows = engine.extend([("A", 0, {"p": 1}), ("B", 4, {"p": 1}), ("B", 1, {"p": 1}), ("C", 6, {})],
                          evaluate_at=[1, 4])
     assert [r.count for r in rows] == [1, 3] and engine.pending == 2  # B@4 and C@6: newer than the horizon 3
+    # every accepted event is in the result, the pending ones too (as without conditions)
+    assert (engine.result().events, engine.result().skipped) == (4, 1)
+    assert suse.exact(query, [("A", 0, {"p": 1}), ("B", 1, {"p": 1})], lateness=5).count == 1  # all pending
 
 
 # --- inputs and refusals ---------------------------------------------------------------------

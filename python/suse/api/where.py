@@ -266,7 +266,7 @@ class WhereCounter:
             self.max_ts = t if self.max_ts is None else max(self.max_ts, t)
         if self.max_ts is not None:
             self.feed_final(self.max_ts - self.lateness)
-        rows.extend((t, *self.readout(t)) for t in asked)
+        rows.extend((t, *self.settled(t).totals()) for t in asked)
         return rows
 
     def feed_final(self, upto: int, engine: Any = None) -> None:
@@ -280,16 +280,18 @@ class WhereCounter:
             del self.pending[:n]
         chars, ts, vals, attrs = zip(*((byte, t, v, a) for t, _, byte, v, a in chosen))
         codes = self.letter_codes[np.frombuffer(bytes(chars), np.uint8)]
-        (engine or self.engine).extend(codes.tobytes(), np.array(ts, np.int64), np.array(vals, np.int64),
-                                       [list(column) for column in zip(*attrs)] if self.columns else [], None)
+        (self.engine if engine is None else engine).extend(
+            codes.tobytes(), np.array(ts, np.int64), np.array(vals, np.int64),
+            [list(column) for column in zip(*attrs)] if self.columns else [], None)
 
-    def readout(self, upto: Optional[int] = None) -> tuple:
-        """The totals with the pending events at or before ``upto`` (all: None) taken too."""
+    def settled(self, upto: Optional[int] = None) -> Any:
+        """The engine as if the pending events at or before ``upto`` (all: None) were final:
+        the engine itself when there are none, else a copy that took them."""
         if not self.pending or (upto is not None and self.pending[0][0] > upto):
-            return self.engine.totals()
+            return self.engine
         copy = self.engine.copy()
         self.feed_final(self.pending[-1][0] if upto is None else upto, copy)
-        return copy.totals()
+        return copy
 
     def retract(self, byte: int, t: int, v: int) -> str:
         """Take back the latest-arriving pending event equal to (char, t, v): "removed",
@@ -362,13 +364,15 @@ class WhereCounter:
                 isinstance(item[4], tuple) and len(item[4]) == len(self.columns))
             if not fits or horizon is None or not horizon < item[0] <= max_ts or not 0 <= item[2] < 256:
                 raise StateError(f"a saved conditions engine is inconsistent: pending event {item!r}")
-        self.pending, self.max_ts = sorted(pending), max_ts
+        self.pending, self.max_ts = sorted(pending, key=lambda item: item[:2]), max_ts
         self.late, self.arrived = state["late"], state.get("arrived", len(pending))
 
     def result_parts(self) -> tuple:
-        count, total, partial, extremes = self.readout()
+        """Over every accepted event, the pending ones included (as the native engines)."""
+        engine = self.settled()
+        count, total, partial, extremes = engine.totals()
         low, high = extremes or (None, None)
-        return count, total, partial, self.engine.skipped, self.engine.events, low, high
+        return count, total, partial, engine.skipped, engine.events, low, high
 
 
 def _as_list(column: Any) -> list[Any]:
