@@ -100,6 +100,9 @@ def test_the_command_line_leaves_out_py4j_records_of_a_lost_jvm():
                                  "Exception while sending command.", None, None)
         ours = logging.LogRecord("root", logging.ERROR, "/x/suse/cli/app.py", 1, "kept", None, None)
         assert not root.filter(lost) and root.filter(ours)
+        with memory_errors():  # an action leaves the command line's filter in place
+            pass
+        assert not root.filter(lost)
     finally:
         root.removeFilter(memory._not_from_py4j)
 

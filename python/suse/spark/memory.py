@@ -56,13 +56,11 @@ def memory_error(exc: BaseException, large_partitions: bool = False) -> LimitErr
 def memory_errors(large_partitions: bool = False) -> Iterator[None]:
     """Run Spark actions (``write``, ``collect``, ...) on suse's results; an out-of-memory
     failure of the job becomes a ``suse.errors.LimitError`` saying what to change."""
-    py4j = logging.getLogger("py4j")
-    level = py4j.level
-    # py4j logs each failed call with a traceback when the JVM dies, on its own logger and
-    # (through logging's module functions) on the root logger; the action says it once
-    py4j.setLevel(logging.CRITICAL)
-    root = logging.getLogger()
-    root.addFilter(_not_from_py4j)
+    # py4j's records of a lost JVM are left out while the action runs (the action says it
+    # once); what the process had before is put back, so the command line's stays in place
+    py4j, root = logging.getLogger("py4j"), logging.getLogger()
+    level, added = py4j.level, _not_from_py4j not in root.filters
+    quiet_py4j_logging()
     quiet_accumulator_servers()
     try:
         yield
@@ -73,7 +71,8 @@ def memory_errors(large_partitions: bool = False) -> Iterator[None]:
         raise error from None
     finally:
         py4j.setLevel(level)
-        root.removeFilter(_not_from_py4j)
+        if added:
+            root.removeFilter(_not_from_py4j)
 
 
 def _not_from_py4j(record: logging.LogRecord) -> bool:
