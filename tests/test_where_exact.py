@@ -265,6 +265,9 @@ def test_a_pickled_engine_goes_on_where_it_stopped_and_an_edited_one_is_refused(
     edited = {**state, "where": ([(held[0][0], 99, *held[0][2:]), *held[1:]], totals, count, skipped, last)}
     with pytest.raises(StateError, match="saved conditions engine"):
         function(q, limit, lateness, edited)
+    for other in ({"where": None}, {"max_ts": "x"}, {"pending": "garbage"}, {"late": 1.5}):
+        with pytest.raises(StateError, match="saved conditions engine"):
+            function(q, limit, lateness, {**state, **other})
 
 
 def test_the_counting_state_is_bounded_by_a_limit_error():

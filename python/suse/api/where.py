@@ -356,14 +356,24 @@ class WhereCounter:
 
     def load(self, state: dict) -> None:
         """The state ``saved`` returned, into a counter built alike; an edited one is a StateError."""
-        self.engine._load(state["where"])
+        def bad(what: str) -> StateError:
+            return StateError(f"a saved conditions engine is inconsistent: {what}")
+
+        try:
+            self.engine._load(state["where"])
+        except TypeError as exc:  # a part of another shape than the binding's
+            raise bad(str(exc)) from None
         pending, max_ts = state.get("pending", []), state.get("max_ts")
+        if not (max_ts is None or type(max_ts) is int) or not all(
+                type(state.get(k, 0)) is int for k in ("late", "arrived")) or not isinstance(pending, list):
+            raise bad("the pending events' header")
         horizon = None if max_ts is None else max_ts - self.lateness
         for item in pending:
             fits = isinstance(item, tuple) and len(item) == 5 and all(type(x) is int for x in item[:4]) and (
-                isinstance(item[4], tuple) and len(item[4]) == len(self.columns))
+                isinstance(item[4], tuple) and len(item[4]) == len(self.columns)) and all(
+                v is None or isinstance(v, (bool, int, str, Fraction)) for v in item[4])
             if not fits or horizon is None or not horizon < item[0] <= max_ts or not 0 <= item[2] < 256:
-                raise StateError(f"a saved conditions engine is inconsistent: pending event {item!r}")
+                raise bad(f"pending event {item!r}")
         self.pending, self.max_ts = sorted(pending, key=lambda item: item[:2]), max_ts
         self.late, self.arrived = state["late"], state.get("arrived", len(pending))
 
