@@ -3,9 +3,12 @@ over a partition's rows, and the small three-valued evaluator for DEFINE conditi
 at other rows of the match.
 
 The evaluator understands what such a condition joins its leaves with: ``OR AND NOT``,
-comparisons, ``IS [NOT] NULL``, ``+ - * / %``, unary minus, parentheses and literals (numbers,
-strings, TRUE, FALSE, NULL). Anything else next to a leaf is refused by name when the statement
-is read: compute it in a column of the source, or write it where it does not touch a leaf.
+comparisons, ``IS [NOT] NULL``, ``[NOT] BETWEEN``, ``[NOT] IN (...)``, ``CASE``, ``+ - * / %``,
+unary minus, parentheses, literals (numbers, strings, TRUE, FALSE, NULL) and the functions in
+:data:`FUNCTIONS` (``abs coalesce nvl ifnull nullif greatest least if iff``), each with Spark's
+NULL rules. These values meet only here, in the Python matcher, where Spark's own functions do
+not run; any other function is refused by name when the statement is read (a function of one
+row's columns is computed by Spark before matching: see :mod:`suse.recognize.expressions`).
 Arithmetic follows Spark: integer division gives a double, a double mixed with a decimal gives
 a double, and division by zero is an error (Spark's ANSI mode).
 """
@@ -72,8 +75,12 @@ def leaf_value(leaf: Leaf, rows: Rows, start: int, labels: Sequence[int], upto: 
     chosen = _rows_of(rows, leaf.qual, start, labels, upto)
     if leaf.expr is None:
         return len(chosen)
+    if leaf.key is not None:
+        return _by(leaf, rows, chosen)
     values = [rows.columns[leaf.expr][r] for r in chosen]
     values = [v for v in values if v is not None]
+    if leaf.distinct:
+        values = _distinct(values)
     if leaf.func == "count":
         return len(values)
     if leaf.func in ("array_agg", "collect_list"):
@@ -88,6 +95,38 @@ def leaf_value(leaf: Leaf, rows: Rows, start: int, labels: Sequence[int], upto: 
     if leaf.func == "sum":
         return total
     return float(total) / len(values)  # avg
+
+
+def _by(leaf: Agg, rows: Rows, chosen: list[int]) -> Any:
+    """max_by / min_by: the value at the row whose key is greatest / least; rows with a NULL key
+    are skipped (the value may be NULL); of equal keys, the first row in match order wins
+    (Trino leaves ties open; this is the choice of its accumulator, which keeps the first)."""
+    keys, values = rows.columns[leaf.key], rows.columns[leaf.expr]
+    better = operator.gt if leaf.func == "max_by" else operator.lt
+    best = None
+    for r in chosen:
+        if keys[r] is not None and (best is None or _apply(better, keys[r], keys[best])):
+            best = r
+    return None if best is None else values[best]
+
+
+def _distinct(values: list) -> list:
+    """The distinct values in order of first occurrence; NaN equals NaN, as in Spark's grouping."""
+    seen: set = set()
+    unhashable: list = []  # arrays and maps
+    out = []
+    for v in values:
+        key = ("NaN",) if isinstance(v, float) and v != v else v
+        try:
+            if key in seen:
+                continue
+            seen.add(key)
+        except TypeError:
+            if key in unhashable:
+                continue
+            unhashable.append(key)
+        out.append(v)
+    return out
 
 
 def _sum(values: list) -> Any:
@@ -115,8 +154,14 @@ class ConditionParser:
     def fail(self, tok) -> SqlError:
         shown = "the end" if tok is None else repr(tok.text)
         return SqlError(f"{self.clause}: {shown} is not supported in a condition that refers to other rows of the match "
-                        "(supported there: comparisons, AND, OR, NOT, IS [NOT] NULL, + - * / %, literals); "
-                        "compute it as a column of the source first", tok.pos if tok is not None else len(self.text), self.text)
+                        "(supported there: comparisons, AND, OR, NOT, IS [NOT] NULL, [NOT] BETWEEN, [NOT] IN, CASE, "
+                        f"+ - * / %, literals and the functions {', '.join(sorted(FUNCTIONS))}); "
+                        "apply other functions to the columns of one row (f(B.x), LAST(f(A.x))), which Spark computes, "
+                        "or compute it as a column of the source first", tok.pos if tok is not None else len(self.text), self.text)
+
+    def word_at(self, offset: int) -> str:
+        k = self.i + offset
+        return self.toks[k].text.upper() if k < len(self.toks) and self.toks[k].kind == "id" else ""
 
     def peek(self):
         return self.toks[self.i] if self.i < len(self.toks) else None
@@ -155,12 +200,29 @@ class ConditionParser:
     def negation(self) -> Eval:
         if self.word() == "NOT":
             self.i += 1
-            inner = self.negation()
-            return lambda v: None if (x := inner(v)) is None else not x
+            return _not(self.negation())
         return self.comparison()
 
     def comparison(self) -> Eval:
         left = self.additive()
+        negated = self.word() == "NOT" and self.word_at(1) in ("BETWEEN", "IN")
+        if negated:
+            self.i += 1
+        if self.word() == "BETWEEN":  # Spark: low <= x AND x <= high, in three-valued logic
+            self.i += 1
+            low = self.additive()
+            if self.word() != "AND":
+                raise self.fail(self.peek())
+            self.i += 1
+            high = self.additive()
+            inside = _junction([lambda v: _apply(operator.le, low(v), left(v)), lambda v: _apply(operator.le, left(v), high(v))],
+                               False)
+            return _not(inside) if negated else inside
+        if self.word() == "IN":
+            self.i += 1
+            items = self.call_arguments()
+            member = _member(left, items)
+            return _not(member) if negated else member
         if self.word() == "IS":
             self.i += 1
             negate = self.word() == "NOT"
@@ -225,7 +287,142 @@ class ConditionParser:
         if t.kind == "id" and t.text.startswith("_suse_leaf") and not (self.peek() is not None and self.peek().text == "("):
             k = int(t.text[len("_suse_leaf"):])
             return lambda v: v[k]
+        if w == "CASE":
+            return self.case()
+        if w in FUNCTIONS and self.peek() is not None and self.peek().kind == "op" and self.peek().text == "(":
+            arity, make = FUNCTIONS[w]
+            args = self.call_arguments()
+            if not arity[0] <= len(args) <= arity[1]:
+                raise SqlError(f"{self.clause}: {t.text}() takes {_arity_text(arity)} arguments, found {len(args)}",
+                               t.pos, self.text)
+            return make(args)
         raise self.fail(t)
+
+    def call_arguments(self) -> list[Eval]:
+        """``( expr, ... )``: the arguments of a function or the list of IN."""
+        if not self.op("("):
+            raise self.fail(self.peek())
+        args = [self.disjunction()]
+        while self.op(","):
+            args.append(self.disjunction())
+        if not self.op(")"):
+            raise self.fail(self.peek())
+        return args
+
+    def case(self) -> Eval:
+        """``CASE [operand] WHEN .. THEN .. [ELSE ..] END``: the first WHEN that is TRUE (or, with
+        an operand, equal to it) gives the value; none: the ELSE, or NULL."""
+        operand = None if self.word() == "WHEN" else self.disjunction()
+        branches = []
+        while self.word() == "WHEN":
+            self.i += 1
+            when = self.disjunction()
+            if self.word() != "THEN":
+                raise self.fail(self.peek())
+            self.i += 1
+            branches.append((when if operand is None else _compare_to(operand, when), self.disjunction()))
+        if not branches:
+            raise self.fail(self.peek())
+        otherwise: Eval = lambda v: None  # noqa: E731
+        if self.word() == "ELSE":
+            self.i += 1
+            otherwise = self.disjunction()
+        if self.word() != "END":
+            raise self.fail(self.peek())
+        self.i += 1
+
+        def ev(v):
+            for when, then in branches:
+                if when(v) is True:
+                    return then(v)
+            return otherwise(v)
+        return ev
+
+
+def _not(inner: Eval) -> Eval:
+    return lambda v: None if (x := inner(v)) is None else not x
+
+
+def _compare_to(operand: Eval, value: Eval) -> Eval:
+    return lambda v: _apply(operator.eq, operand(v), value(v))
+
+
+def _member(left: Eval, items: list[Eval]) -> Eval:
+    """``x IN (a, b, ..)`` as Spark: TRUE if one equals x, else NULL if x or one of them is NULL."""
+    def ev(v):
+        x = left(v)
+        if x is None:
+            return None
+        unknown = False
+        for item in items:
+            y = item(v)
+            if y is None:
+                unknown = True
+            elif _apply(operator.eq, x, y):
+                return True
+        return None if unknown else False
+    return ev
+
+
+def _coalesce(args: list[Eval]) -> Eval:
+    def ev(v):  # lazily, as Spark: a later argument is not computed (and cannot fail) once one is not NULL
+        for a in args:
+            if (x := a(v)) is not None:
+                return x
+        return None
+    return ev
+
+
+def _extreme(pick) -> Callable[[list[Eval]], Eval]:
+    """greatest / least: NULL arguments are skipped; NULL only when all are."""
+    def make(args: list[Eval]) -> Eval:
+        def ev(v):
+            best = None
+            for a in args:
+                x = a(v)
+                if x is not None and (best is None or _apply(pick, x, best)):
+                    best = x
+            return best
+        return ev
+    return make
+
+
+def _if(args: list[Eval]) -> Eval:
+    cond, then, otherwise = args
+    return lambda v: then(v) if cond(v) is True else otherwise(v)
+
+
+def _nullif(args: list[Eval]) -> Eval:
+    a, b = args
+
+    def ev(v):
+        x = a(v)
+        return None if x is not None and _apply(operator.eq, x, b(v)) else x
+    return ev
+
+
+def _abs(args: list[Eval]) -> Eval:
+    (a,) = args
+    return lambda v: None if (x := a(v)) is None else abs(x)
+
+
+#: name -> ((least, most arguments), builder): what the evaluator runs with Spark's semantics
+FUNCTIONS: dict[str, tuple[tuple[int, float], Callable[[list[Eval]], Eval]]] = {
+    "ABS": ((1, 1), _abs),
+    "COALESCE": ((1, float("inf")), _coalesce),
+    "NVL": ((2, 2), _coalesce),
+    "IFNULL": ((2, 2), _coalesce),
+    "NULLIF": ((2, 2), _nullif),
+    "GREATEST": ((2, float("inf")), _extreme(operator.gt)),
+    "LEAST": ((2, float("inf")), _extreme(operator.lt)),
+    "IF": ((3, 3), _if),
+    "IFF": ((3, 3), _if),
+}
+
+
+def _arity_text(arity: tuple[int, float]) -> str:
+    low, high = arity
+    return str(low) if low == high else f"at least {low}"
 
 
 def _junction(parts: list[Eval], decisive: bool) -> Eval:

@@ -3,15 +3,19 @@
 An expression is Spark SQL in which some parts look at the match: ``A.price`` (the last row of
 A so far), ``FIRST(A.price, 1)``, ``LAST(price)``, ``PREV(price, 2)``, ``NEXT(...)``,
 ``PREV(LAST(A.price), 1)``, ``RUNNING`` / ``FINAL``, ``CLASSIFIER()``, ``MATCH_NUMBER()`` and
-the aggregates ``sum avg count min max array_agg collect_list`` over a variable's rows. Each
-such part is a :class:`Leaf`; its argument (``price * qty`` in ``sum(A.price * A.qty)``) is a
-row expression that Spark computes as a column, qualifiers removed. The rest of the text stays
-as written: for MEASURES Spark evaluates it over the leaves' values after matching; for DEFINE
-it is either Spark's too (when every leaf is the current row or a fixed distance from it:
-``PREV`` becomes ``lag``) or the small evaluator in :mod:`suse.recognize.conditions` runs it.
+the aggregates ``sum avg count min max array_agg collect_list max_by min_by`` (with or without
+``DISTINCT``) over a variable's rows. Each such part is a :class:`Leaf`; its argument
+(``price * qty`` in ``sum(A.price * A.qty)``) is a row expression that Spark computes as a
+column, qualifiers removed. In DEFINE, a function call whose columns all belong to one row
+(``abs(B.price - B.cost)``, ``upper(A.name)``) is one such row expression too, so any Spark
+function works there. The rest of the text stays as written: for MEASURES Spark evaluates it
+over the leaves' values after matching; for DEFINE it is either Spark's too (when every leaf is
+the current row or a fixed distance from it: ``PREV`` becomes ``lag``) or the small evaluator in
+:mod:`suse.recognize.evaluate` runs it.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
@@ -20,11 +24,11 @@ from suse.recognize.pattern import variable_name
 
 NAVIGATION = ("FIRST", "LAST", "PREV", "NEXT")
 SYNONYMS = {"LAG": "PREV", "LEAD": "NEXT"}  # as Snowflake accepts them in DEFINE and MEASURES
-AGGREGATES = ("SUM", "AVG", "COUNT", "MIN", "MAX", "ARRAY_AGG", "COLLECT_LIST")
-REFUSED = {  # functions that look at the match which this front does not offer yet, by name
-    "MAX_BY": "max_by over pattern variables is not supported yet",
-    "MIN_BY": "min_by over pattern variables is not supported yet",
-}
+AGGREGATES = ("SUM", "AVG", "COUNT", "MIN", "MAX", "ARRAY_AGG", "COLLECT_LIST", "MAX_BY", "MIN_BY")
+BY_AGGREGATES = ("MAX_BY", "MIN_BY")  # (value, key): the value at the row of the greatest / least key
+# words that may stand before '(' without being a function call
+NOT_CALLS = frozenset(("IN", "AND", "OR", "NOT", "IS", "WHEN", "THEN", "ELSE", "CASE", "BETWEEN", "LIKE", "ILIKE",
+                       "RLIKE", "REGEXP", "EXISTS", "AS", "OVER", "END"))
 
 
 @dataclass(frozen=True)
@@ -43,10 +47,12 @@ class Nav:
 
 @dataclass(frozen=True)
 class Agg:
-    func: str  # lower case: sum avg count min max array_agg collect_list
+    func: str  # lower case: sum avg count min max array_agg collect_list max_by min_by
     expr: Optional[str]  # None: count(*) / count(A.*)
     qual: Optional[str]
     final: bool = False
+    key: Optional[str] = None  # max_by / min_by: the row expression compared
+    distinct: bool = False  # over the distinct non-NULL values only
 
 
 @dataclass(frozen=True)
@@ -153,8 +159,6 @@ class Extractor:
             w = self.word(j)
             leaf: Optional[Leaf] = None
             k = i + 1
-            if w in REFUSED and self.at(j + 1, "("):
-                raise self.fail(REFUSED[w], self.toks[j])
             if (w in NAVIGATION or (w in SYNONYMS and not self.windowed(j))) and self.at(j + 1, "("):
                 leaf, k = self.navigation(j)
             elif w in AGGREGATES and self.at(j + 1, "("):
@@ -167,6 +171,9 @@ class Extractor:
                 if self.clause == "DEFINE":
                     raise self.fail("MATCH_NUMBER() is not allowed in DEFINE", self.toks[j])
                 leaf, k = MatchNumber(), j + 3
+            elif self.clause == "DEFINE" and final is None and (k := self.one_row_call(i)):
+                expr, qual = self.row_expression(i, k, t)
+                leaf = Nav(expr, qual)
             elif self.is_name(i):
                 if self.at(i + 2, "*"):
                     raise self.fail(f"{self.ident(t)}.* is only allowed in count({self.ident(t)}.*)", t)
@@ -194,6 +201,27 @@ class Extractor:
             pieces.append(self.text[last:end_tok.pos + len(end_tok.text)])
             starts.append(last)
         return Split(tuple(pieces), tuple(leaves), tuple(starts))
+
+    def one_row_call(self, i: int) -> int:
+        """The index after a function call at ``i`` whose columns all belong to one row (one
+        variable, or all unqualified) and that holds no match function: Spark computes the whole
+        call as a row expression. 0 when ``i`` is no such call."""
+        if self.toks[i].kind != "id" or self.word(i) in NOT_CALLS or not self.at(i + 1, "(") or self.windowed(i):
+            return 0
+        if i > 0 and self.at(i - 1, "."):
+            return 0
+        close = self.close(i + 1)
+        quals: set = set()
+        for k in range(i + 2, close):
+            w = self.word(k)
+            if (w in NAVIGATION + AGGREGATES + ("CLASSIFIER", "MATCH_NUMBER", "RUNNING", "FINAL")
+                    or (w in SYNONYMS and not self.windowed(k))) and self.at(k + 1, "("):
+                return 0
+            if self.is_name(k):
+                quals.add(variable_name(self.toks[k]))
+            elif self.is_column(k):
+                quals.add(None)
+        return close + 1 if len(quals) <= 1 else 0
 
     def windowed(self, j: int) -> bool:
         """Whether the call at ``j`` is followed by OVER: Spark's own window function."""
@@ -232,12 +260,21 @@ class Extractor:
 
     def row_expression(self, a: int, b: int, call) -> tuple[str, Optional[str]]:
         """The Spark text of tokens a..b-1 with qualifiers removed, and their one qualifier."""
+        expr, quals = self.row_expression_quals(a, b, call)
+        if len(quals) > 1:
+            shown = ", ".join(sorted("no variable" if q is None else q for q in quals))
+            raise self.fail(f"the columns in {call.text}(...) must all belong to one pattern variable, found {shown}", call)
+        return expr, next(iter(quals), None)
+
+    def row_expression_quals(self, a: int, b: int, call) -> tuple[str, set]:
+        """The Spark text of tokens a..b-1 with qualifiers removed, and the qualifiers they use
+        (None: an unqualified column; empty: no column at all)."""
         if a >= b:
             raise self.fail(f"{call.text}() needs an argument", call)
         if b - a == 1 and self.is_column(a):  # one column: the same text as a bare reference
-            return self.quote(self.toks[a]), None
+            return self.quote(self.toks[a]), {None}
         if b - a == 3 and self.is_name(a) and self.toks[a + 2].kind in ("id", "qid"):
-            return self.quote(self.toks[a + 2]), variable_name(self.toks[a])
+            return self.quote(self.toks[a + 2]), {variable_name(self.toks[a])}
         quals: set = set()
         out, last = [], self.toks[a].pos
         k = a
@@ -257,10 +294,7 @@ class Extractor:
             k += 1
         end = self.toks[b - 1]
         out.append(self.text[last:end.pos + len(end.text)])
-        if len(quals) > 1:
-            shown = ", ".join(sorted("no variable" if q is None else q for q in quals))
-            raise self.fail(f"the columns in {call.text}(...) must all belong to one pattern variable, found {shown}", call)
-        return "".join(out).strip(), next(iter(quals), None)
+        return "".join(out).strip(), quals
 
     def offset(self, rng: tuple[int, int], call) -> int:
         a, b = rng
@@ -288,11 +322,21 @@ class Extractor:
         call = self.toks[j]
         func = call.text.lower()
         args, after = self.arguments(j)
+        distinct = False
+        if args and self.word(args[0][0]) in ("DISTINCT", "ALL"):
+            quantifier = self.toks[args[0][0]]
+            distinct = quantifier.text.upper() == "DISTINCT"
+            if distinct and func in ("max_by", "min_by"):
+                raise self.fail(f"DISTINCT in {call.text}() is not supported: it picks one row's value, "
+                                "there is nothing to make distinct", quantifier)
+            args[0] = (args[0][0] + 1, args[0][1])
+        if func in ("max_by", "min_by"):
+            return self.by_aggregate(j, args, distinct), after
         if len(args) != 1:
             raise self.fail(f"{call.text}() over pattern variables takes one argument", call)
         a, b = args[0]
-        if self.word(a) in ("DISTINCT", "ALL"):
-            raise self.fail(f"{self.toks[a].text} in {call.text}() is not supported", self.toks[a])
+        if distinct and (b - a == 1 and self.at(a, "*") or b - a == 3 and self.is_name(a) and self.at(a + 2, "*")):
+            raise self.fail(f"{call.text}(DISTINCT *) is not an aggregate: write {call.text}(DISTINCT expression)", call)
         if b - a == 1 and self.at(a, "*"):
             if func != "count":
                 raise self.fail(f"{call.text}(*) is not an aggregate: write {call.text}(expression)", call)
@@ -302,7 +346,22 @@ class Extractor:
                 raise self.fail(f"{call.text}(X.*) is not an aggregate: only count(X.*)", call)
             return Agg("count", None, variable_name(self.toks[a])), after
         expr, qual = self.row_expression(a, b, call)
-        return Agg(func, expr, qual), after
+        return Agg(func, expr, qual, distinct=distinct), after
+
+    def by_aggregate(self, j: int, args: list, distinct: bool) -> Agg:
+        """max_by(value, key) / min_by(value, key): both arguments must read the same rows (one
+        variable or subset, or every row); an argument without columns reads whichever the other
+        reads, as in Trino."""
+        call = self.toks[j]
+        if len(args) != 2:
+            more = " (the form with a count, max_by(x, y, n), is not supported)" if len(args) == 3 else ""
+            raise self.fail(f"{call.text}() over pattern variables takes two arguments: value and key{more}", call)
+        (expr, value_quals), (key, key_quals) = (self.row_expression_quals(a, b, call) for a, b in args)
+        quals = value_quals | key_quals
+        if len(quals) > 1:
+            shown = ", ".join(sorted("no variable" if q is None else q for q in quals))
+            raise self.fail(f"both arguments of {call.text}(...) must read the rows of one pattern variable, found {shown}", call)
+        return Agg(call.text.lower(), expr, next(iter(quals), None), key=key, distinct=distinct)
 
     def classifier(self, j: int) -> tuple[Classifier, int]:
         call = self.toks[j]
@@ -319,7 +378,7 @@ def _with_final(leaf: Leaf, final: bool, extractor: Extractor, tok) -> Leaf:
     if isinstance(leaf, Nav):
         return Nav(leaf.expr, leaf.qual, leaf.logical, leaf.index, leaf.physical, final)
     if isinstance(leaf, Agg):
-        return Agg(leaf.func, leaf.expr, leaf.qual, final)
+        return dataclasses.replace(leaf, final=final)
     if isinstance(leaf, Classifier):
         return Classifier(leaf.qual, final)
     raise extractor.fail("RUNNING/FINAL applies to navigation, aggregates and CLASSIFIER", tok)

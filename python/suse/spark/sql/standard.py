@@ -281,9 +281,11 @@ def sql_standard(spark: Any, text: str):
     expr_at: dict[str, int] = {}
     for sp, at in [(m[1], m[2]) for m in measures] + list(defines.values()):
         for leaf in sp.leaves:
-            if isinstance(leaf, (Nav, Agg)) and leaf.expr is not None and leaf.expr not in exprs:
-                exprs[leaf.expr] = f"_suse_e{len(exprs)}"
-                expr_at[leaf.expr] = at
+            read = [leaf.expr] if isinstance(leaf, Nav) else [leaf.expr, leaf.key] if isinstance(leaf, Agg) else []
+            for expr in read:
+                if expr is not None and expr not in exprs:
+                    exprs[expr] = f"_suse_e{len(exprs)}"
+                    expr_at[expr] = at
     keys = [f"`{k}`" for k in st.partition_by]
     order = ", ".join(f"`{c}` {'ASC' if a else 'DESC'} NULLS {'FIRST' if nf else 'LAST'}" for c, a, nf in st.order_by)
     window = (f"PARTITION BY {', '.join(keys)} " if keys else "") + f"ORDER BY {order}"
@@ -476,7 +478,7 @@ def _leaf_type(leaf, df, exprs: dict):
         return t
     if leaf.func == "count":
         return T.LongType()
-    if leaf.func in ("min", "max"):
+    if leaf.func in ("min", "max", "max_by", "min_by"):
         return t
     if leaf.func in ("array_agg", "collect_list"):
         return T.ArrayType(t, False)
