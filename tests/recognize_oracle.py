@@ -96,3 +96,22 @@ def oracle_matches(node, n, holds, skip="past", skip_vars=()):
                 raise ValueError("skip to the first row of the match")
             pos = target
     return out
+
+
+# --- aggregates over a match's rows, written out plainly -------------------------------------------
+
+
+def by_value(values, keys, greatest):
+    """max_by (``greatest``) / min_by: the value at the row of the greatest / least non-NULL key;
+    of equal keys the earliest row. Sorting by (key, position) and taking the end: no running best."""
+    ranked = sorted((k if greatest else -k, -i) for i, k in enumerate(keys) if k is not None)
+    return values[-ranked[-1][1]] if ranked else None
+
+
+def distinct_values(values):
+    """The distinct non-NULL values, in order of first occurrence."""
+    out = []
+    for v in values:
+        if v is not None and not any(v == w for w in out):
+            out.append(v)
+    return out

@@ -238,6 +238,19 @@ def _has_exclusion(node: Node) -> bool:
     return any(isinstance(n, Exclude) for n in _nodes(node))
 
 
+def evaluated_condition(sp: Split, row_local: bool):
+    """The DEFINE condition ``sp`` for suse's evaluator (:mod:`suse.recognize.evaluate`): its
+    text with each leaf as ``_suse_leafK``, parsed once here so an unsupported part is refused
+    (``SqlError``) before any job runs."""
+    from suse.recognize.evaluate import ConditionParser
+    from suse.recognize.runner import Condition
+
+    glue = "".join(p if isinstance(p, str) else f" _suse_leaf{p} " for p in sp.pieces)
+    toks = tuple(tokenize(glue)[:-1])
+    ConditionParser(toks, glue, "DEFINE").parse()
+    return Condition(leaves=sp.leaves, tokens=toks, text=glue, row_local=row_local)
+
+
 def parse_standard(text: str) -> StandardStatement:
     return StandardParser(text).statement()
 
@@ -306,16 +319,11 @@ def sql_standard(spark: Any, text: str):
             helper.append((F.expr(text_v).alias(col), at, f"DEFINE {v}: cannot compute the condition"))
             conditions.append(Condition(column=col))
         else:
-            glue = "".join(p if isinstance(p, str) else f" _suse_leaf{p} " for p in sp.pieces)
-            toks = tuple(tokenize(glue)[:-1])
-            from suse.recognize.evaluate import ConditionParser
-
             try:
-                ConditionParser(toks, glue, "DEFINE").parse()
+                conditions.append(evaluated_condition(sp, row_local))
             except SqlError as exc:
                 why = " (in streaming, a condition with PREV or NEXT is one that refers to other rows)" if row_local else ""
                 raise st.error(f"DEFINE {v}: {exc.message}{why}", at) from None
-            conditions.append(Condition(leaves=sp.leaves, tokens=toks, text=glue, row_local=row_local))
     within = None
     if st.within is not None:
         first, ascending, _ = st.order_by[0]
