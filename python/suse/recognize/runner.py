@@ -21,8 +21,9 @@ from suse.recognize.evaluate import ConditionParser, Rows, leaf_value
 from suse.recognize.expressions import Leaf, Nav
 from suse.recognize.matcher import Beyond, Cursor, Match, Program, Skip, Unmatched, matches
 
-KIND_MATCH, KIND_EMPTY, KIND_UNMATCHED = 0, 1, 2
+KIND_MATCH, KIND_EMPTY, KIND_UNMATCHED, KIND_LATE = 0, 1, 2, 3
 KIND, ERROR = "_suse_kind", "_suse_error"
+LATE = "_suse_late"  # streaming: a KIND_LATE row carries the number of rows dropped behind the watermark
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class _Output:
         for f in self.plan.schema:
             if f.name == KIND:
                 arrays.append(pa.array(self.kinds, f.type))
-            elif f.name == ERROR:
+            elif f.name in (ERROR, LATE):
                 arrays.append(pa.nulls(len(self.kinds), f.type))
             elif f.name in leaf_fields:
                 arrays.append(pa.array(self.values[leaf_fields[f.name]], f.type))
@@ -204,6 +205,14 @@ def advance(plan: Plan, table: pa.Table, final: int, resume: Resume, frontier: O
         return [error_batch(plan, table, exc)], 0
     batches = [out.batch(table)] if out.kinds else []
     return batches, max(0, min(resume.cursor.pos, final) - lookback(plan))
+
+
+def late_batch(plan: Plan, dropped: int) -> pa.RecordBatch:
+    """One row that says ``dropped`` rows came behind the watermark (not a row of the output:
+    the caller counts it into an observed metric and filters it out)."""
+    arrays = [pa.array([KIND_LATE], f.type) if f.name == KIND else pa.array([dropped], f.type) if f.name == LATE
+              else pa.nulls(1, f.type) for f in plan.schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
 
 
 def error_batch(plan: Plan, table: pa.Table, exc: SuseError) -> pa.RecordBatch:

@@ -265,7 +265,7 @@ def sql_standard(spark: Any, text: str):
     from pyspark.sql import types as T
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from suse.recognize.runner import ERROR, KIND, KIND_UNMATCHED, Condition, Plan, run
+    from suse.recognize.runner import ERROR, KIND, KIND_UNMATCHED, LATE, Condition, Plan, run
     from suse.spark.events.rows import analysing, spark_message
 
     st = parse_standard(text)
@@ -381,7 +381,9 @@ def sql_standard(spark: Any, text: str):
             raise SqlError(f"measure {name} has the name of {'an input' if st.all_rows else 'a partition'} column, "
                            "which the output holds too", at, st.text)
     base = list(df.schema.fields) if st.all_rows else [columns[k.lower()] for k in st.partition_by]
-    out_schema = T.StructType(base + leaf_fields + [T.StructField(KIND, T.IntegerType()), T.StructField(ERROR, T.StringType())])
+    late = [T.StructField(LATE, T.LongType())] if streaming else []
+    out_schema = T.StructType(base + leaf_fields + [T.StructField(KIND, T.IntegerType()), T.StructField(ERROR, T.StringType())]
+                              + late)
     mode, var, _ = st.skip
     try:
         program = compile_pattern(st.node, st.variables)
@@ -404,6 +406,10 @@ def sql_standard(spark: Any, text: str):
         ordered = ordered.sortWithinPartitions(*sort)
         out = ordered.mapInArrow(lambda batches: run(plan, batches), out_schema)
     out = out.where(F.when(F.col(ERROR).isNotNull(), F.raise_error(F.col(ERROR))).otherwise(F.lit(True)))
+    if streaming:
+        from suse.spark.streaming.recognize import observe_late_rows
+
+        out = observe_late_rows(out)
 
     leaf_name = {leaf: f"`_suse_l{k}`" for k, leaf in enumerate(all_leaves)}
     measure_cols = []

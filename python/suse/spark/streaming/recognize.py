@@ -8,7 +8,10 @@ first of them, and the matcher's cursor (next start row, rows covered so far, ma
 A micro-batch adds the partition's new rows and sorts the buffer by ORDER BY; the rows older
 than Spark's watermark are final, and :func:`suse.recognize.runner.advance` matches over them
 up to the first start row whose match is not decided yet. The rows before that start (less
-the rows PREV looks back to) are dropped. An event-time timer wakes a partition that receives
+the rows PREV looks back to) are dropped. A row that arrives behind the watermark is dropped
+too (its place in the order is already decided): their number reaches the user as the observed
+metric ``late_rows`` of :data:`METRICS` in the query's progress (``df.observe``), through one
+extra row per micro-batch and partition that :func:`observe_late_rows` counts and removes. An event-time timer wakes a partition that receives
 nothing when the watermark passes its next buffered row (or, with WITHIN, the end of the time
 its pending match may still take), so its matches come out without new rows.
 """
@@ -24,12 +27,26 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 
 from suse.errors import StateError
 from suse.recognize.matcher import Cursor
-from suse.recognize.runner import Plan, Resume, advance, error_batch
+from suse.recognize.runner import Plan, Resume, advance, error_batch, late_batch
 
 TIME = "_suse_t"  # the event time in microseconds, computed by Spark
 ALL = "_suse_all"  # the single group key when there is no PARTITION BY
 STATE_NAME = "suse_recognize_v1"
 log = logging.getLogger(__name__)
+
+
+METRICS = "suse_match_recognize"  # the name of the observed metrics in StreamingQueryProgress.observedMetrics
+
+
+def observe_late_rows(out: Any):
+    """``out`` (the processor's rows) without its late-row counts, which become the observed
+    metric ``late_rows`` (0 when none came late) of the query's progress."""
+    from pyspark.sql import functions as F
+
+    from suse.recognize.runner import KIND, KIND_LATE, LATE
+
+    counted = out.observe(METRICS, F.coalesce(F.sum(F.col(LATE)), F.lit(0)).cast("long").alias("late_rows"))
+    return counted.where(F.col(KIND) != KIND_LATE)
 
 
 def _state_schema():
@@ -93,8 +110,9 @@ class _Recognizer(StatefulProcessor):
             if watermark is not None:  # late: behind the watermark, where the order is already final
                 on_time = pc.greater_equal(times, pa.scalar(watermark, pa.int64()))
                 late = new.num_rows - int(pc.sum(on_time).as_py() or 0)
-                if late:
+                if late:  # counted into the query's observed metric (see recognize_stream)
                     log.warning("suse MATCH_RECOGNIZE: %d rows behind the watermark dropped (partition %s)", late, key)
+                    yield late_batch(self.plan, late).to_pandas()
                 new = new.filter(on_time)
             table = _sorted(new if table is None else pa.concat_tables([table, new]), self.order)
         if table is None or not table.num_rows:
