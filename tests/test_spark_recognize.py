@@ -11,6 +11,7 @@ import pytest
 from recognize_oracle import oracle_matches
 from suse.errors import SqlError
 from suse.spark.sql.front import is_counting, parse
+from suse.recognize.expressions import Nav
 from suse.spark.sql.standard import StandardStatement
 
 V_SHAPE = """SELECT * FROM orders MATCH_RECOGNIZE(
@@ -48,8 +49,11 @@ def test_mode_is_chosen_by_suse_clauses():
     (("PAST LAST ROW", "TO FIRST Z"), "Z is not a pattern variable"),
     (("ONE ROW PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS"), None),
     (("LAST(B.totalprice) AS", "LAST(B.totalprice + C.totalprice) AS"), "must all belong to one pattern variable"),
-    (("sum(B.totalprice)", "sum(DISTINCT B.totalprice)"), "DISTINCT"),
-    (("count(*) AS nrows", "max_by(B.totalprice, B.orderdate) AS nrows"), "max_by"),
+    (("sum(B.totalprice)", "sum(DISTINCT B.totalprice)"), None),
+    (("sum(B.totalprice)", "max_by(DISTINCT B.totalprice, B.orderdate)"), "DISTINCT in max_by() is not supported"),
+    (("count(*) AS nrows", "max_by(B.totalprice, B.orderdate) AS nrows"), None),
+    (("count(*) AS nrows", "max_by(B.totalprice, orderdate) AS nrows"), "both arguments of max_by(...) must read the rows of one"),
+    (("count(*) AS nrows", "min_by(B.totalprice, B.orderdate, 2) AS nrows"), "the form with a count"),
     (("FIRST(orderdate)", "FIRST(orderdate, x)"), "whole number"),
     (("DEFINE B AS", "DEFINE B AS FINAL"), None),
     (("D AS totalprice > PREV(totalprice)", "D AS MATCH_NUMBER() > 1"), "not allowed in DEFINE"),
@@ -69,8 +73,27 @@ def test_statement_errors_name_the_construct(change, message):
             Extractor(tokens, st.text, {"totalprice", "orderdate", "custkey"}, set(st.variables) | set(st.subsets), "DEFINE").split()
 
 
+def test_define_refuses_a_function_it_cannot_run_exactly_by_name():
+    """round() over values of two rows: they meet only in the matcher, which runs a fixed set of
+    functions with Spark's semantics; over one row's columns Spark computes it."""
+    from suse.recognize.expressions import Extractor
+    from suse.spark.sql.standard import evaluated_condition
+
+    def condition(define):
+        st = parse(V_SHAPE.replace("C AS totalprice > PREV(totalprice) AND totalprice <= A.totalprice", define))
+        tokens, _ = st.define["C"]
+        sp = Extractor(tokens, st.text, {"totalprice", "orderdate", "custkey"}, set(st.variables) | {"U"}, "DEFINE").split()
+        return evaluated_condition(sp, False)
+
+    with pytest.raises(SqlError, match="'round' is not supported in a condition that refers to other rows.*apply other"):
+        condition("C AS round(totalprice / A.totalprice, 1) < 1")
+    assert condition("C AS round(totalprice / 3, 1) < A.totalprice AND abs(totalprice - A.totalprice) < 9").leaves == (
+        Nav("round(totalprice / 3, 1)", None), Nav("`totalprice`", "A"), Nav("`totalprice`", None))
+
+
 def test_exclusion_with_unmatched_rows_is_refused():
-    with pytest.raises(SqlError, match="WITH UNMATCHED ROWS cannot be combined"):
+    """SQL:2016 and Trino forbid ALL ROWS PER MATCH WITH UNMATCHED ROWS with an exclusion."""
+    with pytest.raises(SqlError, match="WITH UNMATCHED ROWS cannot be combined.*the SQL standard forbids it"):
         parse(V_SHAPE.replace("ONE ROW PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS").replace("A B+", "A {- B+ -}"))
 
 
@@ -124,6 +147,35 @@ def test_all_rows_running_and_final_with_unmatched_rows(spark, orders):
         (1, 5, 110, 95, "A", 1, 2, 110), (1, 6, 105, 95, "B", 2, 2, 105), (1, 7, 100, 95, "B", 3, 2, 100),
         (1, 8, 90, 95, "B", 4, 2, 90), (1, 9, 95, 95, "C", 5, 2, 95),
         (1, 10, None, None, None, None, None, 120),
+    ]
+
+
+def test_max_by_min_by_distinct_and_functions_in_define(spark, orders):
+    """Expected rows from the standard's rules: B falls by at least 5 (abs of PREV, computed by
+    Spark's lag), C rises above the C before it, or the last B for the first C (coalesce of
+    other rows: suse's evaluator). max_by of equal keys: the first row in match order."""
+    from suse.spark import sql
+
+    out = sql(spark, """SELECT * FROM orders MATCH_RECOGNIZE(
+        PARTITION BY custkey ORDER BY orderdate
+        MEASURES max_by(orderdate, totalprice) AS peak_day, FINAL min_by(B.orderdate, B.totalprice) AS bottom_day,
+                 count(DISTINCT totalprice % 10) AS endings, CLASSIFIER() AS label,
+                 RUNNING max_by(C.orderdate, C.totalprice) AS c_peak, FINAL max_by(orderdate, totalprice % 10) AS first_five,
+                 FINAL array_agg(DISTINCT totalprice % 10) AS all_endings
+        ALL ROWS PER MATCH
+        PATTERN (A B+ C+)
+        DEFINE B AS abs(totalprice - PREV(totalprice)) >= 5 AND totalprice < PREV(totalprice),
+               C AS totalprice > coalesce(LAST(C.totalprice, 1), LAST(B.totalprice)))""")
+    got = [tuple(r) for r in out.select("custkey", "orderdate", "peak_day", "bottom_day", "endings", "label", "c_peak",
+                                        "first_five", "all_endings").orderBy("custkey", "orderdate").collect()]
+    # customer 1: 100 90 80 85 95 110 | 105 100 90 95 120; customer 2: 50 40 45 60; 3: falls by 1
+    assert got == [
+        (1, 0, 0, 2, 1, "A", None, 3, [0, 5]), (1, 1, 0, 2, 1, "B", None, 3, [0, 5]), (1, 2, 0, 2, 1, "B", None, 3, [0, 5]),
+        (1, 3, 0, 2, 2, "C", 3, 3, [0, 5]), (1, 4, 0, 2, 2, "C", 4, 3, [0, 5]), (1, 5, 5, 2, 2, "C", 5, 3, [0, 5]),
+        (1, 6, 6, 8, 1, "A", None, 6, [5, 0]), (1, 7, 6, 8, 2, "B", None, 6, [5, 0]), (1, 8, 6, 8, 2, "B", None, 6, [5, 0]),
+        (1, 9, 6, 8, 2, "C", 9, 6, [5, 0]), (1, 10, 10, 8, 2, "C", 10, 6, [5, 0]),
+        (2, 0, 0, 1, 1, "A", None, 2, [0, 5]), (2, 1, 0, 1, 1, "B", None, 2, [0, 5]), (2, 2, 0, 1, 2, "C", 2, 2, [0, 5]),
+        (2, 3, 3, 1, 2, "C", 3, 2, [0, 5]),
     ]
 
 

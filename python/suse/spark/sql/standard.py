@@ -223,8 +223,8 @@ def check(st: StandardStatement) -> None:
     if var is not None and var not in names and var not in st.subsets:
         raise SqlError(f"AFTER MATCH SKIP TO {mode.upper()} {var}: {var} is not a pattern variable or subset", at, st.text)
     if st.empty == "unmatched" and _has_exclusion(st.node):
-        raise st.error("ALL ROWS PER MATCH WITH UNMATCHED ROWS cannot be combined with an exclusion {- -} in PATTERN "
-                       "(the standard forbids it)", "UNMATCHED")
+        raise st.error("ALL ROWS PER MATCH WITH UNMATCHED ROWS cannot be combined with an exclusion {- -} in PATTERN: "
+                       "the SQL standard forbids it (as Trino does): drop the exclusion, or WITH UNMATCHED ROWS", "UNMATCHED")
 
 
 def _nodes(node: Node) -> Iterator[Node]:
