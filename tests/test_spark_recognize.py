@@ -10,8 +10,8 @@ import pytest
 
 from recognize_oracle import oracle_matches
 from suse.errors import SqlError
-from suse.spark.sql.front import is_counting, parse
 from suse.recognize.expressions import Nav
+from suse.spark.sql.front import is_counting, parse
 from suse.spark.sql.standard import StandardStatement
 
 V_SHAPE = """SELECT * FROM orders MATCH_RECOGNIZE(

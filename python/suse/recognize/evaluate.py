@@ -100,7 +100,9 @@ def leaf_value(leaf: Leaf, rows: Rows, start: int, labels: Sequence[int], upto: 
 def _by(leaf: Agg, rows: Rows, chosen: list[int]) -> Any:
     """max_by / min_by: the value at the row whose key is greatest / least; rows with a NULL key
     are skipped (the value may be NULL); of equal keys, the first row in match order wins
-    (Trino leaves ties open; this is the choice of its accumulator, which keeps the first)."""
+    (Trino does not document ties; its accumulator replaces its row only on a strictly
+    greater / smaller key, so it keeps the first too)."""
+    assert leaf.key is not None and leaf.expr is not None  # the parser gives max_by / min_by both
     keys, values = rows.columns[leaf.key], rows.columns[leaf.expr]
     better = operator.gt if leaf.func == "max_by" else operator.lt
     best = None
@@ -159,6 +161,12 @@ class ConditionParser:
                         "apply other functions to the columns of one row (f(B.x), LAST(f(A.x))), which Spark computes, "
                         "or compute it as a column of the source first", tok.pos if tok is not None else len(self.text), self.text)
 
+    def keyword(self, word: str) -> None:
+        """Step over the keyword ``word``, which must come next."""
+        if self.word() != word:
+            raise self.fail(self.peek())
+        self.i += 1
+
     def word_at(self, offset: int) -> str:
         k = self.i + offset
         return self.toks[k].text.upper() if k < len(self.toks) and self.toks[k].kind == "id" else ""
@@ -211,9 +219,7 @@ class ConditionParser:
         if self.word() == "BETWEEN":  # Spark: low <= x AND x <= high, in three-valued logic
             self.i += 1
             low = self.additive()
-            if self.word() != "AND":
-                raise self.fail(self.peek())
-            self.i += 1
+            self.keyword("AND")
             high = self.additive()
             inside = _junction([lambda v: _apply(operator.le, low(v), left(v)), lambda v: _apply(operator.le, left(v), high(v))],
                                False)
@@ -317,9 +323,7 @@ class ConditionParser:
         while self.word() == "WHEN":
             self.i += 1
             when = self.disjunction()
-            if self.word() != "THEN":
-                raise self.fail(self.peek())
-            self.i += 1
+            self.keyword("THEN")
             branches.append((when if operand is None else _compare_to(operand, when), self.disjunction()))
         if not branches:
             raise self.fail(self.peek())
@@ -327,9 +331,7 @@ class ConditionParser:
         if self.word() == "ELSE":
             self.i += 1
             otherwise = self.disjunction()
-        if self.word() != "END":
-            raise self.fail(self.peek())
-        self.i += 1
+        self.keyword("END")
 
         def ev(v):
             for when, then in branches:

@@ -326,11 +326,11 @@ class Extractor:
         if args and self.word(args[0][0]) in ("DISTINCT", "ALL"):
             quantifier = self.toks[args[0][0]]
             distinct = quantifier.text.upper() == "DISTINCT"
-            if distinct and func in ("max_by", "min_by"):
+            if distinct and func.upper() in BY_AGGREGATES:
                 raise self.fail(f"DISTINCT in {call.text}() is not supported: it picks one row's value, "
                                 "there is nothing to make distinct", quantifier)
             args[0] = (args[0][0] + 1, args[0][1])
-        if func in ("max_by", "min_by"):
+        if func.upper() in BY_AGGREGATES:
             return self.by_aggregate(j, args, distinct), after
         if len(args) != 1:
             raise self.fail(f"{call.text}() over pattern variables takes one argument", call)
