@@ -179,6 +179,15 @@ def test_max_by_min_by_distinct_and_functions_in_define(spark, orders):
     ]
 
 
+def test_define_errors_on_spark_name_the_construct(spark, orders):
+    from suse.spark import sql
+
+    with pytest.raises(SqlError, match=r"line 11, column 15: DEFINE B: 'round' is not supported in a condition that refers"):
+        sql(spark, V_SHAPE.replace("totalprice < PREV(totalprice),", "round(totalprice / A.totalprice, 1) < 1,"))
+    with pytest.raises(SqlError, match=r"line 11, column 15: cannot compute 'stddev\(totalprice\)'.*MISSING_GROUP_BY"):
+        sql(spark, V_SHAPE.replace("totalprice < PREV(totalprice),", "stddev(B.totalprice) > 1,"))
+
+
 def test_spark_equals_the_oracle_on_a_random_table(spark):
     """ALL ROWS PER MATCH labels of a random table against the oracle, for a pattern with
     alternation, reluctance, anchors-free nesting and an empty-matching star."""

@@ -157,7 +157,7 @@ class ConditionParser:
         shown = "the end" if tok is None else repr(tok.text)
         return SqlError(f"{self.clause}: {shown} is not supported in a condition that refers to other rows of the match "
                         "(supported there: comparisons, AND, OR, NOT, IS [NOT] NULL, [NOT] BETWEEN, [NOT] IN, CASE, "
-                        f"+ - * / %, literals and the functions {', '.join(sorted(FUNCTIONS))}); "
+                        f"+ - * / %, literals and the functions {', '.join(sorted(f.lower() for f in FUNCTIONS))}); "
                         "apply other functions to the columns of one row (f(B.x), LAST(f(A.x))), which Spark computes, "
                         "or compute it as a column of the source first", tok.pos if tok is not None else len(self.text), self.text)
 

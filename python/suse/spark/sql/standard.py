@@ -323,7 +323,7 @@ def sql_standard(spark: Any, text: str):
                 conditions.append(evaluated_condition(sp, row_local))
             except SqlError as exc:
                 why = " (in streaming, a condition with PREV or NEXT is one that refers to other rows)" if row_local else ""
-                raise st.error(f"DEFINE {v}: {exc.message}{why}", at) from None
+                raise st.error(f"DEFINE {v}: {exc.message.removeprefix('DEFINE: ')}{why}", at) from None
     within = None
     if st.within is not None:
         first, ascending, _ = st.order_by[0]
@@ -358,8 +358,8 @@ def sql_standard(spark: Any, text: str):
     except PySparkException:
         for colexpr, at, what in helper:  # find the one that fails, for its position
             try:
-                with analysing():
-                    df.select(colexpr).schema
+                with analysing():  # next to the source's columns, as above: an aggregate such as stddev(x) fails there
+                    df.select(*source_cols, colexpr).schema
             except PySparkException as exc:
                 raise st.error(f"{what}: {spark_message(exc)}", at) from None
         raise
