@@ -9,7 +9,7 @@ import pytest
 
 from suse.errors import SqlError
 from suse.recognize.evaluate import ConditionParser, Rows, leaf_value
-from suse.recognize.expressions import Agg, Classifier, Extractor, MatchNumber, Nav
+from suse.recognize.expressions import CLASSIFIER_VALUE, Agg, Classifier, Extractor, MatchNumber, Nav
 from suse.recognize.matcher import RecognizeError
 from suse.spark.sql.statement import tokenize
 
@@ -46,6 +46,9 @@ def test_max_by_min_by_and_distinct_leaves():
     )
     assert split("count(DISTINCT B.price) + array_agg(ALL A.day)").leaves == (
         Agg("count", "`price`", "B", distinct=True), Agg("array_agg", "`day`", "A"))
+    # Trino's examples: CLASSIFIER() as an aggregate's argument, the rows of its variable
+    assert split("array_agg(CLASSIFIER()) || max_by(CLASSIFIER(A), A.day)").leaves == (
+        Agg("array_agg", CLASSIFIER_VALUE, None), Agg("max_by", CLASSIFIER_VALUE, "A", key="`day`"))
 
 
 def test_define_folds_a_call_on_one_row_into_a_row_expression():
@@ -73,6 +76,8 @@ def test_define_folds_a_call_on_one_row_into_a_row_expression():
     ("max_by(A.price)", "takes two arguments"),
     ("max_by(DISTINCT A.price, A.day)", "DISTINCT in max_by"),
     ("count(DISTINCT *)", "not an aggregate"),
+    ("max_by(CLASSIFIER(), A.day)", "found A, no variable"),
+    ("array_agg(CLASSIFIER() || A.day)", "CLASSIFIER cannot be nested"),
 ])
 def test_extraction_errors(text, message):
     with pytest.raises(SqlError, match=message):
@@ -116,6 +121,9 @@ ROWS = Rows(6, {"`price`": PRICES, "`day`": list(range(6)), "`tie`": TIES, "`gap
     (Agg("avg", "`tie`", "U", distinct=True), 5, 1.5),
     (Agg("array_agg", "`tie`", None, distinct=True), 5, [1, 2]),  # in order of first occurrence
     (Agg("count", "`gap`", None, distinct=True), 5, 1),           # NULL is not a value
+    (Agg("array_agg", CLASSIFIER_VALUE, "U"), 5, ["B", "B", "C", "C"]),
+    (Agg("array_agg", CLASSIFIER_VALUE, None, distinct=True), 3, ["A", "B"]),
+    (Agg("max_by", CLASSIFIER_VALUE, None, key="`price`"), 5, "C"),  # row 4: 12
     (Agg("sum", "`price`", "C"), 3, None),         # sum over no row is NULL, count is 0
     (Classifier(None), 5, "C"),
     (Classifier("B"), 5, "B"),

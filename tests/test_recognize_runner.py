@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recognize_oracle import by_value, distinct_values, oracle_matches
-from suse.recognize.expressions import Agg, Classifier, MatchNumber, Nav
+from suse.recognize.expressions import CLASSIFIER_VALUE, Agg, Classifier, MatchNumber, Nav
 from suse.recognize.matcher import Skip, compile_pattern
 from suse.recognize.pattern import variables
 from suse.recognize.runner import ERROR, KIND, Condition, Plan, run
@@ -18,9 +18,10 @@ LEAVES = (Classifier(None), MatchNumber(), Agg("count", None, None), Nav("`x`", 
           Agg("sum", "`x`", "A"), Nav("`x`", "B", "LAST", 0, -1),
           Agg("max_by", "`x`", None, key="`y`"), Agg("min_by", "`x`", "B", True, key="`y`"),
           Agg("count", "`y`", None, distinct=True), Agg("sum", "`x`", "C", distinct=True),
-          Agg("array_agg", "`y`", None, True, distinct=True))
+          Agg("array_agg", "`y`", None, True, distinct=True),
+          Agg("array_agg", CLASSIFIER_VALUE, None), Agg("min_by", CLASSIFIER_VALUE, None, True, key="`y`"))
 LEAF_TYPES = [pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.int64(),
-              pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.list_(pa.int64())]
+              pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.list_(pa.int64()), pa.list_(pa.string()), pa.string()]
 
 
 def key_of(xs):
@@ -45,7 +46,8 @@ def _values(xs, start, labels, upto, number):
             by_value([xs[r] for r in all_b], [ys[r] for r in all_b], False),
             len(distinct_values([ys[r] for r in rows])),
             sum(distinct_values(c_values)) if c_values else None,
-            distinct_values([ys[r] for r in every]))
+            distinct_values([ys[r] for r in every]),
+            list(seen), by_value(list(labels), [ys[r] for r in every], False))
 
 
 def expected(node, xs, all_rows, empty):
@@ -60,7 +62,7 @@ def expected(node, xs, all_rows, empty):
         _, start, path = item
         if not path:
             if not all_rows or empty != "omit":
-                out.append((start if all_rows else 0, 1, (None, number, 0, None, None, None, None, None, None, 0, None, [])))
+                out.append((start if all_rows else 0, 1, (None, number, 0, None, None, None, None, None, None, 0, None, [], [], None)))
             continue
         labels = [v for _, v, _ in path]
         if not all_rows:

@@ -154,6 +154,8 @@ def test_max_by_min_by_distinct_and_functions_in_define(spark, orders):
     """Expected rows from the standard's rules: B falls by at least 5 (abs of PREV, computed by
     Spark's lag), C rises above the C before it, or the last B for the first C (coalesce of
     other rows: suse's evaluator). max_by of equal keys: the first row in match order."""
+    from pyspark.sql import functions as F
+
     from suse.spark import sql
 
     out = sql(spark, """SELECT * FROM orders MATCH_RECOGNIZE(
@@ -161,13 +163,15 @@ def test_max_by_min_by_distinct_and_functions_in_define(spark, orders):
         MEASURES max_by(orderdate, totalprice) AS peak_day, FINAL min_by(B.orderdate, B.totalprice) AS bottom_day,
                  count(DISTINCT totalprice % 10) AS endings, CLASSIFIER() AS label,
                  RUNNING max_by(C.orderdate, C.totalprice) AS c_peak, FINAL max_by(orderdate, totalprice % 10) AS first_five,
-                 FINAL array_agg(DISTINCT totalprice % 10) AS all_endings
+                 FINAL array_agg(DISTINCT totalprice % 10) AS all_endings, FINAL array_agg(CLASSIFIER()) AS labels
         ALL ROWS PER MATCH
         PATTERN (A B+ C+)
         DEFINE B AS abs(totalprice - PREV(totalprice)) >= 5 AND totalprice < PREV(totalprice),
                C AS totalprice > coalesce(LAST(C.totalprice, 1), LAST(B.totalprice)))""")
     got = [tuple(r) for r in out.select("custkey", "orderdate", "peak_day", "bottom_day", "endings", "label", "c_peak",
                                         "first_five", "all_endings").orderBy("custkey", "orderdate").collect()]
+    labels = [tuple(r) for r in out.select("custkey", "labels").distinct().orderBy("custkey", F.size("labels")).collect()]
+    assert labels == [(1, ["A", "B", "B", "C", "C"]), (1, ["A", "B", "B", "C", "C", "C"]), (2, ["A", "B", "C", "C"])]
     # customer 1: 100 90 80 85 95 110 | 105 100 90 95 120; customer 2: 50 40 45 60; 3: falls by 1
     assert got == [
         (1, 0, 0, 2, 1, "A", None, 3, [0, 5]), (1, 1, 0, 2, 1, "B", None, 3, [0, 5]), (1, 2, 0, 2, 1, "B", None, 3, [0, 5]),

@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import Any, Callable, Optional, Sequence
 
 from suse.errors import SqlError
-from suse.recognize.expressions import Agg, Classifier, Leaf, MatchNumber, Nav
+from suse.recognize.expressions import CLASSIFIER_VALUE, Agg, Classifier, Leaf, MatchNumber, Nav
 from suse.recognize.matcher import RecognizeError, Undecided
 
 
@@ -76,8 +76,8 @@ def leaf_value(leaf: Leaf, rows: Rows, start: int, labels: Sequence[int], upto: 
     if leaf.expr is None:
         return len(chosen)
     if leaf.key is not None:
-        return _by(leaf, rows, chosen)
-    values = [rows.columns[leaf.expr][r] for r in chosen]
+        return _by(leaf, rows, chosen, start, labels)
+    values = _values_at(rows, leaf.expr, chosen, start, labels)
     values = [v for v in values if v is not None]
     if leaf.distinct:
         values = _distinct(values)
@@ -97,18 +97,27 @@ def leaf_value(leaf: Leaf, rows: Rows, start: int, labels: Sequence[int], upto: 
     return float(total) / len(values)  # avg
 
 
-def _by(leaf: Agg, rows: Rows, chosen: list[int]) -> Any:
+def _values_at(rows: Rows, expr: str, chosen: list[int], start: int, labels: Sequence[int]) -> list:
+    """The values of row expression ``expr`` at the rows ``chosen`` of the match (``CLASSIFIER()``:
+    each row's variable)."""
+    if expr == CLASSIFIER_VALUE:
+        return [rows.variables[labels[r - start]] for r in chosen]
+    column = rows.columns[expr]
+    return [column[r] for r in chosen]
+
+
+def _by(leaf: Agg, rows: Rows, chosen: list[int], start: int, labels: Sequence[int]) -> Any:
     """max_by / min_by: the value at the row whose key is greatest / least; rows with a NULL key
     are skipped (the value may be NULL); of equal keys, the first row in match order wins
     (Trino does not document ties; its accumulator replaces its row only on a strictly
     greater / smaller key, so it keeps the first too)."""
     assert leaf.key is not None and leaf.expr is not None  # the parser gives max_by / min_by both
-    keys, values = rows.columns[leaf.key], rows.columns[leaf.expr]
+    keys, values = _values_at(rows, leaf.key, chosen, start, labels), _values_at(rows, leaf.expr, chosen, start, labels)
     better = operator.gt if leaf.func == "max_by" else operator.lt
     best = None
-    for r in chosen:
-        if keys[r] is not None and (best is None or _apply(better, keys[r], keys[best])):
-            best = r
+    for i, key in enumerate(keys):
+        if key is not None and (best is None or _apply(better, key, keys[best])):
+            best = i
     return None if best is None else values[best]
 
 

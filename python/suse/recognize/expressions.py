@@ -26,6 +26,7 @@ NAVIGATION = ("FIRST", "LAST", "PREV", "NEXT")
 SYNONYMS = {"LAG": "PREV", "LEAD": "NEXT"}  # as Snowflake accepts them in DEFINE and MEASURES
 AGGREGATES = ("SUM", "AVG", "COUNT", "MIN", "MAX", "ARRAY_AGG", "COLLECT_LIST", "MAX_BY", "MIN_BY")
 BY_AGGREGATES = ("MAX_BY", "MIN_BY")  # (value, key): the value at the row of the greatest / least key
+CLASSIFIER_VALUE = "CLASSIFIER()"  # an aggregate's argument that is each row's variable (array_agg(CLASSIFIER()))
 # words that may stand before '(' without being a function call
 NOT_CALLS = frozenset(("IN", "AND", "OR", "NOT", "IS", "WHEN", "THEN", "ELSE", "CASE", "BETWEEN", "LIKE", "ILIKE",
                        "RLIKE", "REGEXP", "EXISTS", "AS", "OVER", "END"))
@@ -345,8 +346,18 @@ class Extractor:
             if func != "count":
                 raise self.fail(f"{call.text}(X.*) is not an aggregate: only count(X.*)", call)
             return Agg("count", None, variable_name(self.toks[a])), after
-        expr, qual = self.row_expression(a, b, call)
-        return Agg(func, expr, qual, distinct=distinct), after
+        expr, quals = self.aggregate_argument(a, b, call)
+        if len(quals) > 1:
+            self.row_expression(a, b, call)  # raises the error that names the variables
+        return Agg(func, expr, next(iter(quals), None), distinct=distinct), after
+
+    def aggregate_argument(self, a: int, b: int, call) -> tuple[str, set]:
+        """As ``row_expression_quals``; besides, ``CLASSIFIER()`` / ``CLASSIFIER(V)`` alone is
+        the variable of each row aggregated (of V's rows), as Trino allows."""
+        if self.word(a) == "CLASSIFIER" and self.at(a + 1, "(") and self.close(a + 1) == b - 1:
+            classifier, _ = self.classifier(a)
+            return CLASSIFIER_VALUE, {classifier.qual}
+        return self.row_expression_quals(a, b, call)
 
     def by_aggregate(self, j: int, args: list, distinct: bool) -> Agg:
         """max_by(value, key) / min_by(value, key): both arguments must read the same rows (one
@@ -356,7 +367,7 @@ class Extractor:
         if len(args) != 2:
             more = " (the form with a count, max_by(x, y, n), is not supported)" if len(args) == 3 else ""
             raise self.fail(f"{call.text}() over pattern variables takes two arguments: value and key{more}", call)
-        (expr, value_quals), (key, key_quals) = (self.row_expression_quals(a, b, call) for a, b in args)
+        (expr, value_quals), (key, key_quals) = (self.aggregate_argument(a, b, call) for a, b in args)
         quals = value_quals | key_quals
         if len(quals) > 1:
             shown = ", ".join(sorted("no variable" if q is None else q for q in quals))

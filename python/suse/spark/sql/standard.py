@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from suse.errors import SqlError
-from suse.recognize.expressions import Agg, Classifier, Extractor, MatchNumber, Nav, Split
+from suse.recognize.expressions import CLASSIFIER_VALUE, Agg, Classifier, Extractor, MatchNumber, Nav, Split
 from suse.recognize.matcher import RecognizeError, Skip, compile_pattern
 from suse.recognize.pattern import (
     Alt,
@@ -296,7 +296,7 @@ def sql_standard(spark: Any, text: str):
         for leaf in sp.leaves:
             read = [leaf.expr] if isinstance(leaf, Nav) else [leaf.expr, leaf.key] if isinstance(leaf, Agg) else []
             for expr in read:
-                if expr is not None and expr not in exprs:
+                if expr is not None and expr != CLASSIFIER_VALUE and expr not in exprs:
                     exprs[expr] = f"_suse_e{len(exprs)}"
                     expr_at[expr] = at
     keys = [f"`{k}`" for k in st.partition_by]
@@ -487,7 +487,7 @@ def _leaf_type(leaf, df, exprs: dict):
         return T.StringType()
     if isinstance(leaf, Agg) and leaf.expr is None:
         return T.LongType()
-    t = df.schema[exprs[leaf.expr]].dataType
+    t = T.StringType() if leaf.expr == CLASSIFIER_VALUE else df.schema[exprs[leaf.expr]].dataType
     if isinstance(leaf, Nav):
         return t
     if leaf.func == "count":
