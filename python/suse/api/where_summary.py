@@ -1,0 +1,307 @@
+"""A bounded summary of a query with conditions between events (``where=``).
+
+``suse.Summary(Query(..., where=...), size, strategy)`` returns a ``WhereSummary``. It
+retains at most ``size`` elements and counts, exactly, the matches among them judged with the
+conditions: the same definition as a summary without conditions (every windowed set of the
+retained elements spelling a word of the pattern; with ``where``, also satisfying every
+condition, read over the set itself). The counts are those of the kernel's conditions engine
+(``suse_core.WhereEngine``) fed the retained elements in time order:
+
+* an element that is kept while there is room is fed to the engine at once (the engine's
+  amortised cost per event);
+* an eviction (or a ``time_to_live`` removal) rebuilds the engine from a blank copy by
+  replaying the retained elements: O(|S|) feeds, so the counters stay exact with no state
+  beyond the |S| elements and the engine's counts over them;
+* ``present`` ranks the elements by the matches through each: for element e, the matches of
+  its neighbourhood N(e) (the retained elements within one window of e, which hold every
+  match through e) minus those of N(e) without e: two replays of |N(e)| per element, so
+  O(|S| · |N|) feeds per arriving element once full (|N| <= |S|; small when a window spans
+  few retained elements).
+
+``suse`` and ``adaptive`` score with the probabilities of future characters, which know
+nothing of the conditions: refused by name (a ``QueryError``) rather than run on a score
+that ignores them. Refused as well, by name: ``lateness``, ``with_query``, ``to_bytes`` (a
+summary with conditions pickles instead), ``retained_matches`` and its listings.
+"""
+from __future__ import annotations
+
+import secrets
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from suse.api.checks import STRATEGIES, check_choice, check_int, check_memory_limit, check_probabilities
+from suse.api.events import eval_times, in_input_order
+from suse.api.feeding import PLACEMENTS, check_late_mode, drop_late, late_mask
+from suse.api.locking import Locked, locked
+from suse.api.results import Evaluation, SummaryResult
+from suse.api.where import WhereCounter
+from suse.errors import InputError, LateEventError, QueryError, StateError
+
+#: The strategies a summary with conditions runs.
+WHERE_STRATEGIES = ("fifo", "random", "present")
+
+
+class WhereSummary(Locked):
+    """What ``suse.Summary`` is for a query with conditions (see the module's description)."""
+
+    def __init__(self, query: Any, size: int, strategy: str = "suse", probabilities: Optional[Mapping[str, float]] = None,
+                 seed: Optional[int] = None, time_to_live: Optional[int] = None, memory_limit: Optional[int] = None,
+                 lateness: int = 0, placement: str = "buffer"):
+        self.query = query
+        self.size = check_int("size", size, minimum=1, maximum=10_000_000)
+        self.strategy = check_choice("strategy", strategy, STRATEGIES)
+        if self.strategy not in WHERE_STRATEGIES:
+            raise QueryError(f"strategy {self.strategy!r} scores elements by the probabilities of future characters, "
+                             "which know nothing of the conditions; a summary with where runs the strategies "
+                             f"{', '.join(WHERE_STRATEGIES)}", 0, query.regex)
+        self.placement = check_choice("placement", placement, PLACEMENTS)
+        if check_int("lateness", lateness):
+            raise InputError("lateness is not supported by a summary with where yet: feed it events in time order "
+                             "(suse.Exact takes conditions with lateness)")
+        self.lateness = 0
+        self.time_to_live = None if time_to_live is None else check_int("time_to_live", time_to_live)
+        self.probabilities = check_probabilities(probabilities, query.alphabet)
+        self.seed = secrets.randbits(63) if seed is None else check_int(
+            "seed", seed, maximum=2**64 - 1)
+        self.memory_limit = check_memory_limit(memory_limit)
+        self.dropped = 0
+        self._counter = WhereCounter(query, self.memory_limit)
+        self._rng = np.random.Generator(np.random.PCG64(self.seed))
+        # the retained elements in time order: (letter code, timestamp, value, attribute values)
+        self._retained: list[tuple[int, int, int, tuple]] = []
+        self._engine = self._counter.engine.copy()  # the counts over exactly the retained elements
+        self._last: Optional[int] = None
+        self._events = self._skipped = self._late = self._evictions = 0
+        self._detected = [0, 0]  # count, sum of the matches each element formed when it was kept
+
+    # -- feeding --
+
+    @locked
+    def insert(self, char: str, timestamp: int, value: int = 0, attributes: Optional[Mapping[str, Any]] = None, *,
+               late: str = "error") -> None:
+        """Process one event with its attributes."""
+        self.extend([(char, timestamp, value, {} if attributes is None else attributes)], late=late)
+
+    @locked
+    def extend(self, events: Any = None, timestamps: Any = None, values: Any = None, evaluate_at: Any = None, *,
+               chars: Any = None, elements: bool = False, late: str = "error") -> list[Evaluation]:
+        """Process a batch of events with attributes (as ``suse.Exact`` takes them with
+        ``where``); one ``Evaluation`` per time in ``evaluate_at``, taken before the first event
+        later than it, in the order given (``elements=True`` adds the retained elements)."""
+        late = check_late_mode(late)
+        raw, ts, vals, columns = self._counter.parse(events, chars, timestamps)
+        times, order = eval_times(evaluate_at, self._last)
+        raw, kept_ts, vals, n_late = drop_late(raw, ts, vals, self._last, 0, late)
+        if n_late:
+            keep = np.flatnonzero(~late_mask(ts, self._last, 0)[0])
+            columns = [[column[i] for i in keep] for column in columns]
+        self._late += n_late
+        codes = self._counter.letter_codes[np.frombuffer(raw, np.uint8)]
+        of_mask = self._counter.of_mask
+        values_of = [0] * len(raw) if vals is None else (
+            np.where(of_mask[np.frombuffer(raw, np.uint8)], vals, 0) if of_mask is not None else vals).tolist()
+        asked = [] if times is None else times.tolist()
+        rows, next_time = [], 0
+        for i, t in enumerate(kept_ts.tolist()):
+            while next_time < len(asked) and asked[next_time] < t:
+                rows.append(self._evaluation(asked[next_time], elements))
+                next_time += 1
+            self._observe(int(codes[i]), t, int(values_of[i]), tuple(column[i] for column in columns))
+        rows.extend(self._evaluation(at, elements) for at in asked[next_time:])
+        return in_input_order(rows, order)
+
+    def _observe(self, code: int, t: int, v: int, attrs: tuple) -> None:
+        self._events += 1
+        self._last = t
+        if code == 255:  # a character outside the query: no element
+            self._skipped += 1
+            return
+        element = (code, t, v, attrs)
+        if self._expire(t):
+            self._rebuild()
+        if len(self._retained) < self.size:
+            self._keep(element)
+            return
+        victim = self._victim(element)
+        if victim is None:  # not kept: it forms no match among the retained elements
+            return
+        self._evictions += 1
+        del self._retained[victim]
+        self._rebuild()
+        self._keep(element)
+
+    def _expire(self, now: int) -> bool:
+        """Remove the elements older than ``time_to_live``; whether any went."""
+        if self.time_to_live is None:
+            return False
+        n = 0
+        while n < len(self._retained) and now - self._retained[n][1] > self.time_to_live:
+            n += 1
+        del self._retained[:n]
+        return n > 0
+
+    def _keep(self, element: tuple) -> None:
+        before = self._engine.totals()
+        _feed(self._engine, [element])
+        after = self._engine.totals()
+        self._detected[0] += after[0] - before[0]
+        self._detected[1] += after[1] - before[1]
+        self._retained.append(element)
+
+    def _rebuild(self) -> None:
+        self._engine = self._replayed(self._retained)
+
+    def _replayed(self, elements: list[tuple]) -> Any:
+        engine = self._counter.engine.copy()  # the counter's engine is never fed: a blank one
+        _feed(engine, elements)
+        return engine
+
+    # -- selection --
+
+    def _victim(self, element: tuple) -> Optional[int]:
+        """The position of the retained element to evict for ``element``, or None to drop it."""
+        if self.strategy == "fifo":
+            return 0
+        if self.strategy == "random":
+            return int(self._rng.integers(len(self._retained)))
+        part = 1 if self.query.aggregate == "sum" else 0  # what `present` ranks by
+        candidate = self._engine.copy()
+        _feed(candidate, [element])
+        gain = candidate.totals()[part] - self._engine.totals()[part]
+        benefits = self.present_benefits()
+        lowest = min(range(len(benefits)), key=lambda i: (benefits[i], i))  # ties: the oldest
+        return lowest if gain > benefits[lowest] else None
+
+    @locked
+    def present_benefits(self) -> list[int]:
+        """Per retained element (in time order), the matches through it among the retained
+        elements: their number, or with aggregate "sum" the sum of their values. Exact: the
+        matches of its neighbourhood minus those of the neighbourhood without it."""
+        part = 1 if self.query.aggregate == "sum" else 0
+        elements, window = self._retained, self.query.window
+        times = [e[1] for e in elements]
+        out = []
+        for i, (_, t, _, _) in enumerate(elements):
+            lo = int(np.searchsorted(times, t - window, "left"))
+            hi = int(np.searchsorted(times, t + window, "right"))
+            near = elements[lo:hi]
+            without = near[: i - lo] + near[i - lo + 1:]
+            out.append(self._replayed(near).totals()[part] - self._replayed(without).totals()[part])
+        return out
+
+    # -- reading --
+
+    def _evaluation(self, at: int, with_elements: bool) -> Evaluation:
+        count, total, partial, extremes = self._engine.totals()
+        return Evaluation(at, count, total, partial, self._detected[0], self._detected[1],
+                          self._elements() if with_elements else None,
+                          min=extremes and extremes[0], max=extremes and extremes[1])
+
+    @locked
+    def result(self) -> SummaryResult:
+        count, total, partial, extremes = self._engine.totals()
+        low, high = extremes or (None, None)
+        return SummaryResult(count, total, partial, self._detected[0], self._detected[1], self._skipped, self._events,
+                             len(self._retained), low, high, late=self._late, evictions=self._evictions)
+
+    def _elements(self) -> list[tuple[str, int, int, dict]]:
+        alphabet, columns, needed = self.query.alphabet, self._counter.columns, self._counter.needed
+        out = []
+        for code, t, v, attrs in self._retained:
+            letter = alphabet[code]
+            read = needed.get(letter, ())
+            out.append((letter, t, v, {name: attrs[k] for k, name in enumerate(columns)
+                                       if name != "timestamp" and name in read}))
+        return out
+
+    @locked
+    def elements(self) -> list[tuple[str, int, int, dict]]:
+        """The retained elements in time order, as (char, timestamp, value, attributes) with the
+        attributes the conditions read: events ``suse.exact`` takes back with this query."""
+        return self._elements()
+
+    @property
+    @locked
+    def late(self) -> int:
+        return self._late
+
+    @property
+    def pending(self) -> int:
+        return 0
+
+    @locked
+    def __len__(self) -> int:
+        return len(self._retained)
+
+    @locked
+    def __repr__(self) -> str:
+        return f"Summary({self.query!r}, size={self.size}, strategy={self.strategy!r}, retained={len(self)})"
+
+    # -- refused by name --
+
+    def _refuse(self, what: str) -> QueryError:
+        return QueryError(f"{what} is not supported by a summary with where yet", 0, self.query.regex)
+
+    def retract(self, char: str, timestamp: int, value: int = 1) -> None:
+        raise LateEventError(f"cannot retract the event at timestamp {timestamp}: a summary with where takes no "
+                             "lateness, so every event is final")
+
+    def retained_matches(self) -> Any:
+        raise self._refuse("listing the retained matches (retained_matches, matches, sample_matches)")
+
+    def matches(self, limit: Optional[int] = None) -> Any:
+        return self.retained_matches()
+
+    def sample_matches(self, k: int, seed: Optional[int] = None) -> Any:
+        return self.retained_matches()
+
+    def with_query(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("with_query")
+
+    def to_bytes(self) -> bytes:
+        raise self._refuse("to_bytes (the saved form of the native summaries; pickle it instead)")
+
+    # -- pickling: the options and the retained elements; the counts are rebuilt on loading --
+
+    @locked
+    def __reduce__(self):
+        state = {"retained": [list(e) for e in self._retained], "last": self._last, "events": self._events,
+                 "skipped": self._skipped, "late": self._late, "evictions": self._evictions,
+                 "detected": list(self._detected), "rng": self._rng.bit_generator.state}
+        options = (self.size, self.strategy, self.probabilities, self.seed, self.time_to_live, self.memory_limit)
+        return (_unpickle_where_summary, (self.query, options, state))
+
+
+def _feed(engine: Any, elements: list[tuple]) -> None:
+    """Elements (letter code, timestamp, value, attribute values) into a conditions engine."""
+    if not elements:
+        return
+    codes, ts, vals, attrs = zip(*elements)
+    engine.extend(bytes(codes), np.array(ts, np.int64), np.array(vals, np.int64),
+                  [list(column) for column in zip(*attrs)], None)
+
+
+def _unpickle_where_summary(query: Any, options: tuple, state: dict) -> WhereSummary:
+    summary = WhereSummary(query, *options)
+    try:
+        retained = [tuple(e[:3]) + (tuple(e[3]),) for e in state["retained"]]
+        width, n_letters = len(summary._counter.columns), len(query.alphabet)
+        times = [e[1] for e in retained]
+        fits = len(retained) <= summary.size and times == sorted(times) and all(
+            len(e) == 4 and all(type(x) is int for x in e[:3]) and 0 <= e[0] < n_letters and e[2] >= 0
+            and len(e[3]) == width for e in retained)
+        last = state["last"]
+        counts = [state[k] for k in ("events", "skipped", "late", "evictions")] + list(state["detected"])
+        if not fits or not all(type(c) is int and c >= 0 for c in counts) or len(state["detected"]) != 2 or not (
+                (last is None and not retained) or (type(last) is int and last >= max(times, default=last))):
+            raise ValueError("its retained elements or counters")
+        summary._retained = retained
+        summary._rebuild()
+        summary._rng.bit_generator.state = state["rng"]
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise StateError(f"a saved summary with where is inconsistent: {exc}") from None
+    summary._last = last
+    summary._events, summary._skipped, summary._late, summary._evictions = counts[:4]
+    summary._detected = counts[4:]
+    return summary
