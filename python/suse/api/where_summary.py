@@ -30,6 +30,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from suse import _core
 from suse.api.checks import STRATEGIES, check_choice, check_int, check_memory_limit, check_probabilities
 from suse.api.events import eval_times, in_input_order
 from suse.api.feeding import PLACEMENTS, check_late_mode, drop_late, late_mask
@@ -68,9 +69,9 @@ class WhereSummary(Locked):
         self.dropped = 0
         self._counter = WhereCounter(query, self.memory_limit)
         self._rng = np.random.Generator(np.random.PCG64(self.seed))
-        # the retained elements in time order: (letter code, timestamp, value, attribute values)
-        self._retained: list[tuple[int, int, int, tuple]] = []
-        self._engine = self._counter.engine.copy()  # the counts over exactly the retained elements
+        # the retained elements in time order, and the exact counts over exactly them
+        self._kept = _core.WhereRetained(self._counter.engine)
+        self._times: list[int] = []  # their timestamps (for time_to_live)
         self._last: Optional[int] = None
         self._events = self._skipped = self._late = self._evictions = 0
         self._detected = [0, 0]  # count, sum of the matches each element formed when it was kept
@@ -97,7 +98,7 @@ class WhereSummary(Locked):
             keep = np.flatnonzero(~late_mask(ts, self._last, 0)[0])
             columns = [[column[i] for i in keep] for column in columns]
         self._late += n_late
-        codes = self._counter.letter_codes[np.frombuffer(raw, np.uint8)]
+        codes = self._counter.letter_codes[np.frombuffer(raw, np.uint8)].tolist()
         of_mask = self._counter.of_mask
         values_of = [0] * len(raw) if vals is None else (
             np.where(of_mask[np.frombuffer(raw, np.uint8)], vals, 0) if of_mask is not None else vals).tolist()
@@ -107,68 +108,64 @@ class WhereSummary(Locked):
             while next_time < len(asked) and asked[next_time] < t:
                 rows.append(self._evaluation(asked[next_time], elements))
                 next_time += 1
-            self._observe(int(codes[i]), t, int(values_of[i]), tuple(column[i] for column in columns))
+            self._observe(codes[i], t, values_of[i], [column[i] for column in columns])
         rows.extend(self._evaluation(at, elements) for at in asked[next_time:])
         return in_input_order(rows, order)
 
-    def _observe(self, code: int, t: int, v: int, attrs: tuple) -> None:
+    def _observe(self, code: int, t: int, v: int, attrs: list) -> None:
         self._events += 1
         self._last = t
         if code == 255:  # a character outside the query: no element
             self._skipped += 1
             return
-        element = (code, t, v, attrs)
-        if self._expire(t):
-            self._rebuild()
-        if len(self._retained) < self.size:
-            self._keep(element)
+        expired = self._expired(t)
+        if expired and (self.strategy == "present" or len(self._times) - expired < self.size):
+            self._remove(list(range(expired)))  # `present` ranks what is left
+            expired = 0
+        if len(self._times) - expired < self.size:
+            self._keep(code, t, v, attrs)
             return
-        victim = self._victim(element)
+        victim = self._victim(code, t, v, attrs, expired)
         if victim is None:  # not kept: it forms no match among the retained elements
             return
         self._evictions += 1
-        del self._retained[victim]
-        self._rebuild()
-        self._keep(element)
+        self._remove([*range(expired), victim])  # one recount for both
+        self._keep(code, t, v, attrs)
 
-    def _expire(self, now: int) -> bool:
-        """Remove the elements older than ``time_to_live``; whether any went."""
+    def _expired(self, now: int) -> int:
+        """How many of the oldest elements are past ``time_to_live`` at ``now``."""
         if self.time_to_live is None:
-            return False
+            return 0
         n = 0
-        while n < len(self._retained) and now - self._retained[n][1] > self.time_to_live:
+        while n < len(self._times) and now - self._times[n] > self.time_to_live:
             n += 1
-        del self._retained[:n]
-        return n > 0
+        return n
 
-    def _keep(self, element: tuple) -> None:
-        before = self._engine.totals()
-        _feed(self._engine, [element])
-        after = self._engine.totals()
+    def _remove(self, positions: list[int]) -> None:
+        if positions:
+            self._kept.remove(positions)
+            gone = set(positions)
+            self._times = [t for i, t in enumerate(self._times) if i not in gone]
+
+    def _keep(self, code: int, t: int, v: int, attrs: list) -> None:
+        before = self._kept.totals()
+        self._kept.push(code, t, v, attrs)
+        after = self._kept.totals()
         self._detected[0] += after[0] - before[0]
         self._detected[1] += after[1] - before[1]
-        self._retained.append(element)
-
-    def _rebuild(self) -> None:
-        self._engine = self._replayed(self._retained)
-
-    def _replayed(self, elements: list[tuple]) -> Any:
-        engine = self._counter.engine.copy()  # the counter's engine is never fed: a blank one
-        _feed(engine, elements)
-        return engine
+        self._times.append(t)
 
     # -- selection --
 
-    def _victim(self, element: tuple) -> Optional[int]:
-        """The position of the retained element to evict for ``element``, or None to drop it."""
+    def _victim(self, code: int, t: int, v: int, attrs: list, start: int) -> Optional[int]:
+        """The position of the retained element to evict for the new one, among those from
+        ``start`` on (the earlier ones expire), or None to drop the new one."""
         if self.strategy == "fifo":
-            return 0
+            return start
         if self.strategy == "random":
-            return int(self._rng.integers(len(self._retained)))
+            return start + int(self._rng.integers(len(self._times) - start))
         part = 1 if self.query.aggregate == "sum" else 0  # what `present` ranks by
-        candidate = self._engine.copy()
-        _feed(candidate, [element])
-        gain = candidate.totals()[part] - self._engine.totals()[part]
+        gain = self._kept.totals_with(code, t, v, attrs)[part] - self._kept.totals()[part]
         benefits = self.present_benefits()
         lowest = min(range(len(benefits)), key=lambda i: (benefits[i], i))  # ties: the oldest
         return lowest if gain > benefits[lowest] else None
@@ -177,38 +174,29 @@ class WhereSummary(Locked):
     def present_benefits(self) -> list[int]:
         """Per retained element (in time order), the matches through it among the retained
         elements: their number, or with aggregate "sum" the sum of their values. Exact: the
-        matches of its neighbourhood minus those of the neighbourhood without it."""
+        matches of the retained elements minus those without it (see the module's description)."""
         part = 1 if self.query.aggregate == "sum" else 0
-        elements, window = self._retained, self.query.window
-        times = [e[1] for e in elements]
-        out = []
-        for i, (_, t, _, _) in enumerate(elements):
-            lo = int(np.searchsorted(times, t - window, "left"))
-            hi = int(np.searchsorted(times, t + window, "right"))
-            near = elements[lo:hi]
-            without = near[: i - lo] + near[i - lo + 1:]
-            out.append(self._replayed(near).totals()[part] - self._replayed(without).totals()[part])
-        return out
+        return [both[part] for both in self._kept.through()]
 
     # -- reading --
 
     def _evaluation(self, at: int, with_elements: bool) -> Evaluation:
-        count, total, partial, extremes = self._engine.totals()
+        count, total, partial, extremes = self._kept.totals()
         return Evaluation(at, count, total, partial, self._detected[0], self._detected[1],
                           self._elements() if with_elements else None,
                           min=extremes and extremes[0], max=extremes and extremes[1])
 
     @locked
     def result(self) -> SummaryResult:
-        count, total, partial, extremes = self._engine.totals()
+        count, total, partial, extremes = self._kept.totals()
         low, high = extremes or (None, None)
         return SummaryResult(count, total, partial, self._detected[0], self._detected[1], self._skipped, self._events,
-                             len(self._retained), low, high, late=self._late, evictions=self._evictions)
+                             len(self._times), low, high, late=self._late, evictions=self._evictions)
 
     def _elements(self) -> list[tuple[str, int, int, dict]]:
         alphabet, columns, needed = self.query.alphabet, self._counter.columns, self._counter.needed
         out = []
-        for code, t, v, attrs in self._retained:
+        for code, t, v, attrs in self._kept.elements():
             letter = alphabet[code]
             read = needed.get(letter, ())
             out.append((letter, t, v, {name: attrs[k] for k, name in enumerate(columns)
@@ -232,7 +220,7 @@ class WhereSummary(Locked):
 
     @locked
     def __len__(self) -> int:
-        return len(self._retained)
+        return len(self._times)
 
     @locked
     def __repr__(self) -> str:
@@ -266,20 +254,11 @@ class WhereSummary(Locked):
 
     @locked
     def __reduce__(self):
-        state = {"retained": [list(e) for e in self._retained], "last": self._last, "events": self._events,
+        state = {"retained": [list(e) for e in self._kept.elements()], "last": self._last, "events": self._events,
                  "skipped": self._skipped, "late": self._late, "evictions": self._evictions,
                  "detected": list(self._detected), "rng": self._rng.bit_generator.state}
         options = (self.size, self.strategy, self.probabilities, self.seed, self.time_to_live, self.memory_limit)
         return (_unpickle_where_summary, (self.query, options, state))
-
-
-def _feed(engine: Any, elements: list[tuple]) -> None:
-    """Elements (letter code, timestamp, value, attribute values) into a conditions engine."""
-    if not elements:
-        return
-    codes, ts, vals, attrs = zip(*elements)
-    engine.extend(bytes(codes), np.array(ts, np.int64), np.array(vals, np.int64),
-                  [list(column) for column in zip(*attrs)], None)
 
 
 def _unpickle_where_summary(query: Any, options: tuple, state: dict) -> WhereSummary:
@@ -296,10 +275,11 @@ def _unpickle_where_summary(query: Any, options: tuple, state: dict) -> WhereSum
         if not fits or not all(type(c) is int and c >= 0 for c in counts) or len(state["detected"]) != 2 or not (
                 (last is None and not retained) or (type(last) is int and last >= max(times, default=last))):
             raise ValueError("its retained elements or counters")
-        summary._retained = retained
-        summary._rebuild()
+        for code, t, v, attrs in retained:
+            summary._kept.push(code, t, v, list(attrs))
+        summary._times = times
         summary._rng.bit_generator.state = state["rng"]
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
         raise StateError(f"a saved summary with where is inconsistent: {exc}") from None
     summary._last = last
     summary._events, summary._skipped, summary._late, summary._evictions = counts[:4]
