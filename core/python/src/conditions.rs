@@ -71,8 +71,11 @@ fn program((letter, code): ProgramTuple<'_>) -> Result<Program, Error> {
     Ok(Program { code, letter })
 }
 
+/// An element as Python values: (letter index, timestamp, value, attribute values).
+type HeldTuple<'py> = (usize, i64, u64, Vec<Bound<'py, PyAny>>);
+
 /// A saved engine as Python values: see `WhereEngine::_snapshot`.
-type SavedTuple<'py> = (Vec<(usize, i64, u64, Vec<Bound<'py, PyAny>>)>, TotalsTuple, u64, u64, Option<i64>);
+type SavedTuple<'py> = (Vec<HeldTuple<'py>>, TotalsTuple, u64, u64, Option<i64>);
 
 /// (count, sum, partial count, (min, max) or None)
 type TotalsTuple = (BigUint, BigUint, BigUint, Ext);
@@ -283,6 +286,13 @@ impl WhereRetained {
         guard(&mut self.dead, || inner.remove(&positions))
     }
 
+    /// Remove the elements at these positions and keep an element, with one recount; the
+    /// totals before it joined. On an error nothing changes.
+    fn replace(&mut self, positions: Vec<usize>, letter: usize, t: i64, v: u64, attrs: Vec<Bound<'_, PyAny>>) -> PyResult<TotalsTuple> {
+        let inner = &mut self.inner;
+        guard(&mut self.dead, || Ok(totals_tuple(&inner.replace(&positions, element(letter, t, v, &attrs)?)?)))
+    }
+
     /// (count, sum, partial count, (min, max) or None) over the retained elements.
     fn totals(&self) -> TotalsTuple {
         totals_tuple(self.inner.totals())
@@ -301,7 +311,7 @@ impl WhereRetained {
     }
 
     /// The retained elements as (letter index, timestamp, value, attribute values).
-    fn elements<'py>(&self, py: Python<'py>) -> PyResult<Vec<(usize, i64, u64, Vec<Bound<'py, PyAny>>)>> {
+    fn elements<'py>(&self, py: Python<'py>) -> PyResult<Vec<HeldTuple<'py>>> {
         self.inner
             .elements()
             .iter()

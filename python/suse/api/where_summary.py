@@ -128,9 +128,12 @@ class WhereSummary(Locked):
         victim = self._victim(code, t, v, attrs, expired)
         if victim is None:  # not kept: it forms no match among the retained elements
             return
+        gone = [*range(expired), victim]
+        before = self._kept.replace(gone, code, t, v, attrs)  # one recount; nothing changes on an error
         self._evictions += 1
-        self._remove([*range(expired), victim])  # one recount for both
-        self._keep(code, t, v, attrs)
+        for i in sorted(gone, reverse=True):
+            del self._times[i]
+        self._formed(before, t)
 
     def _expired(self, now: int) -> int:
         """How many of the oldest elements are past ``time_to_live`` at ``now``."""
@@ -144,12 +147,16 @@ class WhereSummary(Locked):
     def _remove(self, positions: list[int]) -> None:
         if positions:
             self._kept.remove(positions)
-            gone = set(positions)
-            self._times = [t for i, t in enumerate(self._times) if i not in gone]
+            for i in sorted(positions, reverse=True):
+                del self._times[i]
 
     def _keep(self, code: int, t: int, v: int, attrs: list) -> None:
         before = self._kept.totals()
         self._kept.push(code, t, v, attrs)
+        self._formed(before, t)
+
+    def _formed(self, before: tuple, t: int) -> None:
+        """The element at ``t`` has joined: the matches it formed are detected."""
         after = self._kept.totals()
         self._detected[0] += after[0] - before[0]
         self._detected[1] += after[1] - before[1]

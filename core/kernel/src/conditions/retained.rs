@@ -54,15 +54,36 @@ impl Retained {
         if self.elems.last().is_some_and(|last| last.1 > e.1) {
             return Err(Error::input(format!("element at {} is earlier than the last retained one", e.1)));
         }
-        let mut engine = self.engine.clone();
-        engine.feed(Some(e.0), e.1, e.2, e.3.clone())?;
-        self.engine = engine;
+        self.engine.feed(Some(e.0), e.1, e.2, e.3.clone())?; // on an error it counts nothing
         self.elems.push(e);
         Ok(())
     }
 
     /// Remove the elements at `positions` (any order, no repeats) and recount the rest.
     pub fn remove(&mut self, positions: &[usize]) -> Result<(), Error> {
+        let kept = self.without(positions)?;
+        self.engine = self.replayed(&kept)?;
+        self.elems = kept;
+        Ok(())
+    }
+
+    /// Remove the elements at `positions` and keep `e` (an eviction), with one recount; the
+    /// totals before `e` joined. On an error nothing changes.
+    pub fn replace(&mut self, positions: &[usize], e: Element) -> Result<Totals, Error> {
+        let mut kept = self.without(positions)?;
+        if kept.last().is_some_and(|last| last.1 > e.1) {
+            return Err(Error::input(format!("element at {} is earlier than the last retained one", e.1)));
+        }
+        let mut engine = self.replayed(&kept)?;
+        let before = engine.totals().clone();
+        engine.feed(Some(e.0), e.1, e.2, e.3.clone())?;
+        kept.push(e);
+        (self.engine, self.elems) = (engine, kept);
+        Ok(before)
+    }
+
+    /// The elements but those at `positions`.
+    fn without(&self, positions: &[usize]) -> Result<Vec<Element>, Error> {
         let mut gone = vec![false; self.elems.len()];
         for &p in positions {
             match gone.get_mut(p) {
@@ -70,10 +91,7 @@ impl Retained {
                 _ => return Err(Error::input(format!("no retained element {p} to remove"))),
             }
         }
-        let kept: Vec<Element> = self.elems.iter().zip(&gone).filter(|(_, g)| !**g).map(|(e, _)| e.clone()).collect();
-        self.engine = self.replayed(&kept)?;
-        self.elems = kept;
-        Ok(())
+        Ok(self.elems.iter().zip(&gone).filter(|(_, g)| !**g).map(|(e, _)| e.clone()).collect())
     }
 
     /// The totals with `e` kept as well (nothing changes).
@@ -170,9 +188,20 @@ mod tests {
             for e in &elems {
                 retained.push(e.clone()).unwrap();
             }
-            for r in removals {
-                if !retained.is_empty() {
-                    retained.remove(&[r % retained.len()]).unwrap();
+            for (k, r) in removals.into_iter().enumerate() {
+                if retained.is_empty() {
+                    continue;
+                }
+                let p = r % retained.len();
+                if k % 2 == 0 {
+                    retained.remove(&[p]).unwrap();
+                } else {  // an eviction: the newest again, in its place at the end
+                    let newest = retained.elements().last().unwrap().clone();
+                    let before = retained.replace(&[p], newest).unwrap();
+                    let mut kept = retained.elements().to_vec();
+                    kept.pop();
+                    let c = counts(&spec, &kept);
+                    prop_assert_eq!((before.matches.c.to_biguint(), before.matches.s.to_biguint()), c);
                 }
             }
             let left = retained.elements().to_vec();
@@ -196,6 +225,8 @@ mod tests {
         assert!(retained.push(element(&(1, 2, 1, Some(1)))).is_err());
         assert!(retained.remove(&[1]).is_err());
         assert!(retained.remove(&[0, 0]).is_err());
+        assert!(retained.replace(&[], element(&(1, 2, 1, Some(1)))).is_err());
+        assert!(retained.replace(&[3], element(&(1, 4, 1, Some(1)))).is_err());
         assert_eq!(retained.len(), 1);
     }
 }
