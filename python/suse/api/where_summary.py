@@ -173,6 +173,8 @@ class WhereSummary(Locked):
             return start + int(self._rng.integers(len(self._times) - start))
         part = 1 if self.query.aggregate == "sum" else 0  # what `present` ranks by
         gain = self._kept.totals_with(code, t, v, attrs)[part] - self._kept.totals()[part]
+        if not gain:  # no benefit is below 0: it replaces none, and the ranking is not needed
+            return None
         benefits = self.present_benefits()
         lowest = min(range(len(benefits)), key=lambda i: (benefits[i], i))  # ties: the oldest
         return lowest if gain > benefits[lowest] else None
