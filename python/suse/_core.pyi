@@ -18,6 +18,7 @@ __all__ = [
     "sort_packed_groups", "Dfa", "ExactEngine", "MultiExactEngine", "OooExactEngine", "OooSummaryEngine", "SummaryEngine",
     "Evaluation", "Totals", "SummaryConfig", "STRATEGIES", "POLICIES", "AGGREGATES", "STATE_FORMAT",
     "DEFAULT_MEMORY_LIMIT", "MAX_SIZE", "MatchSet", "MatchCursor", "WhereEngine",
+    "WhereRetained",
 ]
 
 _Int64Array = NDArray[np.int64]
@@ -145,6 +146,7 @@ class WhereEngine:
     @property
     def last_timestamp(self) -> int | None: ...
 
+@final
 class WhereRetained:
     """The elements a summary with conditions retains and the exact counts over them."""
 

@@ -218,7 +218,8 @@ class WhereCounter:
                late: str) -> list[Evaluation]:
         return self.feed(*self.parse(events, chars, timestamps), evaluate_at, late)
 
-    def parse(self, events: Any, chars: Any = None, timestamps: Any = None) -> tuple:
+    def parse(self, events: Any, chars: Any = None,
+              timestamps: Any = None) -> tuple[bytes, np.ndarray, Optional[np.ndarray], list[list[Any]]]:
         """(raw characters, timestamps, values, ``attribute_columns``) of a batch of events with
         attributes."""
         if chars is not None or timestamps is not None:

@@ -5,18 +5,17 @@ retains at most ``size`` elements and counts, exactly, the matches among them ju
 conditions: the same definition as a summary without conditions (every windowed set of the
 retained elements spelling a word of the pattern; with ``where``, also satisfying every
 condition, read over the set itself). The counts are those of the kernel's conditions engine
-(``suse_core.WhereEngine``) fed the retained elements in time order:
+(``suse_core.WhereRetained`` over the kernel's ``Retained``) fed the retained elements in time order:
 
 * an element that is kept while there is room is fed to the engine at once (the engine's
   amortised cost per event);
 * an eviction (or a ``time_to_live`` removal) rebuilds the engine from a blank copy by
   replaying the retained elements: O(|S|) feeds, so the counters stay exact with no state
   beyond the |S| elements and the engine's counts over them;
-* ``present`` ranks the elements by the matches through each: for element e, the matches of
-  its neighbourhood N(e) (the retained elements within one window of e, which hold every
-  match through e) minus those of N(e) without e: two replays of |N(e)| per element, so
-  O(|S| · |N|) feeds per arriving element once full (|N| <= |S|; small when a window spans
-  few retained elements).
+* ``present`` ranks the elements by the matches through each, count(S) - count(S without e),
+  in one pass of forked engines (``suse_kernel::conditions::retained``): O(|S| · |N|) feeds
+  per ranking, |N| <= |S| the elements within one window after an element; an arriving
+  element that forms no match is dropped without one.
 
 ``suse`` and ``adaptive`` score with the probabilities of future characters, which know
 nothing of the conditions: refused by name (a ``QueryError``) rather than run on a score

@@ -51,9 +51,7 @@ impl Retained {
 
     /// Keep an element no earlier than the retained ones. On an error nothing changes.
     pub fn push(&mut self, e: Element) -> Result<(), Error> {
-        if self.elems.last().is_some_and(|last| last.1 > e.1) {
-            return Err(Error::input(format!("element at {} is earlier than the last retained one", e.1)));
-        }
+        in_order(&self.elems, &e)?;
         self.engine.feed(Some(e.0), e.1, e.2, e.3.clone())?; // on an error it counts nothing
         self.elems.push(e);
         Ok(())
@@ -71,9 +69,7 @@ impl Retained {
     /// totals before `e` joined. On an error nothing changes.
     pub fn replace(&mut self, positions: &[usize], e: Element) -> Result<Totals, Error> {
         let mut kept = self.without(positions)?;
-        if kept.last().is_some_and(|last| last.1 > e.1) {
-            return Err(Error::input(format!("element at {} is earlier than the last retained one", e.1)));
-        }
+        in_order(&kept, &e)?;
         let mut engine = self.replayed(&kept)?;
         let before = engine.totals().clone();
         engine.feed(Some(e.0), e.1, e.2, e.3.clone())?;
@@ -150,6 +146,14 @@ impl Retained {
             close(i, &fork, &after[n - 1], &mut out)?;
         }
         Ok(out)
+    }
+}
+
+/// `e` may follow `elems`: no earlier than the last of them.
+fn in_order(elems: &[Element], e: &Element) -> Result<(), Error> {
+    match elems.last() {
+        Some(last) if last.1 > e.1 => Err(Error::input(format!("element at {} is earlier than the last retained one", e.1))),
+        _ => Ok(()),
     }
 }
 
