@@ -78,10 +78,14 @@ def test_a_summary_larger_than_the_stream_equals_exact(events, query, window, st
     pattern, where = conditioned(query)
     if not events:
         return
-    q = suse.Query(pattern, window, aggregate="max", where=where)
+    of = data.draw(st.none() | st.sets(st.sampled_from(sorted(set(pattern) & set("ABC"))), min_size=1))
+    q = suse.Query(pattern, window, aggregate="max", of=of and "".join(sorted(of)), where=where)
     times = sorted(data.draw(st.lists(st.integers(0, 20), max_size=4)))
     summary = suse.Summary(q, len(events) + data.draw(st.integers(0, 3)), strategy)
-    evaluations = summary.extend(events, evaluate_at=times)
+    evaluations = summary.extend(events, evaluate_at=times, elements=True)
+    for evaluation in evaluations:  # the elements retained then: every event up to that time
+        assert [e[:2] for e in evaluation.elements] == [
+            e[:2] for e in events if e[1] <= evaluation.timestamp and e[0] in q.alphabet]
     exact = suse.exact(q, events, evaluate_at=times)
     got, want = summary.result(), exact
     assert (got.count, got.sum, got.partial_count, got.min, got.max) == (
@@ -166,6 +170,9 @@ def test_what_a_summary_with_where_does_not_do_is_refused_by_name():
     assert (summary.late, summary.result().late, len(summary)) == (1, 1, 1)
     with pytest.raises(InputError, match="'p'"):
         summary.insert("B", 1)
+    with pytest.raises(InputError, match="values="):
+        summary.extend([("B", 1, {"p": 1})], values=[3])
+    assert len(summary) == 1
 
 
 def test_an_edited_pickle_is_a_state_error():

@@ -90,6 +90,9 @@ class WhereSummary(Locked):
         ``where``); one ``Evaluation`` per time in ``evaluate_at``, taken before the first event
         later than it, in the order given (``elements=True`` adds the retained elements)."""
         late = check_late_mode(late)
+        if values is not None:
+            raise InputError("with where=, pass events (tuples with an attributes mapping, or a table with "
+                             "attribute columns), not values=")
         raw, ts, vals, columns = self._counter.parse(events, chars, timestamps)
         times, order = eval_times(evaluate_at, self._last)
         raw, kept_ts, vals, n_late = drop_late(raw, ts, vals, self._last, 0, late)
