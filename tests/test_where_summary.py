@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import suse
 from oracle import where_aggregate, where_through
-from suse.errors import InputError, LateEventError, QueryError, StateError
+from suse.errors import InputError, LateEventError, LimitError, QueryError, StateError
 from test_where_exact import RISING, queries, streams
 
 pytestmark = pytest.mark.filterwarnings("ignore::suse.errors.SuseWarning")
@@ -184,3 +184,20 @@ def test_an_edited_pickle_is_a_state_error():
                  {"detected": [1]}, {"rng": "x"}, {"last": None}):
         with pytest.raises(StateError, match="saved summary with where"):
             function(query, options, {**state, **edit})
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_limit_error_changes_nothing(strategy):
+    """A counting state past memory_limit is a LimitError, and the summary is as before it."""
+    query = suse.Query("A B+ C", 1000, where={"C": "C.p < B.p"})  # each B value is a register key
+    summary = suse.Summary(query, 50, strategy, seed=5, memory_limit=3000, time_to_live=40)
+    events = [("A", 0, {})] + [("B", i, {"p": i}) for i in range(1, 60)] + [("C", 60, {"p": 30})]
+    refused = 0
+    for event in events:
+        before = (summary.result(), summary.elements(), pickle.dumps(summary))
+        try:
+            summary.extend([event])
+        except LimitError:
+            refused += 1
+            assert (summary.result(), summary.elements(), pickle.dumps(summary)) == before
+    assert refused

@@ -115,27 +115,34 @@ class WhereSummary(Locked):
         return in_input_order(rows, order)
 
     def _observe(self, code: int, t: int, v: int, attrs: list) -> None:
+        if code != 255:  # else a character outside the query: no element
+            draws = self._rng.bit_generator.state if self.strategy == "random" else None
+            try:
+                self._place(code, t, v, attrs)
+            except BaseException:  # (a LimitError): the event changed nothing, the generator's draw included
+                if draws is not None:
+                    self._rng.bit_generator.state = draws
+                raise
+        else:
+            self._skipped += 1
         self._events += 1
         self._last = t
-        if code == 255:  # a character outside the query: no element
-            self._skipped += 1
-            return
+
+    def _place(self, code: int, t: int, v: int, attrs: list) -> None:
+        """Keep the element, evicting one if full, or drop it."""
         expired = self._expired(t)
-        if expired and (self.strategy == "present" or len(self._times) - expired < self.size):
+        full = len(self._times) - expired >= self.size
+        if expired and full and self.strategy == "present":
             self._remove(list(range(expired)))  # `present` ranks what is left
             expired = 0
-        if len(self._times) - expired < self.size:
-            self._keep(code, t, v, attrs)
+        if not full:
+            self._admit(list(range(expired)), code, t, v, attrs)
             return
         victim = self._victim(code, t, v, attrs, expired)
         if victim is None:  # not kept: it forms no match among the retained elements
             return
-        gone = [*range(expired), victim]
-        before = self._kept.replace(gone, code, t, v, attrs)  # one recount; nothing changes on an error
+        self._admit([*range(expired), victim], code, t, v, attrs)
         self._evictions += 1
-        for i in sorted(gone, reverse=True):
-            del self._times[i]
-        self._formed(before, t)
 
     def _expired(self, now: int) -> int:
         """How many of the oldest elements are past ``time_to_live`` at ``now``."""
@@ -152,13 +159,16 @@ class WhereSummary(Locked):
             for i in sorted(positions, reverse=True):
                 del self._times[i]
 
-    def _keep(self, code: int, t: int, v: int, attrs: list) -> None:
-        before = self._kept.totals()
-        self._kept.push(code, t, v, attrs)
-        self._formed(before, t)
-
-    def _formed(self, before: tuple, t: int) -> None:
-        """The element at ``t`` has joined: the matches it formed are detected."""
+    def _admit(self, gone: list[int], code: int, t: int, v: int, attrs: list) -> None:
+        """Remove the elements at ``gone`` and keep the new one, with one recount (nothing
+        changes on an error); the matches it formed are detected."""
+        if gone:
+            before = self._kept.replace(gone, code, t, v, attrs)
+            for i in sorted(gone, reverse=True):
+                del self._times[i]
+        else:
+            before = self._kept.totals()
+            self._kept.push(code, t, v, attrs)
         after = self._kept.totals()
         self._detected[0] += after[0] - before[0]
         self._detected[1] += after[1] - before[1]
