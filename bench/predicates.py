@@ -13,6 +13,10 @@ every partial match, as the engines that enumerate do) gets in --budget seconds.
     .venv/bin/python bench/predicates.py                        # 100,000 events, W = 1,000 and 10,000
     .venv/bin/python bench/predicates.py --events 20000 --windows 100 1000
 
+Then summaries with the same conditions (|S| = --summary-sizes, strategies fifo, random and
+present): filled with the first |S| events, then timed over the next --summary-events
+(--present-events for present), where every event is an eviction or a rejection: events/s.
+
 FlinkCEP 2.3 (IterativeConditions) and this enumerator side by side with suse on this stream:
 `bench/peer_flink.py --suite predicates`.
 """
@@ -52,6 +56,16 @@ def timed_exact(events: list, window: int, repeat: int) -> tuple[float, int]:
     return best, count
 
 
+def timed_summary(events: list, window: int, size: int, strategy: str, n: int) -> tuple[float, int]:
+    """Seconds a summary of `size` elements, filled with the first `size` events, takes for the
+    next `n` (each an eviction or a rejection: the steady state), and its final count."""
+    summary = suse.Summary(suse.Query(QUERY, window, where=WHERE), size, strategy, seed=1)
+    summary.extend(events[:size])
+    start = time.perf_counter()
+    summary.extend(events[size:size + n])
+    return time.perf_counter() - start, summary.result().count
+
+
 def enumerate_matches(events: list, window: int, deadline: float, query: str = QUERY,
                       conditions: dict | None = None) -> int | None:
     """Count by listing every partial match (depth-first, skip-till-any-match), judging each
@@ -89,6 +103,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--prefix", type=int, default=16, help="events of the prefix checked against the oracle")
     ap.add_argument("--budget", type=float, default=20.0, help="seconds the enumerator gets per window")
+    ap.add_argument("--summary-sizes", type=int, nargs="*", default=[100, 500], help="|S| of the summaries timed")
+    ap.add_argument("--summary-events", type=int, default=5_000, help="events timed once full: fifo and random")
+    ap.add_argument("--present-events", type=int, default=300, help="events timed once full: present")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     events = stream(args.events, args.a_share, args.c_share, args.values, args.seed)
@@ -104,6 +121,15 @@ def main() -> None:
     if small != large:
         print(f"  growth of the time per event from W={small:,} to W={large:,}: "
               f"{per_event[large] / per_event[small]:.2f}x for {large / small:.0f}x the window")
+
+    for window in args.windows:
+        for size in args.summary_sizes:
+            for strategy, n in (("fifo", args.summary_events), ("random", args.summary_events),
+                                ("present", args.present_events)):
+                n = min(n, args.events - size)
+                seconds, count = timed_summary(events, window, size, strategy, n)
+                print(f"  summary W={window:>6,} |S|={size:>4} {strategy:<7}: {n / seconds:>10,.0f} events/s "
+                      f"({n:,} events once full, {seconds:.2f} s; count has {count.bit_length()} bits)")
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from oracle import where_aggregate

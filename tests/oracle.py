@@ -920,3 +920,16 @@ def where_aggregate(query: str, events, window: int, where: Mapping[str, str], p
     counted = [_where_value(kept[i]) for m in matches for i in m if of is None or kept[i][0] in of]
     return {"count": len(matches), "sum": sum(_where_value(kept[i]) for m in matches for i in m),
             "min": min(counted, default=None), "max": max(counted, default=None)}
+
+
+def where_through(query: str, events, window: int, where: Mapping[str, str]) -> list[dict]:
+    """Per event, the matches of ``where_matches`` (policy "any") that contain it: their number
+    and the sum of their values (a summary's present benefit with conditions)."""
+    events = list(events)
+    out = [{"count": 0, "sum": 0} for _ in events]
+    for idx in where_matches(query, events, window, where):
+        total = sum(_where_value(events[i]) for i in idx)
+        for i in idx:
+            out[i]["count"] += 1
+            out[i]["sum"] += total
+    return out

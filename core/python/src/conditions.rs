@@ -8,6 +8,7 @@ use pyo3::types::{PyBool, PyString};
 use suse_kernel::conditions::count::Count;
 use suse_kernel::conditions::engine::{Compared, Engine, Ext, Saved, Spec, Totals};
 use suse_kernel::conditions::program::{Instr, Program, Slot};
+use suse_kernel::conditions::retained::{Element, Retained};
 use suse_kernel::conditions::value::{CmpOp, Value};
 use suse_kernel::numbers::dual::Dual;
 use suse_kernel::Error;
@@ -70,8 +71,11 @@ fn program((letter, code): ProgramTuple<'_>) -> Result<Program, Error> {
     Ok(Program { code, letter })
 }
 
+/// An element as Python values: (letter index, timestamp, value, attribute values).
+type HeldTuple<'py> = (usize, i64, u64, Vec<Bound<'py, PyAny>>);
+
 /// A saved engine as Python values: see `WhereEngine::_snapshot`.
-type SavedTuple<'py> = (Vec<(usize, i64, u64, Vec<Bound<'py, PyAny>>)>, TotalsTuple, u64, u64, Option<i64>);
+type SavedTuple<'py> = (Vec<HeldTuple<'py>>, TotalsTuple, u64, u64, Option<i64>);
 
 /// (count, sum, partial count, (min, max) or None)
 type TotalsTuple = (BigUint, BigUint, BigUint, Ext);
@@ -246,6 +250,77 @@ impl WhereEngine {
     /// Register keys held now, and events of the window held for replaying.
     fn sizes(&self) -> (usize, usize) {
         (self.inner.keys(), self.inner.held())
+    }
+}
+
+/// The elements a summary with conditions retains and the exact counts over them
+/// (`suse_kernel::conditions::retained`); the Python side (suse/api/where_summary.py) chooses.
+#[pyclass(name = "WhereRetained", module = "suse._core")]
+pub struct WhereRetained {
+    inner: Retained,
+    dead: Option<String>,
+}
+
+fn element(letter: usize, t: i64, v: u64, attrs: &[Bound<'_, PyAny>]) -> Result<Element, Error> {
+    Ok((letter, t, v, attrs.iter().map(value).collect::<Result<Box<[Value]>, Error>>()?))
+}
+
+#[pymethods]
+impl WhereRetained {
+    /// Empty, counting with the specification of `engine` (a `WhereEngine`).
+    #[new]
+    fn new(engine: PyRef<'_, WhereEngine>) -> PyResult<Self> {
+        let spec = engine.inner.spec().clone();
+        Ok(WhereRetained { inner: guard_ro(|| Retained::new(spec))?, dead: None })
+    }
+
+    /// Keep an element (letter index, timestamp, value, attribute values) no earlier than the last.
+    fn push(&mut self, letter: usize, t: i64, v: u64, attrs: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
+        let inner = &mut self.inner;
+        guard(&mut self.dead, || inner.push(element(letter, t, v, &attrs)?))
+    }
+
+    /// Remove the elements at these positions and recount the rest.
+    fn remove(&mut self, positions: Vec<usize>) -> PyResult<()> {
+        let inner = &mut self.inner;
+        guard(&mut self.dead, || inner.remove(&positions))
+    }
+
+    /// Remove the elements at these positions and keep an element, with one recount; the
+    /// totals before it joined. On an error nothing changes.
+    fn replace(&mut self, positions: Vec<usize>, letter: usize, t: i64, v: u64, attrs: Vec<Bound<'_, PyAny>>) -> PyResult<TotalsTuple> {
+        let inner = &mut self.inner;
+        guard(&mut self.dead, || Ok(totals_tuple(&inner.replace(&positions, element(letter, t, v, &attrs)?)?)))
+    }
+
+    /// (count, sum, partial count, (min, max) or None) over the retained elements.
+    fn totals(&self) -> TotalsTuple {
+        totals_tuple(self.inner.totals())
+    }
+
+    /// The totals were this element kept too (nothing changes).
+    fn totals_with(&self, letter: usize, t: i64, v: u64, attrs: Vec<Bound<'_, PyAny>>) -> PyResult<TotalsTuple> {
+        let inner = &self.inner;
+        guard_ro(|| Ok(totals_tuple(&inner.with(&element(letter, t, v, &attrs)?)?)))
+    }
+
+    /// Per retained element, (number, sum) of the matches through it.
+    fn through(&self) -> PyResult<Vec<(BigUint, BigUint)>> {
+        let inner = &self.inner;
+        guard_ro(|| inner.through())
+    }
+
+    /// The retained elements as (letter index, timestamp, value, attribute values).
+    fn elements<'py>(&self, py: Python<'py>) -> PyResult<Vec<HeldTuple<'py>>> {
+        self.inner
+            .elements()
+            .iter()
+            .map(|(letter, t, v, attrs)| Ok((*letter, *t, *v, attrs.iter().map(|a| py_value(py, a)).collect::<PyResult<Vec<_>>>()?)))
+            .collect()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
     }
 }
 

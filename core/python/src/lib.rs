@@ -1095,6 +1095,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grouped::sort_packed_groups, m)?)?;
     m.add_class::<PyDfa>()?;
     m.add_class::<conditions::WhereEngine>()?;
+    m.add_class::<conditions::WhereRetained>()?;
     m.add_class::<ExactEngine>()?;
     m.add_class::<MultiExactEngine>()?;
     m.add_class::<OooExactEngine>()?;

@@ -46,8 +46,9 @@ class Query:
 
     `where={"B": "LAST(B.p, 1) IS NULL OR B.p > LAST(B.p, 1)"}` gives conditions between a
     match's elements (docs/QUERY.md): a match counts only if each element with a letter in
-    `where` satisfies its condition. The exact engine (`exact`, `Exact`) counts them, with
-    policy "any"; everything else refuses a query with conditions by name.
+    `where` satisfies its condition. The exact engine (`exact`, `Exact`) and `Summary`
+    (strategies fifo, random, present) count them, with policy "any"; everything else refuses
+    a query with conditions by name.
 
     `max_missing=k` (approximate matching, ACEP) also counts the index sets whose word
     becomes a word of the pattern once at most k letters are inserted; results then carry
@@ -81,8 +82,8 @@ class Query:
         """The native automaton every engine but the conditions' one runs on: refused with
         conditions, which those engines would ignore."""
         if self.where is not None:
-            raise QueryError("where is not supported by this engine yet: only the exact engine (suse.exact, "
-                             "suse.Exact) counts conditions between events", 0, self.regex)
+            raise QueryError("where is not supported by this engine yet: the exact engine (suse.exact, "
+                             "suse.Exact) and suse.Summary count conditions between events", 0, self.regex)
         return self._native_dfa
 
     @property

@@ -15,6 +15,7 @@ from suse.api.locking import Locked, locked
 from suse.api.matching import RetainedMatches
 from suse.api.query import Query
 from suse.api.results import Evaluation, SummaryResult
+from suse.api.where_summary import WhereSummary
 from suse.errors import InputError, StateError
 
 
@@ -30,6 +31,12 @@ class Summary(Locked):
     `placement="insert"` a late event goes into the summary at once, at its place in time, and
     memory stays at `size` elements (policy "any" without negation; no `retract`).
     """
+
+    def __new__(cls, query: Any = None, *args: Any, **kwargs: Any) -> Any:
+        # a query with conditions runs on the conditions engine (suse/api/where_summary.py)
+        if cls is Summary and isinstance(query, Query) and query.where is not None:
+            return WhereSummary(query, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,

@@ -216,13 +216,19 @@ class WhereCounter:
 
     def extend(self, events: Any, chars: Any, timestamps: Any, values: Any, evaluate_at: Any,
                late: str) -> list[Evaluation]:
+        return self.feed(*self.parse(events, chars, timestamps), evaluate_at, late)
+
+    def parse(self, events: Any, chars: Any = None,
+              timestamps: Any = None) -> tuple[bytes, np.ndarray, Optional[np.ndarray], list[list[Any]]]:
+        """(raw characters, timestamps, values, ``attribute_columns``) of a batch of events with
+        attributes."""
         if chars is not None or timestamps is not None:
             raise InputError("with where=, pass events (tuples with an attributes mapping, or a table with "
                              "attribute columns), not chars=/timestamps=")
         plain, attributes, table = split_events(events)
         raw, ts, vals = coerce_events(plain)
         columns = None if table is None or not len(raw) else self.table_columns(table)  # none to read when empty
-        return self.feed(raw, ts, vals, self.attribute_columns(raw, ts, attributes, columns), evaluate_at, late)
+        return raw, ts, vals, self.attribute_columns(raw, ts, attributes, columns)
 
     def feed(self, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], columns: list[list[Any]],
              evaluate_at: Any, late: str = "error") -> list[Evaluation]:

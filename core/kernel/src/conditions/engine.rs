@@ -537,7 +537,7 @@ impl Engine {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::conditions::program::{rising_or_first, Instr};
     use proptest::prelude::*;
@@ -548,7 +548,7 @@ mod tests {
 
     /// `A B+ C` with B rising (or the first B) and C below the last B; `indexed`: with the
     /// compared forms, so the value index serves both conditions (else every key is scanned).
-    fn rising_run(window: i64, indexed: bool) -> Spec {
+    pub(crate) fn rising_run(window: i64, indexed: bool) -> Spec {
         let slot = Slot { letter: B, column: 0, first: false, size: 1 };
         let b = rising_or_first('B');
         let c = Program { letter: 'C', code: vec![Instr::Current(0), Instr::Last { slot: 0, n: 1 }, Instr::Compare(CmpOp::Lt)] };

@@ -6,4 +6,5 @@ pub mod engine;
 pub mod hash;
 pub mod index;
 pub mod program;
+pub mod retained;
 pub mod value;

@@ -1,0 +1,308 @@
+"""A bounded summary of a query with conditions between events (``where=``).
+
+``suse.Summary(Query(..., where=...), size, strategy)`` returns a ``WhereSummary``. It
+retains at most ``size`` elements and counts, exactly, the matches among them judged with the
+conditions: the same definition as a summary without conditions (every windowed set of the
+retained elements spelling a word of the pattern; with ``where``, also satisfying every
+condition, read over the set itself). The counts are those of the kernel's conditions engine
+(``suse_core.WhereRetained`` over the kernel's ``Retained``) fed the retained elements in time order:
+
+* an element that is kept while there is room is fed to the engine at once (the engine's
+  amortised cost per event);
+* an eviction (or a ``time_to_live`` removal) rebuilds the engine from a blank copy by
+  replaying the retained elements: O(|S|) feeds, so the counters stay exact with no state
+  beyond the |S| elements and the engine's counts over them;
+* ``present`` ranks the elements by the matches through each, count(S) - count(S without e),
+  in one pass of forked engines (``suse_kernel::conditions::retained``): O(|S| · |N|) feeds
+  per ranking, |N| <= |S| the elements within one window after an element; an arriving
+  element that forms no match is dropped without one.
+
+``suse`` and ``adaptive`` score with the probabilities of future characters, which know
+nothing of the conditions: refused by name (a ``QueryError``) rather than run on a score
+that ignores them. Refused as well, by name: ``lateness``, ``with_query``, ``to_bytes`` (a
+summary with conditions pickles instead), ``retained_matches`` and its listings.
+"""
+from __future__ import annotations
+
+import secrets
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from suse import _core
+from suse.api.checks import STRATEGIES, check_choice, check_int, check_memory_limit, check_probabilities
+from suse.api.events import eval_times, in_input_order
+from suse.api.feeding import PLACEMENTS, check_late_mode, drop_late, late_mask
+from suse.api.locking import Locked, locked
+from suse.api.results import Evaluation, SummaryResult
+from suse.api.where import WhereCounter
+from suse.errors import InputError, LateEventError, QueryError, StateError
+
+#: The strategies a summary with conditions runs.
+WHERE_STRATEGIES = ("fifo", "random", "present")
+
+
+class WhereSummary(Locked):
+    """What ``suse.Summary`` is for a query with conditions (see the module's description)."""
+
+    def __init__(self, query: Any, size: int, strategy: str = "suse", probabilities: Optional[Mapping[str, float]] = None,
+                 seed: Optional[int] = None, time_to_live: Optional[int] = None, memory_limit: Optional[int] = None,
+                 lateness: int = 0, placement: str = "buffer"):
+        self.query = query
+        self.size = check_int("size", size, minimum=1, maximum=10_000_000)
+        self.strategy = check_choice("strategy", strategy, STRATEGIES)
+        if self.strategy not in WHERE_STRATEGIES:
+            raise QueryError(f"strategy {self.strategy!r} scores elements by the probabilities of future characters, "
+                             "which know nothing of the conditions; a summary with where runs the strategies "
+                             f"{', '.join(WHERE_STRATEGIES)}", 0, query.regex)
+        self.placement = check_choice("placement", placement, PLACEMENTS)
+        if check_int("lateness", lateness):
+            raise InputError("lateness is not supported by a summary with where yet: feed it events in time order "
+                             "(suse.Exact takes conditions with lateness)")
+        self.lateness = 0
+        self.time_to_live = None if time_to_live is None else check_int("time_to_live", time_to_live)
+        self.probabilities = check_probabilities(probabilities, query.alphabet)
+        self.seed = secrets.randbits(63) if seed is None else check_int(
+            "seed", seed, maximum=2**64 - 1)
+        self.memory_limit = check_memory_limit(memory_limit)
+        self.dropped = 0
+        self._counter = WhereCounter(query, self.memory_limit)
+        self._rng = np.random.Generator(np.random.PCG64(self.seed))
+        # the retained elements in time order, and the exact counts over exactly them
+        self._kept = _core.WhereRetained(self._counter.engine)
+        self._times: list[int] = []  # their timestamps (for time_to_live)
+        self._last: Optional[int] = None
+        self._events = self._skipped = self._late = self._evictions = 0
+        self._detected = [0, 0]  # count, sum of the matches each element formed when it was kept
+
+    # -- feeding --
+
+    @locked
+    def insert(self, char: str, timestamp: int, value: int = 0, attributes: Optional[Mapping[str, Any]] = None, *,
+               late: str = "error") -> None:
+        """Process one event with its attributes."""
+        self.extend([(char, timestamp, value, {} if attributes is None else attributes)], late=late)
+
+    @locked
+    def extend(self, events: Any = None, timestamps: Any = None, values: Any = None, evaluate_at: Any = None, *,
+               chars: Any = None, elements: bool = False, late: str = "error") -> list[Evaluation]:
+        """Process a batch of events with attributes (as ``suse.Exact`` takes them with
+        ``where``); one ``Evaluation`` per time in ``evaluate_at``, taken before the first event
+        later than it, in the order given (``elements=True`` adds the retained elements)."""
+        late = check_late_mode(late)
+        if values is not None:
+            raise InputError("with where=, pass events (tuples with an attributes mapping, or a table with "
+                             "attribute columns), not values=")
+        raw, ts, vals, columns = self._counter.parse(events, chars, timestamps)
+        times, order = eval_times(evaluate_at, self._last)
+        raw, kept_ts, vals, n_late = drop_late(raw, ts, vals, self._last, 0, late)
+        if n_late:
+            keep = np.flatnonzero(~late_mask(ts, self._last, 0)[0])
+            columns = [[column[i] for i in keep] for column in columns]
+        self._late += n_late
+        codes = self._counter.letter_codes[np.frombuffer(raw, np.uint8)].tolist()
+        of_mask = self._counter.of_mask
+        values_of = [0] * len(raw) if vals is None else (
+            np.where(of_mask[np.frombuffer(raw, np.uint8)], vals, 0) if of_mask is not None else vals).tolist()
+        asked = [] if times is None else times.tolist()
+        rows, next_time = [], 0
+        for i, t in enumerate(kept_ts.tolist()):
+            while next_time < len(asked) and asked[next_time] < t:
+                rows.append(self._evaluation(asked[next_time], elements))
+                next_time += 1
+            self._observe(codes[i], t, values_of[i], [column[i] for column in columns])
+        rows.extend(self._evaluation(at, elements) for at in asked[next_time:])
+        return in_input_order(rows, order)
+
+    def _observe(self, code: int, t: int, v: int, attrs: list) -> None:
+        if code != 255:  # else a character outside the query: no element
+            draws = self._rng.bit_generator.state if self.strategy == "random" else None
+            try:
+                self._place(code, t, v, attrs)
+            except BaseException:  # (a LimitError): the event changed nothing, the generator's draw included
+                if draws is not None:
+                    self._rng.bit_generator.state = draws
+                raise
+        else:
+            self._skipped += 1
+        self._events += 1
+        self._last = t
+
+    def _place(self, code: int, t: int, v: int, attrs: list) -> None:
+        """Keep the element, evicting one if full, or drop it."""
+        expired = self._expired(t)
+        full = len(self._times) - expired >= self.size
+        if expired and full and self.strategy == "present":
+            self._remove(list(range(expired)))  # `present` ranks what is left
+            expired = 0
+        if not full:
+            self._admit(list(range(expired)), code, t, v, attrs)
+            return
+        victim = self._victim(code, t, v, attrs, expired)
+        if victim is None:  # not kept: it forms no match among the retained elements
+            return
+        self._admit([*range(expired), victim], code, t, v, attrs)
+        self._evictions += 1
+
+    def _expired(self, now: int) -> int:
+        """How many of the oldest elements are past ``time_to_live`` at ``now``."""
+        if self.time_to_live is None:
+            return 0
+        n = 0
+        while n < len(self._times) and now - self._times[n] > self.time_to_live:
+            n += 1
+        return n
+
+    def _remove(self, positions: list[int]) -> None:
+        if positions:
+            self._kept.remove(positions)
+            for i in sorted(positions, reverse=True):
+                del self._times[i]
+
+    def _admit(self, gone: list[int], code: int, t: int, v: int, attrs: list) -> None:
+        """Remove the elements at ``gone`` and keep the new one, with one recount (nothing
+        changes on an error); the matches it formed are detected."""
+        if gone:
+            before = self._kept.replace(gone, code, t, v, attrs)
+            for i in sorted(gone, reverse=True):
+                del self._times[i]
+        else:
+            before = self._kept.totals()
+            self._kept.push(code, t, v, attrs)
+        after = self._kept.totals()
+        self._detected[0] += after[0] - before[0]
+        self._detected[1] += after[1] - before[1]
+        self._times.append(t)
+
+    # -- selection --
+
+    def _victim(self, code: int, t: int, v: int, attrs: list, start: int) -> Optional[int]:
+        """The position of the retained element to evict for the new one, among those from
+        ``start`` on (the earlier ones expire), or None to drop the new one."""
+        if self.strategy == "fifo":
+            return start
+        if self.strategy == "random":
+            return start + int(self._rng.integers(len(self._times) - start))
+        part = 1 if self.query.aggregate == "sum" else 0  # what `present` ranks by
+        gain = self._kept.totals_with(code, t, v, attrs)[part] - self._kept.totals()[part]
+        if not gain:  # no benefit is below 0: it replaces none, and the ranking is not needed
+            return None
+        benefits = self.present_benefits()
+        lowest = min(range(len(benefits)), key=lambda i: (benefits[i], i))  # ties: the oldest
+        return lowest if gain > benefits[lowest] else None
+
+    @locked
+    def present_benefits(self) -> list[int]:
+        """Per retained element (in time order), the matches through it among the retained
+        elements: their number, or with aggregate "sum" the sum of their values. Exact: the
+        matches of the retained elements minus those without it (see the module's description)."""
+        part = 1 if self.query.aggregate == "sum" else 0
+        return [both[part] for both in self._kept.through()]
+
+    # -- reading --
+
+    def _evaluation(self, at: int, with_elements: bool) -> Evaluation:
+        count, total, partial, extremes = self._kept.totals()
+        return Evaluation(at, count, total, partial, self._detected[0], self._detected[1],
+                          self._elements() if with_elements else None,
+                          min=extremes and extremes[0], max=extremes and extremes[1])
+
+    @locked
+    def result(self) -> SummaryResult:
+        count, total, partial, extremes = self._kept.totals()
+        low, high = extremes or (None, None)
+        return SummaryResult(count, total, partial, self._detected[0], self._detected[1], self._skipped, self._events,
+                             len(self._times), low, high, late=self._late, evictions=self._evictions)
+
+    def _elements(self) -> list[tuple[str, int, int, dict]]:
+        alphabet, columns, needed = self.query.alphabet, self._counter.columns, self._counter.needed
+        out = []
+        for code, t, v, attrs in self._kept.elements():
+            letter = alphabet[code]
+            read = needed.get(letter, ())
+            out.append((letter, t, v, {name: attrs[k] for k, name in enumerate(columns)
+                                       if name != "timestamp" and name in read}))
+        return out
+
+    @locked
+    def elements(self) -> list[tuple[str, int, int, dict]]:
+        """The retained elements in time order, as (char, timestamp, value, attributes) with the
+        attributes the conditions read: events ``suse.exact`` takes back with this query."""
+        return self._elements()
+
+    @property
+    @locked
+    def late(self) -> int:
+        return self._late
+
+    @property
+    def pending(self) -> int:
+        return 0
+
+    @locked
+    def __len__(self) -> int:
+        return len(self._times)
+
+    @locked
+    def __repr__(self) -> str:
+        return f"Summary({self.query!r}, size={self.size}, strategy={self.strategy!r}, retained={len(self)})"
+
+    # -- refused by name --
+
+    def _refuse(self, what: str) -> QueryError:
+        return QueryError(f"{what} is not supported by a summary with where yet", 0, self.query.regex)
+
+    def retract(self, char: str, timestamp: int, value: int = 1) -> None:
+        raise LateEventError(f"cannot retract the event at timestamp {timestamp}: a summary with where takes no "
+                             "lateness, so every event is final")
+
+    def retained_matches(self) -> Any:
+        raise self._refuse("listing the retained matches (retained_matches, matches, sample_matches)")
+
+    def matches(self, limit: Optional[int] = None) -> Any:
+        return self.retained_matches()
+
+    def sample_matches(self, k: int, seed: Optional[int] = None) -> Any:
+        return self.retained_matches()
+
+    def with_query(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("with_query")
+
+    def to_bytes(self) -> bytes:
+        raise self._refuse("to_bytes (the saved form of the native summaries; pickle it instead)")
+
+    # -- pickling: the options and the retained elements; the counts are rebuilt on loading --
+
+    @locked
+    def __reduce__(self):
+        state = {"retained": [list(e) for e in self._kept.elements()], "last": self._last, "events": self._events,
+                 "skipped": self._skipped, "late": self._late, "evictions": self._evictions,
+                 "detected": list(self._detected), "rng": self._rng.bit_generator.state}
+        options = (self.size, self.strategy, self.probabilities, self.seed, self.time_to_live, self.memory_limit)
+        return (_unpickle_where_summary, (self.query, options, state))
+
+
+def _unpickle_where_summary(query: Any, options: tuple, state: dict) -> WhereSummary:
+    summary = WhereSummary(query, *options)
+    try:
+        retained = [tuple(e[:3]) + (tuple(e[3]),) for e in state["retained"]]
+        width, n_letters = len(summary._counter.columns), len(query.alphabet)
+        times = [e[1] for e in retained]
+        fits = len(retained) <= summary.size and times == sorted(times) and all(
+            len(e) == 4 and all(type(x) is int for x in e[:3]) and 0 <= e[0] < n_letters and e[2] >= 0
+            and len(e[3]) == width for e in retained)
+        last = state["last"]
+        counts = [state[k] for k in ("events", "skipped", "late", "evictions")] + list(state["detected"])
+        if not fits or not all(type(c) is int and c >= 0 for c in counts) or len(state["detected"]) != 2 or not (
+                (last is None and not retained) or (type(last) is int and last >= max(times, default=last))):
+            raise ValueError("its retained elements or counters")
+        for code, t, v, attrs in retained:
+            summary._kept.push(code, t, v, list(attrs))
+        summary._times = times
+        summary._rng.bit_generator.state = state["rng"]
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
+        raise StateError(f"a saved summary with where is inconsistent: {exc}") from None
+    summary._last = last
+    summary._events, summary._skipped, summary._late, summary._evictions = counts[:4]
+    summary._detected = counts[4:]
+    return summary
