@@ -54,3 +54,13 @@ def test_bad_input_exits_2_with_one_line(args, stdin, message):
     r = run("matches", "AB*C", "-w", "10", *args, stdin=stdin)
     assert r.returncode == 2
     assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_conditions_read_the_csv_columns():
+    csv = "char,timestamp,p\nA,1,0\nB,2,2\nB,3,1\nC,4,0\n"
+    rising = ("--where", "B: LAST(B.p, 1) IS NULL OR B.p > LAST(B.p, 1)", "--where", "C: C.p < B.p")
+    r = run("matches", "A B+ C", "-", "-w", "10", *rising, stdin=csv)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["0 1 3\tA@1 B@2 C@4", "0 2 3\tA@1 B@3 C@4"]
+    bad = run("matches", "A B+ C", "-", "-w", "10", "--where", "B: B.q > 1", stdin=csv)
+    assert bad.returncode == 2 and "missing column 'q'" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -22,6 +22,7 @@ from suse.api.checks import check_int
 from suse.api.events import coerce_events
 from suse.api.feeding import check_order
 from suse.api.query import Query
+from suse.api.where_matches import WhereMatchSet
 from suse.errors import InputError
 
 #: The most matches one `sample_matches` call draws (they are returned as a list).
@@ -46,6 +47,10 @@ def _check_seed(seed: Any) -> int:
 
 
 def stream_set(query: Query, events: Any, chars: Any, timestamps: Any) -> Any:
+    """The matches over the events: the kernel's set, or with conditions their own search
+    (``suse.api.where_matches``), which answers ``iterate``/``sample``/``count`` alike."""
+    if query.where is not None:
+        return WhereMatchSet(query, events, chars, timestamps)
     raw, ts, _ = coerce_events(events, chars, timestamps)
     check_order(ts, None)  # here, for an error that names the event
     return _core.MatchSet.over_events(query._dfa, query.window, query.policy, raw, ts)
@@ -53,6 +58,9 @@ def stream_set(query: Query, events: Any, chars: Any, timestamps: Any) -> Any:
 
 def _iterate(match_set: Any, limit: Optional[int], containing: Optional[int] = None) -> Iterator[tuple]:
     """The kernel's matches in order, fetched in growing batches (the first one at once)."""
+    if isinstance(match_set, WhereMatchSet):
+        yield from ((m, 0) for m in itertools.islice(match_set.iterate(), limit))
+        return
     cursor = match_set.cursor(containing)
     left, batch = limit, 1
     while left is None or left > 0:
@@ -78,7 +86,8 @@ def matches(query: Query, events: Any = None, limit: Optional[int] = None, *, ch
     the input (events as `suse.exact` takes them), lazily, in order: by first element, then
     second, and so on. `limit` stops after that many.
 
-    The policy, negations, the window and `max_missing` are the query's. With
+    The policy, negations, the window, `max_missing` and the conditions (`where`, over
+    events with attributes as `suse.exact` takes them) are the query's. With
     `with_missing=True` each match comes as `(positions, missing letters)` (0 for an exact
     match; approximate queries only differ there). Arguments are checked at the call; the
     matches are then computed as they are read."""

@@ -9,7 +9,7 @@ import typer
 
 import suse
 from suse.cli.app import options_command
-from suse.cli.options import MatchesOptions
+from suse.cli.options import MatchesOptions, where_conditions
 from suse.errors import InputError
 from suse.io.formats import read_stream
 
@@ -22,8 +22,8 @@ def matches_cmd(o: MatchesOptions) -> None:
     if o.seed is not None and o.sample is None:
         raise InputError("--seed goes with --sample")
     max_missing, as_json = o.max_missing, o.as_json
-    q = suse.Query(o.query, o.window, policy=o.policy.value, max_missing=max_missing)
-    events = read_stream(o.stream, o.fmt.value)
+    q = suse.Query(o.query, o.window, policy=o.policy.value, max_missing=max_missing, where=where_conditions(o.where))
+    events = read_stream(o.stream, o.fmt.value, () if q.where is None else q.where.attribute_names())
     with events.located():
         if o.sample is None:
             drawn: Iterable[Any] = suse.matches(q, events, o.limit, with_missing=True)

@@ -220,5 +220,6 @@ class MatchesOptions:
     seed: Optional[int] = typer.Option(
         None, "--seed", metavar="S", parser=at_least(0), help="Seed of --sample (the same seed draws the same matches).")
     max_missing: int = MAX_MISSING
+    where: Optional[list[str]] = WHERE
     fmt: StreamFormat = FORMAT
     as_json: bool = JSON
