@@ -47,6 +47,8 @@ def check_against_the_oracle(summary, events, pattern, window, where, aggregate)
         assert (result.min, result.max) == (expected["min"], expected["max"])
     if kept:  # the live prefixes, as the exact engine (tested against the oracle) counts them
         assert result.partial_count == suse.exact(summary.query, kept).partial_count
+    listed = list(summary.matches())  # what it counts, listed
+    assert len(listed) == result.count and all(m[0] in summary.elements() for m in listed)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -158,8 +160,7 @@ def test_what_a_summary_with_where_does_not_do_is_refused_by_name():
         suse.Summary(query, 5, "fifo", lateness=2)
     summary = suse.Summary(query, 5, "fifo")
     summary.insert("A", 0, attributes={"p": 1})
-    for call, says in ((summary.with_query, "with_query"), (summary.to_bytes, "to_bytes"),
-                       (summary.retained_matches, "retained matches"), (summary.matches, "retained matches")):
+    for call, says in ((summary.with_query, "with_query"), (summary.to_bytes, "to_bytes")):
         with pytest.raises(QueryError, match=says):
             call()
     with pytest.raises(LateEventError, match="final"):
@@ -201,3 +202,16 @@ def test_a_limit_error_changes_nothing(strategy):
             refused += 1
             assert (summary.result(), summary.elements(), pickle.dumps(summary)) == before
     assert refused
+
+
+def test_the_retained_matches_are_listed_and_sampled_with_the_conditions():
+    summary = suse.Summary(suse.Query("A B+ C", 10, where=RISING), 4, "fifo")
+    summary.extend([("A", 0, {"p": 5}), ("B", 1, {"p": 3}), ("B", 2, {"p": 4}), ("B", 3, {"p": 2}), ("C", 4, {"p": 1})])
+    kept = summary.elements()  # the oldest A is evicted: the B's and C remain
+    assert [e[:2] for e in kept] == [("B", 1), ("B", 2), ("B", 3), ("C", 4)]
+    assert list(summary.matches()) == [] == [m for m in summary.retained_matches().positions()]
+    summary = suse.Summary(suse.Query("A B+ C", 10, where=RISING), 10, "fifo")
+    summary.extend([("A", 0, {"p": 5}), ("B", 1, {"p": 3}), ("B", 2, {"p": 4}), ("C", 3, {"p": 1})])
+    assert list(summary.retained_matches().positions()) == [(0, 1, 2, 3), (0, 1, 3), (0, 2, 3)]
+    assert list(summary.retained_matches().positions(containing=2)) == [(0, 1, 2, 3), (0, 2, 3)]
+    assert summary.result().count == 3 and len(summary.sample_matches(5, seed=1)) == 5

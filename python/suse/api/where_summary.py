@@ -19,13 +19,14 @@ condition, read over the set itself). The counts are those of the kernel's condi
 
 ``suse`` and ``adaptive`` score with the probabilities of future characters, which know
 nothing of the conditions: refused by name (a ``QueryError``) rather than run on a score
-that ignores them. Refused as well, by name: ``lateness``, ``with_query``, ``to_bytes`` (a
-summary with conditions pickles instead), ``retained_matches`` and its listings.
+that ignores them. Refused as well, by name: ``lateness``, ``with_query`` and ``to_bytes`` (a
+summary with conditions pickles instead). ``matches``/``sample_matches`` list the retained
+elements' matches with the conditions' search (``suse.api.where_matches``).
 """
 from __future__ import annotations
 
 import secrets
-from typing import Any, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
 
@@ -34,8 +35,10 @@ from suse.api.checks import STRATEGIES, check_choice, check_int, check_memory_li
 from suse.api.events import eval_times, in_input_order
 from suse.api.feeding import PLACEMENTS, check_late_mode, drop_late, late_mask
 from suse.api.locking import Locked, locked
+from suse.api.matching import RetainedMatches
 from suse.api.results import Evaluation, SummaryResult
 from suse.api.where import WhereCounter
+from suse.api.where_matches import WhereMatchSet
 from suse.errors import InputError, LateEventError, QueryError, StateError
 
 #: The strategies a summary with conditions runs.
@@ -256,14 +259,19 @@ class WhereSummary(Locked):
         raise LateEventError(f"cannot retract the event at timestamp {timestamp}: a summary with where takes no "
                              "lateness, so every event is final")
 
-    def retained_matches(self) -> Any:
-        raise self._refuse("listing the retained matches (retained_matches, matches, sample_matches)")
+    def retained_matches(self) -> RetainedMatches:
+        """The matches among the retained elements now (what ``result()`` counts): the
+        conditions' search over them (``suse.api.where_matches``)."""
+        elements = self.elements()
+        return RetainedMatches(elements, WhereMatchSet(self.query, elements))
 
-    def matches(self, limit: Optional[int] = None) -> Any:
-        return self.retained_matches()
+    def matches(self, limit: Optional[int] = None) -> Iterator[list[tuple]]:
+        """The matches among the retained elements, each as its list of elements, lazily."""
+        return self.retained_matches().matches(limit)
 
-    def sample_matches(self, k: int, seed: Optional[int] = None) -> Any:
-        return self.retained_matches()
+    def sample_matches(self, k: int, seed: Optional[int] = None) -> list[list[tuple]]:
+        """``k`` matches among the retained elements drawn uniformly with replacement."""
+        return self.retained_matches().sample(k, seed)
 
     def with_query(self, *args: Any, **kwargs: Any) -> Any:
         raise self._refuse("with_query")
