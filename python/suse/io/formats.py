@@ -41,7 +41,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import BinaryIO, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import BinaryIO, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -621,7 +621,7 @@ def _pieces(source: _Input, fmt: str, attributes: tuple[str, ...] = ()) -> Itera
         source.close()
 
 
-def read_stream(path_or_dash, fmt: str = "auto", attributes: Iterable[str] = ()) -> Events:
+def read_stream(path_or_dash, fmt: str = "auto", attributes: Sequence[str] = ()) -> Events:
     """The whole stream of ``iter_stream`` as one ``Events``."""
     return Events.concat(list(iter_stream(path_or_dash, fmt, attributes)))
 
