@@ -216,6 +216,20 @@ def test_what_streaming_cannot_count_with_conditions_is_refused_by_name(spark, t
         aggregate_stream(stream, QUERY, WINDOW, CHARS, "t", engine="exact", where={"B": "B.volume > 1"})
 
 
+def test_a_counting_statement_over_a_streaming_table_is_refused_by_name(spark, tmp_path):
+    import suse.spark
+    from suse.errors import SqlError
+
+    spark.readStream.schema(SCHEMA).json(str(tmp_path)).createOrReplaceTempView("where_stream")
+    statement = """SELECT * FROM where_stream MATCH_RECOGNIZE (
+      PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n PATTERN (A B+ C)
+      DEFINE A AS kind = 'a', B AS kind = 'b' AND B.price > LAST(B.price, 1), C AS kind = 'c'
+      WITHIN 12 SUMMARY EXACT)"""
+    with pytest.raises(SqlError, match=r"a counting statement reads a batch table, but where_stream is streaming: "
+                                       r"count a stream with suse.spark.aggregate_stream"):
+        suse.spark.sql(spark, statement)
+
+
 def test_replay_refuses_to_migrate_an_exact_engine():
     summary = Plan(QuerySpec("AB+C", 8), order="ABC")
     exact = Plan(QuerySpec("AB+C", 8, where={"C": "C.p > 1"}), order="ABC", engine="exact", attributes=("p",))
