@@ -8,9 +8,11 @@ fed), NULL attributes, and a restart from the checkpoint with partial matches pe
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -237,3 +239,37 @@ def test_replay_refuses_to_migrate_an_exact_engine():
     state.update((summary.new_summary().to_bytes(), b"", None, None, 0, 0, 0, 0))
     with pytest.raises(StateError, match=r"engine 'summary' \(now 'exact'\).*the exact engine needs every event"):
         reconcile(exact, fingerprint(exact, 0, CHARS), fingerprint(summary, 0, CHARS), "replay", ("p",), state)
+
+
+# --- the batch runner's attribute columns, from Arrow without a Python call per value -----------
+
+@pytest.mark.parametrize("array", [
+    pa.array([1, None, -3, 2**62, 0, 7], pa.int64()),
+    pa.array([1.5, None, float("nan"), 0.1, 2.0, 1.5], pa.float64()),
+    pa.array([0.1, None, 3.0, 0.1, -2.5, 1e-7], pa.float32()),
+    pa.array([Decimal("1.10"), None, Decimal("3"), Decimal("-0.25"), Decimal("1.1"), Decimal("7")], pa.decimal128(5, 2)),
+    pa.array(["x", None, "y", "", "x", "z"]),
+    pa.array([True, None, False, True, True, False]),
+], ids=["long", "double", "float", "decimal", "string", "boolean"])
+def test_arrow_columns_read_as_the_conditions_engine_reads_lists(array):
+    import suse
+    from suse.api.where import WhereCounter
+    from suse.spark.runners.plan import condition_columns
+
+    condition = "C.x IS NULL OR C.x = C.x" if pa.types.is_boolean(array.type) or pa.types.is_string(array.type) else (
+        "C.x > A.x OR C.x IS NULL")
+    counter = WhereCounter(suse.Query("A B C", 5, where={"C": condition, "B": "B.timestamp >= 0"}))
+    chars, ts = b"ACBCAC", np.arange(6, dtype=np.int64)
+    want = counter.attribute_columns(chars, ts, None, {"x": array.to_pylist()})
+    got = condition_columns(counter, chars, ts, {"x": array})
+    assert got == want and [[type(v) for v in c] for c in got] == [[type(v) for v in c] for c in want]
+
+
+def test_an_infinite_attribute_is_named_with_its_event():
+    import suse
+    from suse.api.where import WhereCounter
+    from suse.spark.runners.plan import condition_columns
+
+    counter = WhereCounter(suse.Query("A C", 5, where={"C": "C.x > A.x"}))
+    with pytest.raises(InputError, match=r"attribute 'x' of event 2: an infinite value"):
+        condition_columns(counter, b"ACA", np.arange(3, dtype=np.int64), {"x": pa.array([1.0, 2.0, float("inf")])})
