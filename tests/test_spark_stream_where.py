@@ -27,22 +27,10 @@ from suse.spark.runners.plan import Plan  # noqa: E402
 from suse.spark.streaming.aggregate import advance, fingerprint, latest, output_columns, reconcile  # noqa: E402
 from suse.spark.streaming.due import advance_due  # noqa: E402
 from suse.spec import QuerySpec  # noqa: E402
+from test_spark_stream_due import _Value  # noqa: E402  (a value state without Spark)
 from test_where_exact import queries, streams  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::suse.errors.SuseWarning")
-
-
-class _Value:
-    """A value state without Spark (the members ``advance`` uses)."""
-
-    def __init__(self):
-        self.value = None
-
-    exists = property(lambda self: self.value is not None)
-    get = property(lambda self: self.value)
-
-    def update(self, value):
-        self.value = value
 
 
 def _null(x):
