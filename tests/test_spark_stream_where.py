@@ -261,3 +261,55 @@ def test_an_infinite_attribute_is_named_with_its_event():
     counter = WhereCounter(suse.Query("A C", 5, where={"C": "C.x > A.x"}))
     with pytest.raises(InputError, match=r"attribute 'x' of event 2: an infinite value"):
         condition_columns(counter, b"ACA", np.arange(3, dtype=np.int64), {"x": pa.array([1.0, 2.0, float("inf")])})
+
+
+@pytest.mark.slow  # a streaming job of its own
+def test_a_streaming_job_file_counts_conditions_at_due_times(spark, tmp_path):
+    """mode = "streaming" with [query] where and evaluate.engine = "exact", rows at due times:
+    each equals the batch run at the same time."""
+    import tomllib
+
+    from suse.spark.jobs.load import parse_config
+    from suse.spark.jobs.run import run_job
+
+    rows, steps = _rows()
+    src = tmp_path / "in"
+    src.mkdir()
+    everything = pd.concat(steps)
+    _write(everything, src, 0)
+    conditions = ", ".join(f"{letter} = '{condition}'" for letter, condition in WHERE.items())
+    characters = "\n".join(f'{c} = "{p}"' for c, p in CHARS.items())
+    text = f"""
+mode = "streaming"
+[input]
+path = "{src}"
+format = "json"
+schema = "{SCHEMA}"
+timestamp = "t"
+partition_by = "k"
+value = "v"
+[characters]
+{characters}
+[query]
+regex = "{QUERY}"
+window = {WINDOW}
+where = {{ {conditions} }}
+[evaluate]
+at = {{ every = 10 }}
+engine = "exact"
+[output]
+path = "{tmp_path / 'out'}"
+format = "json"
+[streaming]
+checkpoint = "{tmp_path / 'ckpt'}"
+lateness = {LATENESS}
+"""
+    run_job(parse_config(tomllib.loads(text)))
+    got = spark.read.json(str(tmp_path / "out")).toPandas()
+    # one file, one micro-batch: no event is late; the watermark (newest 53 - 6) has passed 40, not 50
+    assert sorted(got.evaluated_at) == [10, 10, 20, 20, 30, 30, 40, 40]
+    batch = aggregate(spark.createDataFrame(everything.astype(object).where(everything.notna(), None), SCHEMA), QUERY,
+                      WINDOW, CHARS, "t", partition_by="k", value="v", where=WHERE, engine="exact",
+                      evaluate=[10, 20, 30, 40]).toPandas()
+    want = {(r.k, r.evaluated_at): (r.count, r.sum, r.events) for r in batch.itertuples()}
+    assert {(r.k, r.evaluated_at): (r.count, r.sum, r.events) for r in got.itertuples()} == want
