@@ -202,9 +202,9 @@ STREAMING = ('name = "checked"\n', 'name = "checked"\nmode = "streaming"\n'), "\
     ([('B = "LAST', 'C = "LAST')], "", "query.where: condition of C:"),
     ([('engine = "exact"', 'engine = "exact"\nexact = true')], "", "evaluate: exact = true adds"),
     ([('engine = "exact"', 'engine = "fast"')], "", "evaluate.engine: Input should be 'summary' or 'exact'"),
-    ([STREAMING[0]], STREAMING[1], "engine = 'exact' is for batch jobs"),
+    ([STREAMING[0]], STREAMING[1], None),  # a streaming job counts conditions with the exact engine too
     ([STREAMING[0], ('engine = "exact"', "")], STREAMING[1],
-     "query.where: a streaming job keeps summaries, which do not count conditions yet"),
+     "query.where: conditions are counted by the exact engine only; set evaluate.engine"),
 ])
 def test_conditions_in_a_job_file_are_checked_before_spark(changes, extra, message):
     text = ONE

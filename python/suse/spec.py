@@ -280,6 +280,7 @@ class StreamOptions(TypedDict, total=False):
     evaluate: Any
     queries: Optional[Mapping[str, Any]]
     where: Optional[Mapping[str, str]]
+    engine: str
     idle_timeout: Any
     on_change: str
 

@@ -40,14 +40,13 @@ def _compiled(query: QuerySpec, job: JobSpec, streaming: bool) -> suse.Query:
 
 
 def _check_where(query: suse.Query, job: JobSpec, streaming: bool) -> None:
-    """Conditions between events (`where`) run on the exact engine of a single batch query;
-    everything else refuses them by name (a summary would ignore them)."""
-    if streaming:
-        why = "on a stream: aggregate_stream runs summaries, which do not count conditions yet"
-    elif job.query_set:
+    """Conditions between events (`where`) run on the exact engine of a single query, in batch
+    and streaming; everything else refuses them by name (a summary would ignore them)."""
+    if job.query_set:
         why = "in a query set yet: run the query with conditions as a job of its own"
     elif job.output.engine != "exact":
-        why = ("by the summaries yet: pass engine='exact' to count each partition with the exact engine "
+        where = " on a stream" if streaming else ""
+        why = (f"by the summaries{where} yet: pass engine='exact' to count each partition with the exact engine "
                "(no summary, no elements)")
     else:
         return
@@ -111,8 +110,6 @@ def _check_data(df: DataFrame, job: JobSpec, parsed: list[suse.Query], streaming
 def prepare(df: DataFrame, job: JobSpec, streaming: bool = False) -> tuple[Events, Plan]:
     """A single query's job: validated on the driver, its event frame and executor plan."""
     query = job.query
-    if streaming and job.output.engine != "summary":
-        raise InputError(f"engine={job.output.engine!r} counts batch jobs; aggregate_stream runs summaries")
     parsed = _compiled(query, job, streaming)
     events = _events(df, job, [parsed], streaming)
     plan = _plan(job, query, events)

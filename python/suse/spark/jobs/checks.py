@@ -159,8 +159,6 @@ def _where_problems(cfg: JobConfig, q: Any, key: str, streaming: bool) -> list[s
         suse.Query(q.regex, 0, q.aggregate, q.policy, max_missing=q.max_missing, where=q.where)
     except QueryError as exc:
         return [f"{key}.where: {exc.message} at position {exc.position} of {exc.query!r}"]
-    if streaming:
-        return [f"{key}.where: a streaming job keeps summaries, which do not count conditions yet"]
     if isinstance(cfg.query, list):
         return [f"{key}.where: conditions are not counted in a query set yet; run the query as a job of its own"]
     if cfg.evaluate.engine != "exact":

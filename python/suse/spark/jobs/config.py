@@ -186,9 +186,6 @@ class JobConfig(_Strict):
             if self.output.matches is not None or self.output.sample_matches is not None:
                 raise ValueError("output: matches and sample_matches are for batch jobs; a streaming job's rows "
                                  "carry each partition's retained elements")
-            if self.evaluate.engine != "summary":
-                raise ValueError("evaluate: engine = 'exact' is for batch jobs; a streaming job keeps a summary per "
-                                 "partition")
             if self.input.large_partitions:
                 raise ValueError("input: large_partitions is for batch jobs; a streaming job keeps each "
                                  "partition's summary, never its whole input")

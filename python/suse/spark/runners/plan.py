@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, Sequence
+from typing import Any, Mapping, NamedTuple, Protocol, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -13,6 +13,9 @@ import pyarrow as pa
 import suse
 from suse.api import EXTREMA
 from suse.api.where import WhereCounter
+from suse.api.where import _exact as exact_value
+from suse.errors import InputError
+from suse.query.conditions import data_value
 from suse.spark.events.triggers import Trigger
 from suse.spec import QUERY_SETTINGS, QuerySpec, SummarySpec
 
@@ -122,10 +125,10 @@ def empty_row(plan: Plan, dropped: int, corrupt: int) -> Row:
 
 def evaluate_partition(
     plan: Plan, key: Sequence[Any], chars: bytes, ts: np.ndarray, values: np.ndarray | None,
-    attributes: Sequence[list] = (),
+    attributes: Sequence[pa.Array] = (),
 ) -> list[Row]:
     """Rows for every evaluation timestamp of one partition whose events are sorted
-    (``attributes``: one list per column of ``plan.attributes``, a value per event)."""
+    (``attributes``: an Arrow column per column of ``plan.attributes``, a value per event)."""
     times = plan.trigger.times(ts, key)
     if len(times) == 0:
         return []
@@ -148,15 +151,55 @@ def evaluate_partition(
 
 
 def exact_evaluations(plan: Plan, chars: bytes, ts: np.ndarray, values: np.ndarray | None,
-                      attributes: Sequence[list], times: Sequence[int]) -> list[suse.Evaluation]:
+                      attributes: Sequence[pa.Array], times: Sequence[int]) -> list[suse.Evaluation]:
     """The exact engine over one partition's sorted events, evaluated at ``times``; a query
     with conditions reads its attributes from ``attributes``."""
     query = plan.query()
     if query.where is None:
         return suse.exact(query, chars=chars, timestamps=ts, values=values, evaluate_at=times).evaluations
     counter = WhereCounter(query)
-    columns = counter.attribute_columns(chars, ts, None, dict(zip(plan.attributes, attributes)))
+    columns = condition_columns(counter, chars, ts, dict(zip(plan.attributes, attributes)))
     return counter.feed(chars, ts, values, columns, times)
+
+
+def condition_columns(counter: WhereCounter, chars: bytes, ts: np.ndarray,
+                      arrays: Mapping[str, pa.Array]) -> list[list]:
+    """What ``WhereCounter.attribute_columns`` makes of a table, from Arrow columns without a
+    Python call per value: one list per column the conditions read, a value per event (None
+    where the event's letter reads none of it)."""
+    codes = np.frombuffer(chars, np.uint8)
+    out = []
+    for name in counter.columns:
+        if name == "timestamp":
+            out.append(ts.tolist())
+            continue
+        values = condition_values(arrays[name], name)
+        readers = [ord(c) for c, names in counter.needed.items() if name in names]
+        values[~np.isin(codes, readers)] = None
+        out.append(values.tolist())
+    return out
+
+
+def condition_values(array: pa.Array, name: str) -> np.ndarray:
+    """An Arrow column as condition values (suse.query.conditions.data_value), an object array:
+    integers, booleans and strings are already what the conditions compare; other types
+    (floats, decimals) are converted once per distinct value."""
+    kind = array.type
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_string(kind) or (
+            pa.types.is_large_string(kind)):
+        out = np.empty(len(array), dtype=object)
+        out[:] = array.to_pylist()
+        return out
+    encoded = array.dictionary_encode()
+    indices = encoded.indices.fill_null(len(encoded.dictionary)).to_numpy(zero_copy_only=False)
+    lookup = np.empty(len(encoded.dictionary) + 1, dtype=object)  # the last entry: NULL
+    for j, raw in enumerate(encoded.dictionary.to_pylist()):
+        try:
+            lookup[j] = exact_value(data_value(raw, f"attribute {name!r}"))
+        except InputError:  # say which event, as a conversion per event would
+            data_value(raw, f"attribute {name!r} of event {int(np.flatnonzero(indices == j)[0])}")
+            raise
+    return lookup[indices]
 
 
 # --- output columns ------------------------------------------------------------------------

@@ -30,9 +30,9 @@ def run_sorted(
         yield from by_batch.run_grouped(plan, keys, batches, ts_col, rank_col, value_col)
         return
     pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
-    # the conditions' attribute columns (where), one list per column, kept beside the pieces
+    # the conditions' attribute columns (where): per column its Arrow pieces, kept beside the pieces
     attribute_names = [ATTRIBUTE.format(i) for i in range(len(getattr(plan, "attributes", ())))]
-    attributes: list[list] = [[] for _ in attribute_names]
+    attributes: list[list[pa.Array]] = [[] for _ in attribute_names]
     counted = [0, 0]  # the current partition's dropped and corrupt rows
     current: tuple | None = None
     out_keys: list[tuple] = []
@@ -52,7 +52,8 @@ def run_sorted(
         elif multi:
             rows = plan.evaluate(current or (), ranks, ts, values)
         else:
-            rows = evaluate_partition(plan, current or (), plan.chars(ranks), ts, values, attributes)
+            rows = evaluate_partition(plan, current or (), plan.chars(ranks), ts, values,
+                                      [pa.concat_arrays(column) for column in attributes])
         if not rows and any(counted):
             rows = plan.empty_rows(*counted) if multi else [empty_row(plan, *counted)]
         for row in rows:
@@ -97,7 +98,7 @@ def run_sorted(
             counted[1] += int((r == CORRUPT).sum())
             pieces.append((ts[start:stop][ok], r[ok], None if values is None else values[start:stop][ok]))
             for column, name in zip(attributes, attribute_names):
-                column.extend(batch.column(name).slice(start, stop - start).filter(pa.array(ok)).to_pylist())
+                column.append(batch.column(name).slice(start, stop - start).filter(pa.array(ok)))
         if len(out_rows) >= 4096:
             yield emit()
     flush()

@@ -657,6 +657,11 @@ def sql(spark: Any, text: str):
     from suse.spark.batch.aggregate import aggregate
 
     st, df, kwargs = translate(spark, text)
+    if df.isStreaming:  # counting rows per micro-batch is aggregate_stream's, not a statement's
+        raise st.error(f"a counting statement reads a batch table, but {st.source if not st.source_is_query else 'the subquery'} "
+                       "is streaming: count a stream with suse.spark.aggregate_stream (conditions between rows: where=... "
+                       "with engine='exact'), or leave the counting clauses out for the standard's streaming "
+                       "MATCH_RECOGNIZE", "FROM")
     try:
         out = aggregate(df, **kwargs)
     except QueryError as exc:

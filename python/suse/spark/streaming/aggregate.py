@@ -47,11 +47,12 @@ from typing_extensions import Unpack
 
 import suse
 from suse.errors import InputError, StateError
-from suse.spark.events.rows import OP, RANK, TIE, TS, VALUE, quoted
+from suse.spark.events.rows import ATTRIBUTE, OP, RANK, TIE, TS, VALUE, quoted
 from suse.spark.events.timing import duration_seconds
 from suse.spark.events.triggers import parse_trigger
 from suse.spark.prepare import prepare, prepare_multi, spark_frame
-from suse.spark.runners.plan import APPROX_DDL, EXTREMA_DDL, RESULT_DDL, Plan, as_float
+from suse.spark.runners.plan import APPROX_DDL, EXTREMA_DDL, RESULT_DDL, SUMMARY_COLUMNS, Plan, as_float
+from suse.spark.streaming import engines
 from suse.spark.streaming.due import advance_due, next_timer
 from suse.spark.streaming.pending import PENDING, ingest
 from suse.spec import JobSpec, StreamOptions, job_from_options
@@ -188,14 +189,16 @@ def aggregate_stream_job(df: DataFrame, job: JobSpec, idle_timeout: str | dt.tim
         frame = frame.withColumn(_ALL, F.lit(0))
     # min/max, then count_by_missing last, as in batch (a set: when any query has them)
     ddl = STREAM_DDL + (", " + EXTREMA_DDL if plan.extrema else "") + (", " + APPROX_DDL if plan.max_missing else "")
+    summarised = getattr(plan, "summarised", True)  # a query set runs summaries
+    results = [f for f in T._parse_datatype_string(ddl).fields if summarised or f.name not in SUMMARY_COLUMNS]
     schema = T.StructType(
-        [events.frame.schema[k] for k in keys] + ([T.StructField("query", T.StringType())] if multi else [])
-        + list(T._parse_datatype_string(ddl).fields)
+        [events.frame.schema[k] for k in keys] + ([T.StructField("query", T.StringType())] if multi else []) + results
     )
 
     use_rocksdb(df.sparkSession)
     group = keys or [_ALL]
-    columns = [*[quoted(k) for k in group], TS, RANK, TIE, VALUE, *([OP] if events.has_op else [])]
+    columns = [*[quoted(k) for k in group], TS, RANK, TIE, VALUE, *([OP] if events.has_op else []),
+               *_attribute_columns(plan)]
     scale = 1  # the order _Processor reads ^
     if period:
         # Spark's watermark drives the timers; it runs on a timestamp column, in milliseconds.
@@ -205,7 +208,7 @@ def aggregate_stream_job(df: DataFrame, job: JobSpec, idle_timeout: str | dt.tim
         frame = frame.withColumn(_EVENT_TIME, stamp).withWatermark(_EVENT_TIME, f"{late_units} {unit}")
         # ...and the column is then left out: the operator would silently drop rows at or below
         # the previous batch's watermark, while suse counts late events itself (late_events).
-    frame = frame.select(*columns)
+    frame = _exact_attributes(frame.select(*columns), plan)
     out = frame.groupBy(*[quoted(k) for k in group]).transformWithStateInPandas(
         _MultiProcessor(plan, late_units, keys, idle_ms, config, on_change, events.has_op) if multi
         else _Processor(plan, late_units, keys, idle_ms, config, on_change, events.has_op, period, scale),
@@ -214,6 +217,24 @@ def aggregate_stream_job(df: DataFrame, job: JobSpec, idle_timeout: str | dt.tim
     if events.axis.is_datetime:
         out = out.withColumn("evaluated_at", F.timestamp_seconds("evaluated_at"))
     return out
+
+
+def _attribute_columns(plan: Any) -> list[str]:
+    """The attribute columns a single query's conditions read (`where`), after the others."""
+    return [ATTRIBUTE.format(i) for i in range(len(getattr(plan, "attributes", ())))]
+
+
+def _exact_attributes(frame: DataFrame, plan: Plan) -> DataFrame:
+    """Attribute columns as pandas then carries them exactly, as the batch run reads them from
+    Arrow: integers as decimals (pandas would turn an integer column with a NULL into floats,
+    rounding beyond 2**53), 32-bit floats widened to doubles (Arrow's Python floats)."""
+    for name in _attribute_columns(plan):
+        kind = frame.schema[name].dataType
+        if isinstance(kind, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+            frame = frame.withColumn(name, F.col(name).cast(T.DecimalType(20, 0)))
+        elif isinstance(kind, T.FloatType):
+            frame = frame.withColumn(name, F.col(name).cast(T.DoubleType()))
+    return frame
 
 
 def _period(evaluate: Any, axis: Any, window: int) -> int | None:
@@ -273,7 +294,8 @@ class _Processor(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         # pyspark 4.3 hands the value columns over as _1, _2, ...: name them by position
-        names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE, *([OP] if self.has_op else [])]
+        names = [*(self.keys or [_ALL]), TS, RANK, TIE, VALUE, *([OP] if self.has_op else []),
+                 *_attribute_columns(self.plan)]
         rows = (f.set_axis(names, axis=1) for f in rows)
         migrated = self._check(key)
         if self.period:
@@ -294,7 +316,7 @@ class _Processor(StatefulProcessor):
         known = ms // self.scale if ms > 0 else None  # Spark starts at 0: no watermark yet
         state, due = _State(self.state), _State(self.due)
         out = advance_due(self.plan, self.lateness, self.period, key if self.keys else (), self.keys, rows,
-                          state, due, known, [*_OUTPUT, *_extra_columns(self.plan)])
+                          state, due, known, output_columns(self.plan))
         if len(out):
             out["migrated"] = migrated
             yield out
@@ -400,9 +422,10 @@ def advance(
     ``flush``: feed every buffered event (the partition is being dropped). ``retractions``: the
     state counting rejected retractions (rows of the ``op`` column with "-")."""
     p = ingest(plan, lateness, key, batches, state)
-    summary, pending, minus, watermark, max_ts = p.summary, p.pending, p.minus, p.watermark, p.max_ts
+    engine, pending, attributes, watermark, max_ts = p.engine, p.pending, p.attributes, p.watermark, p.max_ts
     late, fed, dropped, corrupt = p.late, p.fed, p.dropped, p.corrupt
-    pending, rejected = _retract(pending, minus)
+    kept, rejected = _retract(pending, p.minus)
+    pending, attributes = pending[kept], attributes[kept]
     if retractions is not None and (rejected or retractions.exists):
         rejected += retractions.get[0] if retractions.exists else 0
         retractions.update((rejected,))
@@ -410,10 +433,10 @@ def advance(
     if flush:
         ready = len(pending)
     if ready:
-        _feed(plan, summary, pending[:ready])
+        engines.feed(plan, engine, pending[:ready], attributes[:ready])
         fed += ready
-    pending = pending[ready:]
-    blob = summary.to_bytes()
+    pending, attributes = pending[ready:], attributes[ready:]
+    blob = engines.dump(plan, engine, attributes)
     state.update((blob, pending.tobytes(), watermark, max_ts, late, fed, dropped, corrupt))
 
     row = {k: [v] for k, v in zip(keys, key)}
@@ -421,15 +444,16 @@ def advance(
         row.update(evaluated_at=[None], count=["0"], sum=["0"], avg=[None], count_double=[0.0], sum_double=[0.0],
                    detected_count=["0"], elements=[[]], min=[None], max=[None])
     else:
-        estimate = suse.Summary.from_bytes(blob)  # a copy: buffered events are provisional
-        (ev,) = _feed(plan, estimate, pending, evaluate_at=max_ts)
+        estimate, _ = engines.load(plan, blob, len(pending))  # a copy: buffered events are provisional
+        (ev,) = engines.feed(plan, estimate, pending, attributes, evaluate_at=[max_ts])
         row.update(
             evaluated_at=[ev.timestamp], count=[str(ev.count)], sum=[str(ev.sum)],
             avg=[ev.sum / ev.count if ev.count else None], count_double=[as_float(ev.count)],
-            sum_double=[as_float(ev.sum)], detected_count=[str(ev.detected_count)],
-            elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in estimate.elements()]],
-            min=[ev.min], max=[ev.max],
+            sum_double=[as_float(ev.sum)], min=[ev.min], max=[ev.max],
         )
+        if plan.summarised:
+            row.update(detected_count=[str(ev.detected_count)],
+                       elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in estimate.elements()]])
         if plan.max_missing:
             row.update(count_by_missing=[[str(c) for c in ev.count_by_missing]])
     row.update(events=[fed + len(pending)], late_events=[late], pending_events=[len(pending)],
@@ -437,7 +461,13 @@ def advance(
                rejected_retractions=[rejected])
     if plan.max_missing and "count_by_missing" not in row:
         row["count_by_missing"] = [["0"] * (plan.max_missing + 1)]
-    return pd.DataFrame(row)[[*keys, *_OUTPUT, *_extra_columns(plan)]]
+    return pd.DataFrame(row)[[*keys, *output_columns(plan)]]
+
+
+def output_columns(plan: Plan) -> list[str]:
+    """A single query's columns after the keys: _OUTPUT without a summary's columns when the
+    exact engine counts (as in batch), then the optional ones."""
+    return [c for c in _OUTPUT if plan.summarised or c not in SUMMARY_COLUMNS] + _extra_columns(plan)
 
 
 def _extra_columns(plan: Plan) -> list[str]:
@@ -446,16 +476,18 @@ def _extra_columns(plan: Plan) -> list[str]:
 
 
 def _retract(pending: np.ndarray, minus: np.ndarray) -> tuple[np.ndarray, int]:
-    """`pending` without one event per retraction (same timestamp, character and value; the
-    last in order), and how many retractions found none."""
+    """Which of `pending` stay (a mask) when each retraction takes back one event (same
+    timestamp, character and value; the last in order), and how many retractions found none."""
     rejected = 0
+    kept = np.ones(len(pending), dtype=bool)
     for r in minus:
-        same = np.flatnonzero((pending["ts"] == r["ts"]) & (pending["rank"] == r["rank"]) & (pending["value"] == r["value"]))
+        same = np.flatnonzero(kept & (pending["ts"] == r["ts"]) & (pending["rank"] == r["rank"])
+                              & (pending["value"] == r["value"]))
         if len(same):
-            pending = np.delete(pending, same[-1])
+            kept[same[-1]] = False
         else:
             rejected += 1
-    return pending, rejected
+    return kept, rejected
 
 
 def fingerprint(plan: Plan, lateness: int, characters: Any) -> dict:
@@ -469,6 +501,7 @@ def fingerprint(plan: Plan, lateness: int, characters: Any) -> dict:
         "order": plan.order, "lateness": lateness,
         # Newer settings, compared only when the saved state records them.
         "of": plan.query().of, "max_missing": q.max_missing,
+        "engine": plan.engine, "where": None if q.where is None else dict(q.where),
     }
 
 
@@ -484,9 +517,9 @@ def reconcile(plan: Plan, config: dict, saved: dict | None, on_change: str, key:
     """Compare a partition's saved configuration with the job's; on a difference raise
     (``on_change="error"``) or migrate the state by replay. True when migrated."""
     blob, pending, *rest = state.get
-    summary = suse.Summary.from_bytes(bytes(blob))
-    if saved is None:
-        saved = {**config, **_summary_config(summary)}
+    if saved is None:  # state of a version that kept no configuration: always a summary's
+        saved = {**config, **_summary_config(suse.Summary.from_bytes(bytes(blob))), "engine": "summary"}
+    saved = {"engine": "summary", "where": None, **saved}  # before these were recorded: a summary's
     changed = [k for k in config if k in saved and saved[k] != config[k]]
     if not changed:
         return False
@@ -496,6 +529,12 @@ def reconcile(plan: Plan, config: dict, saved: dict | None, on_change: str, key:
             f"partition {tuple(key)}: the checkpoint's state was written with another configuration: {what}. "
             "Restart with on_change=\"replay\" to migrate the state to the new configuration, or use a new "
             "checkpoint location")
+    if "exact" in (saved["engine"], config["engine"]):
+        raise StateError(
+            f"partition {tuple(key)}: the checkpoint's state was written with another configuration: {what}. "
+            "on_change=\"replay\" replays a summary's retained elements, but the exact engine needs every event "
+            "of the window, which no state keeps: use a new checkpoint location (the stream is then re-read)")
+    summary = suse.Summary.from_bytes(bytes(blob))
     fresh = plan.new_summary()
     kept = [e for e in summary.elements() if e[0] in fresh.query.alphabet]
     if kept:
@@ -513,13 +552,6 @@ def reconcile(plan: Plan, config: dict, saved: dict | None, on_change: str, key:
                 int(keep.sum()), int((~keep).sum()))
     state.update((fresh.to_bytes(), events.tobytes(), *rest))
     return True
-
-
-def _feed(plan: Plan, summary: suse.Summary, events: np.ndarray, evaluate_at: int | None = None):
-    return summary.extend(  # fields of a structured array are strided: make them contiguous
-        plan.chars(events["rank"]), np.ascontiguousarray(events["ts"]), np.ascontiguousarray(events["value"]),
-        evaluate_at=None if evaluate_at is None else [evaluate_at],
-    )
 
 
 def check_checkpoint(path: str | Path) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from suse.spark.runners.plan import Plan, as_float
+from suse.spark.streaming import engines
 from suse.spark.streaming.pending import PENDING, ingest
 
 
@@ -45,22 +46,21 @@ def advance_due(
     (summary, buffer, watermark, max_ts, late, fed, dropped, corrupt), ``due`` the next due
     time once the partition has fed an event."""
     p = ingest(plan, lateness, key, batches, state, global_watermark)
-    summary, pending, watermark, max_ts = p.summary, p.pending, p.watermark, p.max_ts
+    engine, pending, attributes, watermark, max_ts = p.engine, p.pending, p.attributes, p.watermark, p.max_ts
     late, fed, dropped, corrupt, n_dropped, n_corrupt = p.late, p.fed, p.dropped, p.corrupt, p.n_dropped, p.n_corrupt
     ready = int(np.searchsorted(pending["ts"], watermark, side="left")) if watermark is not None else 0
     feed, pending = pending[:ready], pending[ready:]
+    feed_attributes, attributes = attributes[:ready], attributes[ready:]
 
     nxt = int(due.get[0]) if due.exists else (first_due(int(feed["ts"][0]), period) if ready else None)
     times = np.empty(0, np.int64) if nxt is None else np.arange(nxt, watermark, period, dtype=np.int64)
     evaluations = []
     if ready or len(times):
-        evaluations = summary.extend(
-            plan.chars(feed["rank"]), np.ascontiguousarray(feed["ts"]), np.ascontiguousarray(feed["value"]),
-            evaluate_at=times.tolist(), elements=True,
-        )
+        evaluations = engines.feed(plan, engine, feed, feed_attributes, evaluate_at=times.tolist(), elements=True)
     cuts = (fed + np.searchsorted(feed["ts"], times, side="right")).tolist()
     fed += ready
-    state.update((summary.to_bytes(), pending.tobytes(), watermark, max_ts, late, fed, dropped, corrupt))
+    state.update((engines.dump(plan, engine, attributes), pending.tobytes(), watermark, max_ts, late, fed, dropped,
+                  corrupt))
     if nxt is not None:
         due.update((int(times[-1]) + period if len(times) else nxt,))
 
@@ -80,11 +80,13 @@ def advance_due(
         evaluated_at=[ev.timestamp for ev in evaluations], count=[str(ev.count) for ev in evaluations],
         sum=[str(ev.sum) for ev in evaluations], avg=[ev.sum / ev.count if ev.count else None for ev in evaluations],
         count_double=[as_float(ev.count) for ev in evaluations], sum_double=[as_float(ev.sum) for ev in evaluations],
-        detected_count=[str(ev.detected_count) for ev in evaluations], events=cuts, late_events=[late] * n,
+        events=cuts, late_events=[late] * n,
         pending_events=[len(pending)] * n, dropped_events=[dropped] * n, corrupt_records=[corrupt] * n,
-        elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in ev.elements] for ev in evaluations],
         expired=[False] * n, migrated=[False] * n, rejected_retractions=[0] * n,
         min=[ev.min for ev in evaluations], max=[ev.max for ev in evaluations],
         count_by_missing=[[str(c) for c in ev.count_by_missing or ()] for ev in evaluations],
     )
+    if plan.summarised:
+        row.update(detected_count=[str(ev.detected_count) for ev in evaluations],
+                   elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in ev.elements] for ev in evaluations])
     return pd.DataFrame(row)[[*keys, *output]]
