@@ -551,6 +551,72 @@ pub mod tests {
         }
     }
 
+    /// `A B+ !C` as the Python compiler builds it for the exact engine: C is also a letter with
+    /// no transition (its events arrive at their time), state 2 is pending, state 3 closed.
+    fn absence() -> Arc<Dfa> {
+        let t = |row: [i64; 4]| row.to_vec();
+        let table = [t([1, -1, -1, 0]), t([-1, 2, -1, 1]), t([-1, 2, -1, 1]), t([-1, -1, -1, 3])].concat();
+        let spec = crate::automaton::dfa::DfaSpec { n: 4, alphabet: b"ABC".to_vec(), negated: b"C".to_vec(), start: 0, finals: vec![false, false, false, true], table };
+        Arc::new(Dfa::new(spec).unwrap())
+    }
+
+    /// Brute force of the closing rule: a set spelling `A B+` whose first element is at f counts
+    /// at `at` if `at >= f + tau` (always with `None`) and no C comes after its last element up
+    /// to time f + tau.
+    fn brute_closed(raw: &[RawEv], tau: i64, at: Option<i64>) -> (u128, u128) {
+        let raw: Vec<RawEv> = raw.iter().copied().filter(|e| at.is_none_or(|t| e.1 <= t)).collect();
+        let (mut c, mut s) = (0u128, 0u128);
+        let letters: Vec<usize> = (0..raw.len()).filter(|&i| raw[i].0 != b'C').collect();
+        for mask in 1u32..(1 << letters.len()) {
+            let idx: Vec<usize> = (0..letters.len()).filter(|i| mask >> i & 1 == 1).map(|i| letters[i]).collect();
+            let (first, last) = (idx[0], *idx.last().unwrap());
+            let word_ok = raw[first].0 == b'A' && idx.len() >= 2 && idx[1..].iter().all(|&i| raw[i].0 == b'B');
+            let closes = raw[first].1 + tau;
+            if !word_ok || expired(raw[first].1, raw[last].1, tau) || at.is_some_and(|t| t < closes) {
+                continue;
+            }
+            if raw[last + 1..].iter().any(|e| e.0 == b'C' && e.1 <= closes) {
+                continue;
+            }
+            c += 1;
+            s += idx.iter().map(|&i| raw[i].2 as u128).sum::<u128>();
+        }
+        (c, s)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        #[test]
+        fn closing_windows_equal_brute_force(raw in raw_stream(b"ABCx", 12), tau in 0i64..6) {
+            let dfa = absence();
+            let count = |ts: &[Dual<BigUint>]| (ts[3].c.clone(), ts[3].s.clone());
+            let big = |(c, s): (u128, u128)| (BigUint::from(c), BigUint::from(s));
+            let end = raw.last().map_or(0, |e| e.1) + tau + 1;
+            // An evaluation at every time: the window fed the events up to it.
+            for at in 0..=end {
+                let mut w = ExactWindow::<AnyMatch>::new(dfa.clone(), tau);
+                w.set_closing(Arc::new(Closing::new(&dfa, vec![2], 3).unwrap()));
+                for e in elements(&dfa, &raw).into_iter().filter(|e| e.t <= at) {
+                    w.push(e).unwrap();
+                }
+                prop_assert_eq!(count(&w.totals_closed(Some(at)).unwrap()), big(brute_closed(&raw, tau, Some(at))), "at {}", at);
+                if at == end {
+                    prop_assert_eq!(count(&w.totals_closed(None).unwrap()), big(brute_closed(&raw, tau, None)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_closing_must_fit_its_automaton() {
+        let dfa = absence();
+        assert!(Closing::new(&dfa, vec![2], 3).is_ok());
+        assert!(Closing::new(&dfa, vec![2], 2).unwrap_err().contains("closed state 2"));
+        assert!(Closing::new(&dfa, vec![3], 3).unwrap_err().contains("pending state 3"));
+        assert!(Closing::new(&negation(), vec![0], 0).is_err());
+    }
+
     #[test]
     fn promotes_through_every_tier_with_exact_results() {
         // "a+" over n a's in one window has 2^n - 1 matches: crosses 2^128 and 2^256.
