@@ -128,3 +128,17 @@ def test_what_does_not_combine_yet_is_refused_by_name(make, what):
 def test_other_engines_refuse_it_by_name(use):
     with pytest.raises(QueryError, match="negation at the end of the pattern is not supported by this engine"):
         use(suse.Query("A B+ !C", 10))
+
+
+def test_the_command_line_counts_it_and_refuses_what_does_not_combine(tmp_path):
+    from helpers import run
+
+    path = tmp_path / "events.csv"
+    path.write_text("char,timestamp\n" + "".join(f"{c},{t}\n" for c, t, _ in STREAM))
+    out = run("exact", "A B+ !C", "--window", "10", "--evaluate-at", "14,15", str(path))
+    assert out.returncode == 0, out.stderr
+    rows = {line.split("│")[0].strip(): line.split("│")[1].strip() for line in out.stdout.splitlines() if "│" in line}
+    assert rows == {"t ≤ 14": "0", "t ≤ 15": "1", "stream": "1"}
+    refused = run("eval", "A B+ !C", "--window", "10", "-n", "5", "--strategy", "suse", str(path))
+    assert refused.returncode == 2 and "negation at the end of the pattern is not supported" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) <= 3 and "Traceback" not in refused.stderr
