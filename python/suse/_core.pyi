@@ -162,6 +162,7 @@ class ExactEngine:
         memory_limit: int | None = None,
         extrema: bool = False,
         of: Sequence[bool] | None = None,
+        closing: tuple[Sequence[int], int] | None = None,
     ) -> ExactEngine: ...
     def extend(
         self,
