@@ -43,9 +43,27 @@ _looped = st.tuples(_x_neg_y, st.sampled_from(["*", "+", "{2}"]), _leaf).map(
     lambda t: ("cat", [("post", t[0], t[1]), t[2]])
 )
 
-#: Queries over "abc" with at least one negation, that compile.
+def _ends_with_negation(query: str) -> bool:
+    from suse.query import compile_regex
+
+    return bool(compile_regex(query).pending)
+
+
+#: Queries over "abc" with at least one negation, that compile, none ending with a negation
+#: (those count only in the exact engine: `absence_queries`).
 negation_queries = (
     st.one_of(_trees, _x_neg_y, _looped).map(render).filter(lambda q: "!" in q).filter(compiles)
+    .filter(lambda q: not _ends_with_negation(q))
+)
+
+#: Queries over "abc" that end with a negation on some path (`A B+ !C`), that compile.
+absence_queries = (
+    st.one_of(
+        st.tuples(_trees, _neg).map(lambda t: ("cat", list(t))),
+        st.tuples(_x_neg_y, _neg).map(lambda t: ("cat", list(t))),
+        st.tuples(_leaf, st.lists(st.tuples(_trees, _neg), min_size=2, max_size=2)).map(
+            lambda t: ("cat", [t[0], ("alt", [("cat", list(p)) for p in t[1]])])),
+    ).map(render).filter(compiles).filter(_ends_with_negation)
 )
 
 

@@ -933,3 +933,31 @@ def where_through(query: str, events, window: int, where: Mapping[str, str]) -> 
             out[i]["count"] += 1
             out[i]["sum"] += total
     return out
+
+
+# =========================================================================== absence at the end
+def absence_aggregate(query: str, events, window: int, at=None) -> dict:
+    """COUNT, SUM and partial_count of a query that may end with a negation (``A B+ !C``), by
+    enumeration, evaluated at time ``at`` (``None``: the stream is over, every window closed).
+
+    The rule (the ``where`` section above, without conditions): a match whose only accepting
+    parses end with a negation counts once ``at >= f + window`` (f its first element's time)
+    and no event of a negated character comes after its last element, in arrival order (so
+    also one with the last element's timestamp that arrives after it), up to time f + window
+    inclusive. partial_count: windowed sets over the events up to ``at`` that do not count and
+    whose word with its gaps is a proper prefix of a match, or a match of the positive part
+    still pending or already refuted by a negated event (both are judged where they end, as
+    every partial match is)."""
+    events = [e for e in events if at is None or e[1] <= at]
+    _, negated = query_letters(query)
+    closing = _closing_gap_regex(query)
+    gpa = GuardedPositions(query)
+    count = total = partial = 0
+    for idx in _windowed_subsets(events, window):
+        gaps = gap_string(events, idx, negated)
+        if closing.fullmatch(gaps + _final_gap(events, idx, window, at, negated)):
+            count += 1
+            total += sum(_value(events[i]) for i in idx)
+        elif closing.fullmatch(gaps + "<>") or gpa.can_continue(events, idx, ""):
+            partial += 1
+    return {"count": count, "sum": total, "partial_count": partial}

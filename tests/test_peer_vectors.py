@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import suse
-from oracle import query_aggregate, query_stnm_aggregate
+from oracle import absence_aggregate, query_aggregate, query_stnm_aggregate
 from suse.query import compile_regex
 
 CASES = json.loads((Path(__file__).parent / "data" / "peer_vectors.json").read_text())["cases"]
@@ -33,7 +33,9 @@ def partitions(case) -> list[list[tuple[str, int, int]]]:
 def oracle_result(case) -> dict:
     totals = {"count": 0, "sum": 0}
     for events in partitions(case):
-        if case["policy"] == "next":
+        if compile_regex(case["query"]).pending:  # a negation at the end of the pattern
+            got = absence_aggregate(case["query"], events, case["window"])
+        elif case["policy"] == "next":
             got = query_stnm_aggregate(case["query"], events, case["window"])
         else:
             got = query_aggregate(case["query"], events, case["window"], case["policy"])

@@ -27,11 +27,17 @@ def engine_count(case) -> int:
     return suse.exact(query, case.events, evaluate_at=case.at).evaluations[0].count
 
 
+def _refused(case) -> bool:
+    """Conditions with another policy or with a negation; a case without conditions that ends
+    with a negation is counted by the exact engine (tests/test_absence.py)."""
+    return case.policy != "any" or ("!" in case.query and bool(case.where))
+
+
 def test_worked_examples():
-    check_counts(lambda case: engine_count(case) if case.policy == "any" and "!" not in case.query else case.count)
+    check_counts(lambda case: case.count if _refused(case) else engine_count(case))
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.policy != "any" or "!" in c.query], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", [c for c in CASES if _refused(c)], ids=lambda c: c.name)
 def test_what_does_not_combine_yet_is_refused_by_name(case):
     with pytest.raises(QueryError) as info:
         engine_count(case)

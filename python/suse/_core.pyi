@@ -177,6 +177,7 @@ class ExactEngine:
         memory_limit: int | None = None,
         extrema: bool = False,
         of: Sequence[bool] | None = None,
+        closing: tuple[Sequence[int], int] | None = None,
     ) -> ExactEngine: ...
     def extend(
         self,

@@ -270,6 +270,15 @@ impl ExactState {
         self.engine.feed(self.out.mask(raw))
     }
 
+    /// A negation at the end of the pattern (see [`ExactEngine::new`]); MIN/MAX not with it.
+    fn close_at_window_end(&mut self, closing: Option<(Vec<u32>, u32)>) -> Result<(), Error> {
+        let Some((pending, closed)) = closing else { return Ok(()) };
+        if self.extrema.is_some() {
+            return Err(Error::input("MIN/MAX are not counted with a negation at the end of the pattern yet"));
+        }
+        self.engine.close_at_window_end(pending, closed)
+    }
+
     fn extremes(&self) -> (Option<u64>, Option<u64>) {
         self.extrema.as_ref().and_then(|x| x.result()).map_or((None, None), |(lo, hi)| (Some(lo), Some(hi)))
     }
@@ -336,11 +345,15 @@ struct ExactEngine {
 
 #[pymethods]
 impl ExactEngine {
+    /// `closing`: a negation at the end of the pattern, as `(pending states, closed state)`
+    /// (`suse_kernel::exact::window::Closing`).
     #[new]
-    #[pyo3(signature = (dfa, window, policy_name, memory_limit=None, extrema=false, of=None))]
-    fn new(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>, extrema: bool, of: Option<Vec<bool>>) -> PyResult<Self> {
+    #[pyo3(signature = (dfa, window, policy_name, memory_limit=None, extrema=false, of=None, closing=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>, extrema: bool, of: Option<Vec<bool>>, closing: Option<(Vec<u32>, u32)>) -> PyResult<Self> {
         guard_ro(|| {
-            let state = ExactState::new(dfa, window, policy_name, memory_limit, extrema, of)?;
+            let mut state = ExactState::new(dfa, window, policy_name, memory_limit, extrema, of)?;
+            state.close_at_window_end(closing)?;
             Ok(ExactEngine { state, last_t: None, dead: None, labels: dfa.labels.clone() })
         })
     }
@@ -357,7 +370,7 @@ impl ExactEngine {
     ) -> PyResult<Vec<NativeEvaluation>> {
         let dfa = self.state.engine.dfa().clone();
         let labels = self.labels.clone();
-        Arrays::new(timestamps, values, evaluate_at).run(
+        let rows = Arrays::new(timestamps, values, evaluate_at).run(
             py,
             chars,
             &mut self.dead,
@@ -365,8 +378,9 @@ impl ExactEngine {
             &dfa,
             &mut self.state,
             |me, raw| me.feed(raw),
-            |me, t| exact_evaluation(me, t, labels.as_deref()),
-        )
+            |me, t| exact_evaluation_at(me, t, labels.as_deref()),
+        )?;
+        rows.into_iter().collect::<Result<_, Error>>().map_err(to_py)
     }
 
     /// What pickling keeps: `(engine state, last timestamp)` ([`ExactPickle`]).
@@ -376,12 +390,13 @@ impl ExactEngine {
 
     /// An engine as [`ExactEngine::_snapshot`] saw it, made with the constructor's arguments.
     #[staticmethod]
-    #[pyo3(signature = (dfa, window, policy_name, memory_limit, extrema, of, snapshot))]
+    #[pyo3(signature = (dfa, window, policy_name, memory_limit, extrema, of, snapshot, closing=None))]
     #[allow(clippy::too_many_arguments)]
-    fn _restore(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>, extrema: bool, of: Option<Vec<bool>>, snapshot: (ExactPickle, Option<i64>)) -> PyResult<Self> {
+    fn _restore(dfa: &PyDfa, window: i64, policy_name: &str, memory_limit: Option<u64>, extrema: bool, of: Option<Vec<bool>>, snapshot: (ExactPickle, Option<i64>), closing: Option<(Vec<u32>, u32)>) -> PyResult<Self> {
         guard_ro(|| {
             let spec = EngineSpec { dfa, window, policy: policy_name, memory_limit, extrema, of };
-            let state = ExactState::restore(spec, snapshot.0)?;
+            let mut state = ExactState::restore(spec, snapshot.0)?;
+            state.close_at_window_end(closing)?;
             Ok(ExactEngine { state, last_t: snapshot.1, dead: None, labels: dfa.labels.clone() })
         })
     }
@@ -425,6 +440,13 @@ impl Replay for ExactState {
     fn feed_raw(&mut self, byte: u8, t: i64, v: u64) -> Result<(), Error> {
         self.feed(Raw::classify(self.engine.dfa(), byte, t, v))
     }
+}
+
+/// [`exact_evaluation`] at time `t`: with a negation at the end of the pattern, only the
+/// windows closed by `t` count.
+fn exact_evaluation_at(me: &ExactState, t: i64, labels: Option<&CostLabels>) -> Result<NativeEvaluation, Error> {
+    let (count, sum, partial_count) = me.engine.totals_at(Some(t))?;
+    Ok(NativeEvaluation { count, sum, partial_count, ..exact_evaluation(me, t, labels) })
 }
 
 fn exact_evaluation(me: &ExactState, t: i64, labels: Option<&CostLabels>) -> NativeEvaluation {

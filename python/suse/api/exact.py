@@ -8,7 +8,7 @@ from suse.api.checks import check_int, check_memory_limit
 from suse.api.events import coerce_events
 from suse.api.feeding import Arrivals, check_late_mode
 from suse.api.locking import Locked, locked
-from suse.api.query import Query
+from suse.api.query import Query, closing_refusal
 from suse.api.queryset import QuerySet, exact_set
 from suse.api.results import Evaluation, ExactResult
 from suse.api.where import WhereArrivals, WhereCounter
@@ -37,9 +37,11 @@ class Exact(Locked):
             self._engine = None
             self._arrivals = WhereArrivals(self._where)
             return
+        if query._closing is not None and self.lateness:
+            raise closing_refusal(query.regex, "lateness")
         # lateness > 0: the kernel's out-of-order layer holds the engine
         self._engine = None if self.lateness else _core.ExactEngine(
-            query._dfa, query.window, query.policy, limit, query._extrema, query._of_mask)
+            query._exact_dfa, query.window, query.policy, limit, query._extrema, query._of_mask, query._closing)
         self._arrivals = Arrivals(self.lateness, _core.OooExactEngine(
             query._dfa, query.window, query.policy, self.lateness, limit, query._extrema,
             query._of_mask) if self.lateness else None)
@@ -116,8 +118,8 @@ def _unpickle_exact(query: Query, memory_limit: Optional[int], lateness: int, *r
         engine._arrivals.ooo = _core.OooExactEngine._restore(q._dfa, q.window, q.policy, lateness, memory_limit,
                                                              q._extrema, q._of_mask, state["engine"])
     else:
-        engine._engine = _core.ExactEngine._restore(q._dfa, q.window, q.policy, memory_limit, q._extrema, q._of_mask,
-                                                    state["engine"])
+        engine._engine = _core.ExactEngine._restore(q._exact_dfa, q.window, q.policy, memory_limit, q._extrema,
+                                                    q._of_mask, state["engine"], q._closing)
     engine._arrivals.late, engine._arrivals.retracted = state["late"], state.get("retracted", 0)
     return engine
 

@@ -32,6 +32,28 @@ def compiled(regex: str, max_missing: int = 0) -> tuple[Automaton, Any]:
     return automaton, dfa
 
 
+@functools.lru_cache(maxsize=256)
+def closing_dfa(regex: str) -> Any:
+    """The native automaton the exact engine counts a negation at the end of `regex` with:
+    each negated character that is no letter becomes one with no transition, so that its
+    events reach the engine at their own time (and filter the sets they pass)."""
+    automaton = compiled(regex)[0]
+    extra = "".join(c for c in automaton.negated if c not in automaton.alphabet)
+    letters, width = len(automaton.alphabet), len(automaton.symbols)
+    table = automaton.table()
+    widened: list[int] = []
+    for s in automaton.states:
+        row = table[s * width:(s + 1) * width]
+        widened += row[:letters] + [-1] * len(extra) + row[letters:]
+    return _core.Dfa(automaton.n_states, automaton.alphabet + extra, automaton.negated, automaton.start,
+                     [s in automaton.finals for s in automaton.states], widened)
+
+
+def closing_refusal(regex: str, what: str) -> QueryError:
+    """The error for what a negation at the end of the pattern does not combine with yet."""
+    return QueryError(f"{what} is not supported with a negation at the end of the pattern yet", regex.find("!"), regex)
+
+
 class Query:
     """A regular-expression query: pattern, time window (inclusive), aggregate and policy.
 
@@ -65,6 +87,14 @@ class Query:
         self.policy = check_choice("policy", policy, POLICIES)
         self.max_missing = check_int("max_missing", max_missing, maximum=MAX_MISSING)
         self.automaton, self._native_dfa = compiled(regex, self.max_missing)
+        #: A negation at the end of the pattern: (pending states, closed state), else None.
+        self._closing: Optional[tuple[list[int], int]] = None
+        if self.automaton.pending:
+            self._closing = (sorted(self.automaton.pending), self.automaton.closed)
+            if self.policy != "any":
+                raise closing_refusal(regex, f"policy {self.policy!r}")
+            if self.aggregate in EXTREMA:
+                raise closing_refusal(regex, f"aggregate={self.aggregate!r}")
         self.of = check_of(of, regex, self.automaton.alphabet)
         #: The checked conditions (None without `where`), and the pairs as given.
         self.where: Optional[Where] = None
@@ -73,6 +103,8 @@ class Query:
             pairs = tuple(where.items()) if isinstance(where, Mapping) else where
             if not isinstance(pairs, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
                 raise QueryError(f"where must map letters to conditions, got {show(where)}", 0, regex)
+            if self._closing is not None:
+                raise closing_refusal(regex, "where")
             check_combination(regex, policy=self.policy, max_missing=self.max_missing, negated=self.negated)
             self.where = parse_where(regex, dict(pairs))
             self.where_pairs = pairs
@@ -84,6 +116,9 @@ class Query:
         if self.where is not None:
             raise QueryError("where is not supported by this engine yet: the exact engine (suse.exact, "
                              "suse.Exact) and suse.Summary count conditions between events", 0, self.regex)
+        if self._closing is not None:
+            raise QueryError("a negation at the end of the pattern is not supported by this engine yet: only the "
+                             "exact engine (suse.exact, suse.Exact) counts it", self.regex.find("!"), self.regex)
         return self._native_dfa
 
     @property
@@ -97,7 +132,20 @@ class Query:
 
     @property
     def _of_mask(self) -> Optional[list[bool]]:
-        return None if self.of is None else [c in self.of for c in self.automaton.alphabet]
+        return None if self.of is None else [c in self.of for c in self._exact_letters]
+
+    @property
+    def _exact_letters(self) -> str:
+        """The letters of the exact engine's automaton (`closing_dfa` adds negated ones)."""
+        if self._closing is None:
+            return self.automaton.alphabet
+        return self.automaton.alphabet + "".join(c for c in self.negated if c not in self.automaton.alphabet)
+
+    @property
+    def _exact_dfa(self) -> Any:
+        """The native automaton of the exact engine (`_dfa`, or `closing_dfa` with a negation
+        at the end of the pattern)."""
+        return self._dfa if self._closing is None else closing_dfa(self.regex)
 
     @property
     def alphabet(self) -> str:

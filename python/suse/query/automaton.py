@@ -25,6 +25,11 @@ from suse.query.nfa import NFA, Symbols, render_dot
 from suse.query.parser import alphabet_of, has_negation, negated_of, parse
 
 
+#: The symbol that closes a match's window in the automaton of a pattern that ends with a
+#: negation (never a query character: those are ASCII letters and digits).
+WINDOW_CLOSE = "$"
+
+
 @dataclass(frozen=True, eq=False)
 class Automaton(Symbols):
     """A deterministic automaton; a missing transition means "dead" (no match possible).
@@ -46,6 +51,12 @@ class Automaton(Symbols):
     #: Per final state, the least number of missing letters of the words ending there
     #: (all 0 when ``max_missing`` is 0).
     missing: dict[int, int] = field(default_factory=dict)
+    #: A negation at the end of the pattern (``A B+ !C``): the states whose sets are matches
+    #: only once their window has closed with no negated event after the last element
+    #: (empty without such a negation) ...
+    pending: frozenset[int] = frozenset()
+    #: ... and the final state those sets move to when it closes (None without pending states).
+    closed: Optional[int] = None
 
     def table(self) -> list[int]:
         """Row-major transition table, -1 for dead: ``len(alphabet) + len(negated)``
@@ -110,8 +121,16 @@ def compile_regex(query: str, max_missing: int = 0) -> Automaton:
         )
     alphabet = alphabet_of(tree)
     stages: dict[str, NFA] = {}
+    end = ""
     if has_negation(tree):  # a misplaced negation is the better message for e.g. "!A"
-        stages["thompson"] = thompson(tree, alphabet, query)
+        try:
+            stages["thompson"] = thompson(tree, alphabet, query)
+        except QueryError as err:
+            if "cannot come last" not in err.message:
+                raise
+            # A negation at the end: the pattern is followed by the close of the window.
+            end = WINDOW_CLOSE
+            stages["thompson"] = thompson(tree, alphabet, query, end)
     if not alphabet:
         raise QueryError(
             "query matches nothing: it has no explicit characters, so its alphabet is empty "
@@ -139,15 +158,54 @@ def compile_regex(query: str, max_missing: int = 0) -> Automaton:
         reason = "only the empty word, which never counts" if trimmed.finals else "nothing"
         raise QueryError(f"query matches {reason}", 0, query)
     transitions = {key: next(iter(targets)) for key, targets in trimmed.transitions.items()}
+    finals, pending, closed = trimmed.finals, frozenset(), None
+    if end:
+        transitions, finals, pending, closed = _close_at_window_end(transitions, negated_of(tree))
     return Automaton(
         alphabet,
         trimmed.n_states,
         trimmed.start,
-        trimmed.finals,
+        finals,
         transitions,
         stages,
         query,
         negated_of(tree),
         max_missing,
         labels,
+        pending,
+        closed,
     )
+
+
+def _close_at_window_end(transitions: dict[tuple[int, str], int], negated: str):
+    """Turn the automaton of ``pattern`` followed by the window's close (``WINDOW_CLOSE``)
+    into ``(transitions, finals, pending, closed)`` without that symbol.
+
+    A set in state q can be closed when q has a move on the close. If every state the
+    negation filters can move q to (q included) can be closed too, no later event can undo
+    the match: q is final and counts at once, as without a trailing negation. Otherwise q is
+    *pending*: its sets count when their window closes, if they are still in a state that
+    can be closed. ``closed`` (the target of the close, final) holds the counted ones."""
+    closable = {q for (q, ch) in transitions if ch == WINDOW_CLOSE}
+    targets = {t for (q, ch), t in transitions.items() if ch == WINDOW_CLOSE}
+    (closed,) = targets  # after the close nothing follows, so minimisation leaves one state
+    filters = ["!" + x for x in negated]
+
+    def survives_every_filter(q: int) -> bool:
+        seen, todo = {q}, [q]
+        while todo:
+            p = todo.pop()
+            if p not in closable:
+                return False
+            for f in filters:
+                r = transitions.get((p, f))
+                if r is None:
+                    return False
+                if r not in seen:
+                    seen.add(r)
+                    todo.append(r)
+        return True
+
+    at_once = frozenset(q for q in closable if survives_every_filter(q))
+    kept = {key: t for key, t in transitions.items() if key[1] != WINDOW_CLOSE}
+    return kept, at_once | {closed}, frozenset(closable - at_once), closed

@@ -105,14 +105,18 @@ class _ThompsonBuilder:
         return entries[-1], exit_
 
 
-def thompson(tree: Node, alphabet: str, query: str = "") -> NFA:
+def thompson(tree: Node, alphabet: str, query: str = "", end: str = "") -> NFA:
     """Thompson's construction; a negation becomes a zero-width negation move. Raises
-    ``QueryError`` for a negation that stands where it cannot act (``check_negations``)."""
+    ``QueryError`` for a negation that stands where it cannot act (``check_negations``).
+
+    ``end`` (a character outside the query) appends a move on it after the whole pattern: the
+    close of a match's window, which a negation at the end of the pattern stands before.
+    ``.`` still means only the letters of ``alphabet``."""
     builder = _ThompsonBuilder(alphabet)
-    entry, exit_ = builder.build(tree)
+    entry, exit_ = builder.build(Concat((tree, Char(end))) if end else tree)
     epsilon = {state: frozenset(targets) for state, targets in builder.epsilon.items()}
     nfa = NFA(
-        alphabet,
+        "".join(sorted(alphabet + end)),
         builder.n_states,
         entry,
         frozenset([exit_]),

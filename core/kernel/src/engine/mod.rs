@@ -16,7 +16,7 @@ use crate::engine::error::Error;
 use crate::engine::limits::Limits;
 use crate::automaton::semantics::{AnyMatch, Contiguous, Ev, NextMatch, Policy};
 use crate::summary::{Config, Readout, Summary};
-use crate::exact::window::{split_totals, ExactWindow};
+use crate::exact::window::{split_closing, Closing, ExactWindow};
 use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -73,9 +73,29 @@ impl ExactEngine {
         })
     }
 
-    /// `(count, sum, partial count)` over everything processed.
+    /// A negation at the end of the pattern: the sets in `pending` states count when their
+    /// window closes, moved to the final state `closed` (skip-till-any-match only).
+    pub fn close_at_window_end(&mut self, pending: Vec<u32>, closed: u32) -> Result<(), Error> {
+        let closing = Arc::new(Closing::new(self.dfa(), pending, closed).map_err(Error::Input)?);
+        match self {
+            ExactEngine::Any(e, _) => {
+                e.set_closing(closing);
+                Ok(())
+            }
+            _ => Err(Error::input("a negation at the end of the pattern is counted with policy 'any' only")),
+        }
+    }
+
+    /// `(count, sum, partial count)` over everything processed. With a negation at the end of
+    /// the pattern every window counts as closed (the stream is over).
     pub fn totals(&self) -> (BigUint, BigUint, BigUint) {
-        with_policy!(self, ExactEngine, |e, _g| split_totals(e.dfa(), &e.totals_big()))
+        with_policy!(self, ExactEngine, |e, _g| split_closing(e.dfa(), e.closing().map(|k| &**k), &crate::on_tier!(&e.ladder, |w| w.totals_all_closed())))
+    }
+
+    /// The totals an evaluation at `at` reports: with a negation at the end of the pattern, a
+    /// match counts once its window has closed by `at` (`None`: every window has closed).
+    pub fn totals_at(&self, at: Option<i64>) -> Result<(BigUint, BigUint, BigUint), Error> {
+        with_policy!(self, ExactEngine, |e, _g| Ok(split_closing(e.dfa(), e.closing().map(|k| &**k), &e.totals_closed(at)?)))
     }
 
     /// The totals per automaton state (what [`crate::exact::approx::CostLabels::split`] reads).

@@ -22,11 +22,47 @@ use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+/// A negation at the end of the pattern (`A B+ !C`): a set in a `pending` state is a match
+/// only once its window has closed (the stream has passed its first element's time plus the
+/// window) and it is still in a pending state then, no negated event having filtered it out
+/// since its last element. Negated events must then reach the window as elements of their
+/// own (letters with no transition, whose filter is their negation), so that each is applied
+/// at its time, after the initiators whose window it lies beyond have left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closing {
+    pub pending: Vec<u32>,
+    /// The final state that holds the sets counted when their window closed.
+    pub closed: u32,
+}
+
+impl Closing {
+    /// Checked against `dfa`: pending states are not final, the closed state is final and
+    /// takes no element, and every negated character is also a letter.
+    pub fn new(dfa: &Dfa, pending: Vec<u32>, closed: u32) -> Result<Closing, String> {
+        let state = |q: u32| q != NONE && (q as usize) < dfa.n;
+        if !state(closed) || !dfa.finals[closed as usize] || (0..dfa.k()).any(|c| dfa.step(closed, c as u8) != NONE) {
+            return Err(format!("closed state {closed} must be a final state that takes no element"));
+        }
+        if let Some(q) = pending.iter().find(|&&q| !state(q) || dfa.finals[q as usize]) {
+            return Err(format!("pending state {q} must be a state that is not final"));
+        }
+        // A negated character that is no letter of the pattern reaches the engine as a letter
+        // with no transition: an element that only filters.
+        if let Some(&b) = dfa.negated.iter().find(|&&b| dfa.lookup[b as usize] == crate::automaton::dfa::UNKNOWN) {
+            return Err(format!("negated character {:?} must also be a letter (one with no transition if it is no letter of the pattern)", b as char));
+        }
+        Ok(Closing { pending, closed })
+    }
+}
+
 /// Windowed aggregation over one stream. `totals[q]` counts the sets (matches and partial
 /// matches) formed so far that end in state `q`, with the sums of their values.
 pub struct Window<S: Scalar, P: Semantics> {
     pub dfa: Arc<Dfa>,
     pub tau: i64,
+    /// A negation at the end of the pattern: the sets its pending states hold are added to
+    /// `totals[closed]` when their initiator leaves the window.
+    pub closing: Option<Arc<Closing>>,
     front: VecDeque<(Ev, Option<P::Cursor<S>>)>,
     /// Cursors already retracted, kept for their storage (at most one front's worth).
     spare: Vec<P::Cursor<S>>,
@@ -45,6 +81,7 @@ impl<S: Scalar, P: Semantics> Clone for Window<S, P> {
         Window {
             dfa: self.dfa.clone(),
             tau: self.tau,
+            closing: self.closing.clone(),
             front: self.front.clone(),
             spare: Vec::new(),
             back: self.back.clone(),
@@ -67,6 +104,7 @@ impl<S: Scalar, P: Semantics> Window<S, P> {
         Window {
             dfa,
             tau,
+            closing: None,
             front: VecDeque::new(),
             spare: Vec::new(),
             back: Vec::new(),
@@ -104,22 +142,58 @@ impl<S: Scalar, P: Semantics> Window<S, P> {
 
     /// Drop the elements that a new element at time `now` can no longer share a match with.
     pub fn expire(&mut self, now: i64) -> R<()> {
+        let tau = self.tau;
+        self.expire_while(|t| expired(t, now, tau))
+    }
+
+    /// Close the window of every initiator at time `t` or more before `now`, with `now` no
+    /// earlier than the last element: what an evaluation at `now` counts.
+    pub fn close_upto(&mut self, now: i64) -> R<()> {
+        let tau = self.tau as i128;
+        self.expire_while(|t| now as i128 - t as i128 >= tau)
+    }
+
+    fn expire_while(&mut self, gone: impl Fn(i64) -> bool) -> R<()> {
         while let Some(t) = self.oldest().map(|e| e.t) {
-            if !expired(t, now, self.tau) {
+            if !gone(t) {
                 break;
             }
             if self.front.is_empty() {
                 self.flip()?;
             }
-            // A flip of a non-empty back stack leaves the front non-empty.
+            // A flip of a non-empty back stack leaves the front non-empty. Everything that can
+            // fail happens before the initiator leaves: after a failure the caller rebuilds
+            // from the raw window (still holding it) and the committed totals.
+            let closed = match (self.front.front(), &self.closing) {
+                (Some((_, Some(c))), closing) => {
+                    let before = closing.as_ref().map(|k| self.pending_sum(k)).transpose()?;
+                    P::retract(&self.dfa, c, &self.back_agg, &mut self.a)?;
+                    match (before, closing) {
+                        (Some(before), Some(k)) => Some((k.closed as usize, self.totals[k.closed as usize].add(&before.sub(&self.pending_sum(k)?)?)?)),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
             if let Some((_, Some(c))) = self.front.pop_front() {
-                // In place: after a failure the caller rebuilds from the raw window anyway.
-                P::retract(&self.dfa, &c, &self.back_agg, &mut self.a)?;
                 self.spare.push(c);
+            }
+            if let Some((q, total)) = closed {
+                self.totals[q] = total;
             }
         }
         Ok(())
     }
+
+    /// The active sets in pending states (those a closing window counts).
+    fn pending_sum(&self, closing: &Closing) -> R<Dual<S>> {
+        let mut sum = Dual::zero();
+        for &q in &closing.pending {
+            sum.add_assign(&self.a[q as usize])?;
+        }
+        Ok(sum)
+    }
+
 
     /// Process one element. On [`Overflow`](crate::numbers::num::Overflow) the committed totals and
     /// the raw window are intact, so the caller can rebuild wider and push the element again.
@@ -139,11 +213,34 @@ impl<S: Scalar, P: Semantics> Window<S, P> {
 
     /// The totals of a window fed `events` from scratch.
     pub fn run(dfa: Arc<Dfa>, tau: i64, events: &[Ev]) -> R<Self> {
+        Self::run_closing(dfa, tau, None, events)
+    }
+
+    /// [`Window::run`] with a negation at the end of the pattern.
+    pub fn run_closing(dfa: Arc<Dfa>, tau: i64, closing: Option<Arc<Closing>>, events: &[Ev]) -> R<Self> {
         let mut w = Window::new(dfa, tau);
+        w.closing = closing;
         for e in events {
             w.push(*e)?;
         }
         Ok(w)
+    }
+}
+
+impl<S: Num, P: Semantics> Window<S, P> {
+    /// The totals with every window closed now: the active sets in pending states counted
+    /// (in big integers, which cannot overflow).
+    pub fn totals_all_closed(&self) -> Vec<Dual<BigUint>> {
+        let mut totals: Vec<Dual<BigUint>> = self.totals.iter().map(|d| d.to_big()).collect();
+        if let Some(k) = &self.closing {
+            for &q in &k.pending {
+                let d = self.a[q as usize].to_big();
+                let t = &mut totals[k.closed as usize];
+                t.c += d.c;
+                t.s += d.s;
+            }
+        }
+        totals
     }
 }
 
@@ -154,7 +251,7 @@ impl<P: Semantics> Family for WindowFamily<P> {
     type At<N: Num> = Window<N, P>;
     type Ctx<'a> = ();
     fn widen<N: Num, M: Num>(_: &(), w: &Window<N, P>) -> R<Window<M, P>> {
-        let mut wide = Window::<M, P>::run(w.dfa.clone(), w.tau, &w.window_events())?;
+        let mut wide = Window::<M, P>::run_closing(w.dfa.clone(), w.tau, w.closing.clone(), &w.window_events())?;
         wide.totals = w.totals.iter().map(|d| Dual::from_big(&d.to_big())).collect::<R<_>>()?;
         Ok(wide)
     }
@@ -184,8 +281,40 @@ impl<P: Semantics> ExactWindow<P> {
         crate::on_tier!(&self.ladder, |w| w.totals.iter().map(|d| d.to_big()).collect())
     }
 
+    /// Count the sets of a negation at the end of the pattern when their window closes.
+    pub fn set_closing(&mut self, closing: Arc<Closing>) {
+        crate::on_tier!(&mut self.ladder, |w| w.closing = Some(closing))
+    }
+
+    pub fn closing(&self) -> Option<&Arc<Closing>> {
+        crate::on_tier!(&self.ladder, |w| w.closing.as_ref())
+    }
+
+    /// The totals as an evaluation at `at` sees them: the windows that closed by then counted
+    /// (on a copy, so later events can still reach the others), or every window closed with
+    /// `at = None` (the stream is over). Without a closing, the totals.
+    pub fn totals_closed(&self, at: Option<i64>) -> Result<Vec<Dual<BigUint>>, Error> {
+        let Some(t) = at.filter(|_| self.closing().is_some()) else {
+            return Ok(crate::on_tier!(&self.ladder, |w| w.totals_all_closed()));
+        };
+        let mut copy = self.clone();
+        crate::promoting!(&mut copy.ladder, &(), |w| w.close_upto(t))?;
+        Ok(copy.totals_big())
+    }
+
     pub fn dfa(&self) -> &Arc<Dfa> {
         crate::on_tier!(&self.ladder, |w| &w.dfa)
+    }
+}
+
+/// [`split_totals`] with a negation at the end of the pattern: the sets counted when their
+/// window closed were partial matches when they formed (in a pending state), so they leave
+/// the partial count.
+pub fn split_closing(dfa: &Dfa, closing: Option<&Closing>, totals: &[Dual<BigUint>]) -> (BigUint, BigUint, BigUint) {
+    let (c, s, p) = split_totals(dfa, totals);
+    match closing {
+        Some(k) => (c, s, p - &totals[k.closed as usize].c),
+        None => (c, s, p),
     }
 }
 
@@ -420,6 +549,72 @@ pub mod tests {
             });
             prop_assert_eq!((c, s), (BigUint::from(wc), BigUint::from(ws)));
         }
+    }
+
+    /// `A B+ !C` as the Python compiler builds it for the exact engine: C is also a letter with
+    /// no transition (its events arrive at their time), state 2 is pending, state 3 closed.
+    fn absence() -> Arc<Dfa> {
+        let t = |row: [i64; 4]| row.to_vec();
+        let table = [t([1, -1, -1, 0]), t([-1, 2, -1, 1]), t([-1, 2, -1, 1]), t([-1, -1, -1, 3])].concat();
+        let spec = crate::automaton::dfa::DfaSpec { n: 4, alphabet: b"ABC".to_vec(), negated: b"C".to_vec(), start: 0, finals: vec![false, false, false, true], table };
+        Arc::new(Dfa::new(spec).unwrap())
+    }
+
+    /// Brute force of the closing rule: a set spelling `A B+` whose first element is at f counts
+    /// at `at` if `at >= f + tau` (always with `None`) and no C comes after its last element up
+    /// to time f + tau.
+    fn brute_closed(raw: &[RawEv], tau: i64, at: Option<i64>) -> (u128, u128) {
+        let raw: Vec<RawEv> = raw.iter().copied().filter(|e| at.is_none_or(|t| e.1 <= t)).collect();
+        let (mut c, mut s) = (0u128, 0u128);
+        let letters: Vec<usize> = (0..raw.len()).filter(|&i| raw[i].0 != b'C').collect();
+        for mask in 1u32..(1 << letters.len()) {
+            let idx: Vec<usize> = (0..letters.len()).filter(|i| mask >> i & 1 == 1).map(|i| letters[i]).collect();
+            let (first, last) = (idx[0], *idx.last().unwrap());
+            let word_ok = raw[first].0 == b'A' && idx.len() >= 2 && idx[1..].iter().all(|&i| raw[i].0 == b'B');
+            let closes = raw[first].1 + tau;
+            if !word_ok || expired(raw[first].1, raw[last].1, tau) || at.is_some_and(|t| t < closes) {
+                continue;
+            }
+            if raw[last + 1..].iter().any(|e| e.0 == b'C' && e.1 <= closes) {
+                continue;
+            }
+            c += 1;
+            s += idx.iter().map(|&i| raw[i].2 as u128).sum::<u128>();
+        }
+        (c, s)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        #[test]
+        fn closing_windows_equal_brute_force(raw in raw_stream(b"ABCx", 12), tau in 0i64..6) {
+            let dfa = absence();
+            let count = |ts: &[Dual<BigUint>]| (ts[3].c.clone(), ts[3].s.clone());
+            let big = |(c, s): (u128, u128)| (BigUint::from(c), BigUint::from(s));
+            let end = raw.last().map_or(0, |e| e.1) + tau + 1;
+            // An evaluation at every time: the window fed the events up to it.
+            for at in 0..=end {
+                let mut w = ExactWindow::<AnyMatch>::new(dfa.clone(), tau);
+                w.set_closing(Arc::new(Closing::new(&dfa, vec![2], 3).unwrap()));
+                for e in elements(&dfa, &raw).into_iter().filter(|e| e.t <= at) {
+                    w.push(e).unwrap();
+                }
+                prop_assert_eq!(count(&w.totals_closed(Some(at)).unwrap()), big(brute_closed(&raw, tau, Some(at))), "at {}", at);
+                if at == end {
+                    prop_assert_eq!(count(&w.totals_closed(None).unwrap()), big(brute_closed(&raw, tau, None)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_closing_must_fit_its_automaton() {
+        let dfa = absence();
+        assert!(Closing::new(&dfa, vec![2], 3).is_ok());
+        assert!(Closing::new(&dfa, vec![2], 2).unwrap_err().contains("closed state 2"));
+        assert!(Closing::new(&dfa, vec![3], 3).unwrap_err().contains("pending state 3"));
+        assert!(Closing::new(&negation(), vec![0], 0).is_err());
     }
 
     #[test]
