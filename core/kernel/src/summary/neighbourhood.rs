@@ -491,5 +491,18 @@ mod tests {
             check::<AnyMatch>(&dfa, tau, &evs, p)?;
             check::<Contiguous>(&dfa, tau, &evs, p)?;
         }
+
+        /// One workspace reused for every element, in both orders, gives what fresh buffers give.
+        #[test]
+        fn joint_matches_reusing_buffers_are_fresh_ones((dfa, raw) in case(), tau in 0i64..12) {
+            let evs = elements(&dfa, &raw);
+            for skip in [AnyMatch::SKIP, Contiguous::SKIP] {
+                let mut work = JointWork::<u128>::default();
+                for p in (0..evs.len()).chain((0..evs.len()).rev()) {
+                    let lo = joint_matches_in(&mut work, &dfa, tau, skip, &evs, p).unwrap();
+                    prop_assert_eq!((lo, work.joint.clone()), joint_matches::<u128>(&dfa, tau, skip, &evs, p).unwrap());
+                }
+            }
+        }
     }
 }
