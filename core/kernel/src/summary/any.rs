@@ -8,7 +8,7 @@
 //! active local rows are recomputed lazily (one forward/backward sweep over the active
 //! window, O(|A|·|Z|²)) only if an active set contained `x`.
 use super::counters::{Counters, Retained};
-use super::neighbourhood::{joint_matches, local_sets, local_sets_and_tail};
+use super::neighbourhood::{joint_matches_in, local_sets, local_sets_and_tail};
 use super::{Summary, SummaryPolicy};
 use crate::automaton::dfa::{Skip, NONE};
 use super::estimates::Estimates;
@@ -147,13 +147,13 @@ fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
     let rebuilt = crate::promoting!(&mut s.exact, &ctx, |part| remove_exact::<P, _>(part, &ctx, p, touches_active))?;
     let (dfa, tau, elems) = (&s.dfa, s.cfg.tau, &s.elems);
     crate::on_est!(&mut s.est, e => shift_joint::<P, _>(dfa, tau, elems, e, p, false));
-    s.drop_element(p);
     if touches_active {
-        if !rebuilt {
-            let ctx = retained!(s);
-            crate::promoting!(&mut s.exact, &ctx, |part| rebuild_active::<P, _>(part, &ctx))?;
-        }
-        s.est.set_al_dirty();
+        s.est.set_al_dirty(); // before the element leaves: its row need not be spliced out
+    }
+    s.drop_element(p);
+    if touches_active && !rebuilt {
+        let ctx = retained!(s);
+        crate::promoting!(&mut s.exact, &ctx, |part| rebuild_active::<P, _>(part, &ctx))?;
     }
     Ok(())
 }
@@ -202,11 +202,13 @@ fn insert_at_exact<P: SummaryPolicy, N: Num>(c: &mut Counters<N>, r: &Retained<'
 fn shift_joint<P: SummaryPolicy, F: Real>(dfa: &crate::automaton::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize, add: bool) {
     // Joint matches are a subset of x's own: none to move when x completes none.
     if est.pres[p].c >= F::from_f64(0.5) {
-        if let Ok((lo, joint)) = joint_matches::<F>(dfa, tau, P::SKIP, elems, p) {
-            for (j, d) in joint.iter().enumerate() {
+        let mut work = std::mem::take(&mut est.joint);
+        if let Ok(lo) = joint_matches_in::<F>(&mut work, dfa, tau, P::SKIP, elems, p) {
+            for (j, d) in work.joint.iter().enumerate() {
                 est.pres[lo + j] = if add { est.pres[lo + j].plus(d) } else { est.pres[lo + j].minus(d) };
             }
         }
+        est.joint = work;
     }
 }
 

@@ -1,6 +1,7 @@
 //! Selection estimates kept per retained element (floats, never reported).
 use crate::numbers::dual::{Dual, DualX};
 use crate::numbers::xf::{Real, Xf};
+use super::neighbourhood::JointWork;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -19,12 +20,21 @@ pub struct Estimates<F: Real> {
     pub(crate) back: Vec<Dual<F>>,
     #[serde(skip)]
     pub(crate) scratch: Vec<Dual<F>>,
+    /// Working space of the joint matches of an evicted element (not state).
+    #[serde(skip)]
+    pub(crate) joint: JointWork<F>,
 }
 
 impl<F: Real> Estimates<F> {
     pub fn drop_element(&mut self, p: usize, z: usize) {
         self.pres.remove(p);
-        self.al.drain(p * z..(p + 1) * z);
+        if self.al_dirty {
+            // Every active row is recomputed before it is read and the rows before the active
+            // window are all zero, so one row fewer at the end is the same as moving the rest.
+            self.al.truncate(self.al.len() - z);
+        } else {
+            self.al.drain(p * z..(p + 1) * z);
+        }
     }
 
     pub fn push(&mut self, pres: Dual<F>, al: &[Dual<F>]) {

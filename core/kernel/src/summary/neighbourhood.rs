@@ -174,19 +174,70 @@ pub fn local_sets_and_tail<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[
     Ok((local, (hi + 1 == elems.len()).then_some(c_mat)))
 }
 
+/// The buffers of [`joint_matches_in`], kept between calls (it runs at most evictions).
+/// Every call sets each buffer's length and contents before reading it.
+#[derive(Debug, Clone)]
+pub struct JointWork<S: Scalar> {
+    /// The result: `joint[y - lo]`.
+    pub joint: Vec<Dual<S>>,
+    k_of: Vec<usize>,
+    e_mats: Vec<Dual<S>>,
+    cur: Vec<Dual<S>>,
+    psi: Vec<Dual<S>>,
+    c_mat: Vec<Dual<S>>,
+    inject: Vec<Dual<S>>,
+    gammas: Vec<Dual<S>>,
+    gamma: Vec<Dual<S>>,
+    d: Vec<Dual<S>>,
+    phi: Vec<Dual<S>>,
+    scratch: Vec<Dual<S>>,
+}
+
+impl<S: Scalar> Default for JointWork<S> {
+    fn default() -> Self {
+        let none = Vec::new;
+        JointWork { joint: none(), k_of: Vec::new(), e_mats: none(), cur: none(), psi: none(), c_mat: none(), inject: none(), gammas: none(), gamma: none(), d: none(), phi: none(), scratch: none() }
+    }
+}
+
+/// `buf` as `len` zeros, reusing its allocation.
+fn zeroed<S: Scalar>(buf: &mut Vec<Dual<S>>, len: usize) {
+    buf.clear();
+    buf.resize(len, Dual::zero());
+}
+
+/// `buf` as the identity matrix over `z` states, reusing its allocation.
+fn set_identity<S: Scalar>(buf: &mut Vec<Dual<S>>, z: usize) {
+    zeroed(buf, z * z);
+    for q in 0..z {
+        buf[q * z + q] = Dual::one();
+    }
+}
+
 /// For every element `y` within the window of `x = elems[p]`, the complete matches that
 /// contain both (count and value sum); `(lo, joint)` with `joint[y - lo]`, zero at `x`.
 pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<(usize, Vec<Dual<S>>)> {
+    let mut work = JointWork::default();
+    let lo = joint_matches_in(&mut work, dfa, tau, skip, elems, p)?;
+    Ok((lo, work.joint))
+}
+
+/// [`joint_matches`] into `work.joint`, returning `lo`, with no allocation once the buffers
+/// have grown.
+pub fn joint_matches_in<S: Scalar>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<usize> {
     let z = dfa.n;
     let zz = z * z;
     let el = elems;
     let x = el[p];
     let (lo, hi) = span(elems, p, tau, skip);
-    let mut joint_out = vec![Dual::<S>::zero(); hi - lo + 1];
+    let JointWork { joint: joint_out, k_of, e_mats, cur, psi, c_mat, inject, gammas, gamma, d, phi, scratch } = work;
+    // Every entry but x's own is written below.
+    joint_out.resize(hi - lo + 1, Dual::zero());
+    joint_out[p - lo] = Dual::zero();
     let is_init = |i: usize| dfa.init[el[i].sym as usize] != NONE;
-    let mut scratch = Vec::new();
     // K(i) for i in lo..=p: the last element within the window of i (monotone in i).
-    let mut k_of = vec![p; p - lo + 1];
+    k_of.clear();
+    k_of.resize(p - lo + 1, p);
     let mut k = p;
     for i in lo..=p {
         while k < hi && !expired(el[i].t, el[k + 1].t, tau) {
@@ -198,21 +249,21 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
 
     // E_y = P(y+1..p-1) · w_x T_x for y in lo..p, built right to left (flat, |Z|² each).
     // Stored right to left: E_y at (p-1-y)·|Z|². Every cell is written, so nothing is zeroed.
-    let mut e_mats = Vec::with_capacity((p - lo) * zz);
-    let mut cur = vec![Dual::<S>::zero(); zz];
+    e_mats.clear();
+    zeroed(cur, zz);
     for &(q, q2) in takes(dfa, &x, skip).iter() {
         cur[q as usize * z + q2 as usize] = wx.clone();
     }
     for y in (lo..p).rev() {
-        e_mats.extend_from_slice(&cur);
-        step(dfa, &el[y], skip, &mut cur, Dir::Backward, Layout::Rows, &mut scratch)?;
+        e_mats.extend_from_slice(cur);
+        step(dfa, &el[y], skip, cur, Dir::Backward, Layout::Rows, scratch)?;
     }
     let e_of = |y: usize| (p - 1 - y) * zz;
     // ψ(K) = the matches a set through x (in each state after x) completes by K:
     // P(p+1..K) · 1_F without kills, 1_F + Σ_{y=p+1..K} P(p+1..y−1)·(taking y)·1_F with them.
     let ends_mode = counts_at_ends(dfa, skip);
-    let mut psi = vec![Dual::<S>::zero(); (hi - p + 1) * z];
-    let mut c_mat = identity::<S>(z);
+    zeroed(psi, (hi - p + 1) * z);
+    set_identity(c_mat, z);
     // Without kills ψ is read only at the ends K(i) of the initiators before x (rising with i):
     // the sweep computes it there and stops at the last.
     let mut read_at = (lo..p).filter(|&i| is_init(i)).map(|i| k_of[i - lo]).peekable();
@@ -220,7 +271,7 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
         if !ends_mode {
             let Some(&next) = read_at.peek() else { break };
             if k > p {
-                step(dfa, &el[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
+                step(dfa, &el[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
             }
             if next == k {
                 while read_at.next_if_eq(&k).is_some() {}
@@ -246,13 +297,13 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
             }
             psi[(k - p) * z + r] = acc;
         }
-        step(dfa, &el[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
+        step(dfa, &el[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
     }
 
     // Neighbours after x: backward sweep of Γ_y, then forward sweep of D_y = P(p+1..y-1).
     if hi > p {
         // Σ_{K(i)=K} β_i, indexed K-p; β_i: sets from initiator i through x, state after x.
-        let mut inject = vec![Dual::<S>::zero(); (hi - p + 1) * z];
+        zeroed(inject, (hi - p + 1) * z);
         for i in lo..=p {
             if !is_init(i) {
                 continue;
@@ -270,9 +321,9 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
             }
         }
         // Γ_y for y = hi down to p+1, stored in that order (each written whole).
-        let mut gammas = Vec::with_capacity((hi - p) * zz);
+        gammas.clear();
         let g_of = |y: usize| (hi - y) * zz;
-        let mut gamma = vec![Dual::<S>::zero(); zz];
+        zeroed(gamma, zz);
         if ends_mode {
             // act(y) = Σ_{K(i) ≥ y} β_i. Γ'_y = Γ'_{y+1}·M_{y+1}ᵀ + act(y+1) ⊗ (taking y+1)·1_F
             // counts the matches ending after y, Γ_y = Γ'_y + act(y) ⊗ 1_F those ending at y too.
@@ -284,7 +335,7 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
             }
             for y in (p + 1..=hi).rev() {
                 if y < hi {
-                    step(dfa, &el[y + 1], skip, &mut gamma, Dir::Backward, Layout::Cols, &mut scratch)?;
+                    step(dfa, &el[y + 1], skip, gamma, Dir::Backward, Layout::Cols, scratch)?;
                     let done = completes::<S>(dfa, &el[y + 1], skip);
                     for a in 0..z {
                         let act = &inject[(y + 1 - p) * z + a];
@@ -296,7 +347,7 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
                         }
                     }
                 }
-                gammas.extend_from_slice(&gamma);
+                gammas.extend_from_slice(gamma);
                 let g = &mut gammas[g_of(y)..g_of(y) + zz];
                 for a in 0..z {
                     let act = &inject[(y - p) * z + a];
@@ -310,7 +361,7 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
         } else {
             for y in (p + 1..=hi).rev() {
                 if y < hi {
-                    step(dfa, &el[y + 1], skip, &mut gamma, Dir::Backward, Layout::Cols, &mut scratch)?;
+                    step(dfa, &el[y + 1], skip, gamma, Dir::Backward, Layout::Cols, scratch)?;
                 }
                 for a in 0..z {
                     let add = &inject[(y - p) * z + a];
@@ -320,10 +371,10 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
                         }
                     }
                 }
-                gammas.extend_from_slice(&gamma);
+                gammas.extend_from_slice(gamma);
             }
         }
-        let mut d = identity::<S>(z);
+        set_identity(d, z);
         for y in p + 1..=hi {
             let wy = Dual::<S>::weight(el[y].v);
             let g = &gammas[g_of(y)..g_of(y) + zz];
@@ -335,13 +386,13 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
                 }
             }
             joint_out[y - lo] = joint.mul(&wy)?;
-            step(dfa, &el[y], skip, &mut d, Dir::Forward, Layout::Cols, &mut scratch)?;
+            step(dfa, &el[y], skip, d, Dir::Forward, Layout::Cols, scratch)?;
         }
     }
 
     // Neighbours before x: forward sweep of Φ'_y = Σ_{initiators i<y} φ_i(y) ⊗ ψ(K(i)).
     let start = dfa.start as usize;
-    let mut phi = vec![Dual::<S>::zero(); zz];
+    zeroed(phi, zz);
     for y in lo..p {
         let ey = &e_mats[e_of(y)..e_of(y) + zz];
         let wy = Dual::<S>::weight(el[y].v);
@@ -376,7 +427,7 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
         }
         joint_out[y - lo] = joint.mul(&wy)?;
         // Φ'_{y+1} = M_yᵀ Φ'_y + [y initiator] (w_y e_{δ(q0,c_y)}) ⊗ ψ(K(y)).
-        step(dfa, &el[y], skip, &mut phi, Dir::Forward, Layout::Rows, &mut scratch)?;
+        step(dfa, &el[y], skip, phi, Dir::Forward, Layout::Rows, scratch)?;
         if let Some(ps) = own {
             let q0 = dfa.init[el[y].sym as usize] as usize;
             for b in 0..z {
@@ -384,7 +435,7 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
             }
         }
     }
-    Ok((lo, joint_out))
+    Ok(lo)
 }
 
 #[cfg(test)]
@@ -439,6 +490,19 @@ mod tests {
             let p = pick % evs.len();
             check::<AnyMatch>(&dfa, tau, &evs, p)?;
             check::<Contiguous>(&dfa, tau, &evs, p)?;
+        }
+
+        /// One workspace reused for every element, in both orders, gives what fresh buffers give.
+        #[test]
+        fn joint_matches_reusing_buffers_are_fresh_ones((dfa, raw) in case(), tau in 0i64..12) {
+            let evs = elements(&dfa, &raw);
+            for skip in [AnyMatch::SKIP, Contiguous::SKIP] {
+                let mut work = JointWork::<u128>::default();
+                for p in (0..evs.len()).chain((0..evs.len()).rev()) {
+                    let lo = joint_matches_in(&mut work, &dfa, tau, skip, &evs, p).unwrap();
+                    prop_assert_eq!((lo, work.joint.clone()), joint_matches::<u128>(&dfa, tau, skip, &evs, p).unwrap());
+                }
+            }
         }
     }
 }
