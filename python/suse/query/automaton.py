@@ -24,7 +24,6 @@ from suse.query.construction import determinise, minimise, prune, remove_epsilon
 from suse.query.nfa import NFA, Symbols, render_dot
 from suse.query.parser import alphabet_of, has_negation, negated_of, parse
 
-
 #: The symbol that closes a match's window in the automaton of a pattern that ends with a
 #: negation (never a query character: those are ASCII letters and digits).
 WINDOW_CLOSE = "$"
@@ -158,7 +157,8 @@ def compile_regex(query: str, max_missing: int = 0) -> Automaton:
         reason = "only the empty word, which never counts" if trimmed.finals else "nothing"
         raise QueryError(f"query matches {reason}", 0, query)
     transitions = {key: next(iter(targets)) for key, targets in trimmed.transitions.items()}
-    finals, pending, closed = trimmed.finals, frozenset(), None
+    pending: frozenset[int] = frozenset()
+    finals, closed = trimmed.finals, None
     if end:
         transitions, finals, pending, closed = _close_at_window_end(transitions, negated_of(tree))
     return Automaton(
