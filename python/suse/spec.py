@@ -87,7 +87,7 @@ class QuerySpec:
     summary: Optional[SummarySpec] = None
     evaluate: Any = None
     #: Conditions between a match's events, ``{letter: condition}``, kept as pairs so the spec
-    #: hashes (only the exact engine counts them so far; see docs/QUERY.md).
+    #: hashes (on Spark only the exact engine counts them so far; see docs/QUERY.md).
     where: Any = None
 
     def __post_init__(self) -> None:

@@ -30,7 +30,7 @@ def _compiled(query: QuerySpec, job: JobSpec, streaming: bool) -> suse.Query:
     """The query checked (QueryError with a position), named in the message within a set."""
     try:
         compiled = query.compile()
-        if compiled.where is not None:  # only the exact engine counts the conditions
+        if compiled.where is not None:  # on Spark only the exact engine counts them yet
             _check_where(compiled, job, streaming)
         return compiled
     except suse.QueryError as exc:
