@@ -215,3 +215,9 @@ def test_the_retained_matches_are_listed_and_sampled_with_the_conditions():
     assert list(summary.retained_matches().positions()) == [(0, 1, 2, 3), (0, 1, 3), (0, 2, 3)]
     assert list(summary.retained_matches().positions(containing=2)) == [(0, 1, 2, 3), (0, 2, 3)]
     assert summary.result().count == 3 and len(summary.sample_matches(5, seed=1)) == 5
+
+
+def test_a_summary_with_conditions_is_a_summary():
+    summary = suse.Summary(suse.Query("A B+ C", 10, where=RISING), 5, "fifo")
+    assert isinstance(summary, suse.Summary) and type(summary).__name__ == "WhereSummary"
+    assert not isinstance(suse.Exact(suse.Query("A B+ C", 10, where=RISING)), suse.Summary)

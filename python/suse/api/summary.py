@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from abc import ABCMeta
 from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
@@ -19,7 +20,7 @@ from suse.api.where_summary import WhereSummary
 from suse.errors import InputError, StateError
 
 
-class Summary(Locked):
+class Summary(Locked, metaclass=ABCMeta):
     """A bounded summary of one stream (one partition) for one query.
 
     It retains at most `size` elements, chosen by `strategy`, and keeps exact counters over the
@@ -33,7 +34,8 @@ class Summary(Locked):
     """
 
     def __new__(cls, query: Any = None, *args: Any, **kwargs: Any) -> Any:
-        # a query with conditions runs on the conditions engine (suse/api/where_summary.py)
+        # a query with conditions runs on the conditions engine (suse/api/where_summary.py),
+        # registered below as a virtual subclass: isinstance(s, Summary) holds for both
         if cls is Summary and isinstance(query, Query) and query.where is not None:
             return WhereSummary(query, *args, **kwargs)
         return super().__new__(cls)
@@ -295,3 +297,6 @@ def _saved_arrivals(reorder: Optional[dict], header: dict) -> tuple[int, Optiona
     if len(ts) and (max_ts is None or int(ts[0]) <= max_ts - lateness or int(ts[-1]) > max_ts or int(vals.min()) < 0):
         raise ValueError("the pending events do not lie between the horizon and the largest timestamp seen")
     return lateness, max_ts, (chars, ts.tolist(), vals.tolist()), late, retracted
+
+
+Summary.register(WhereSummary)
