@@ -46,8 +46,9 @@ def _want(query: str, window: int, accepted: list, at: int) -> tuple[str, str]:
     return str(oracle["count"]), str(oracle["sum"])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(absence_queries, streams(chars="abcde"), st.integers(0, 6), st.integers(0, 3), st.integers(1, 4), st.data())
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(absence_queries, streams(max_size=12, chars="abcde"), st.integers(1, 8), st.integers(0, 3), st.integers(1, 4),
+       st.data())
 def test_micro_batches_and_due_times_equal_the_oracle(query, stream, window, lateness, period, data):
     """The streaming steps themselves (no Spark): events in the engine's (timestamp, character,
     tie) order arrive shuffled by up to 4 time units over random micro-batches, the state held
