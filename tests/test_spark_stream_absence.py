@@ -139,3 +139,48 @@ def test_the_summaries_on_a_stream_refuse_it_by_name(spark, tmp_path):
     with pytest.raises(QueryError, match="a negation at the end of the pattern is not supported by this engine yet"):
         aggregate_stream(stream, queries={"closing": QUERY, "plain": "A B"}, window=WINDOW, characters=CHARS,
                          timestamp="t", partition_by="k")
+
+
+# Due times every 5, lateness 3: each row is final once the watermark has passed it. p's {A0, B2}
+# and its B6 extensions close at 10; q's are refuted by C9 from a later micro-batch; r sends
+# nothing after the first one, and its {A0, B1} is counted at 10 by a timer as the others move
+# Spark's watermark on (to 20 - 3 = 17: due times 0, 5, 10, 15).
+DUE_STEPS = [
+    [("p", 0, "a"), ("p", 2, "b"), ("q", 0, "a"), ("q", 2, "b"), ("r", 0, "a"), ("r", 1, "b")],
+    [("q", 9, "c"), ("p", 6, "b")],
+    [("p", 20, "a")],
+]
+DUE_COUNTS = {"p": ["0", "0", "3", "3"], "q": ["0", "0", "0", "0"], "r": ["0", "0", "1", "1"]}
+
+
+@pytest.mark.slow  # a stream of three micro-batches and the timers' batch after them
+def test_due_rows_count_a_match_once_the_watermark_passes_its_window(spark, tmp_path):
+    from test_spark_stream_due import wait_for_rows
+
+    src, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
+    src.mkdir()
+    stream = spark.readStream.schema(SCHEMA).json(str(src))
+    result = aggregate_stream(stream, QUERY, WINDOW, CHARS, "t", partition_by="k", engine="exact", lateness=LATENESS,
+                              evaluate={"every": 5})
+    query = (result.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
+             .trigger(processingTime="0 seconds").start())
+    try:
+        for i, step in enumerate(DUE_STEPS):
+            pd.DataFrame(step, columns=["k", "t", "kind"]).to_json(src / f"part-{i}.json", orient="records",
+                                                                  lines=True)
+            query.processAllAvailable()
+        rows = wait_for_rows(out, sum(len(c) for c in DUE_COUNTS.values()))
+    finally:
+        query.stop()
+    everything = pd.DataFrame(sum(DUE_STEPS, []), columns=["k", "t", "kind"])
+    for k, counts in DUE_COUNTS.items():
+        got = rows[rows.k == k].sort_values("evaluated_at")
+        assert list(got.evaluated_at) == [0, 5, 10, 15] and list(got["count"]) == counts, k
+        mine = everything[everything.k == k].sort_values("t")
+        events = [(c.upper(), int(t)) for t, c in zip(mine.t, mine.kind)]
+        library = suse.exact(suse.Query(QUERY, WINDOW), events, evaluate_at=[0, 5, 10, 15]).evaluations
+        assert [str(e.count) for e in library] == counts
+    batch = aggregate(spark.createDataFrame(everything, SCHEMA), QUERY, WINDOW, CHARS, "t", partition_by="k",
+                      engine="exact", evaluate=[0, 5, 10, 15]).toPandas()
+    assert sorted(zip(batch.k, batch.evaluated_at, batch["count"])) == sorted(zip(rows.k, rows.evaluated_at,
+                                                                                  rows["count"]))
