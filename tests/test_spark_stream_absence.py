@@ -24,7 +24,7 @@ from suse.spark.runners.plan import Plan  # noqa: E402
 from suse.spark.streaming.aggregate import advance, output_columns  # noqa: E402
 from suse.spark.streaming.due import advance_due, first_due  # noqa: E402
 from suse.spec import QuerySpec  # noqa: E402
-from test_spark_stream_due import _Value  # noqa: E402  (a value state without Spark)
+from test_spark_stream_due import _Value, wait_for_rows  # noqa: E402  (a value state without Spark)
 from test_spark_stream_where import _accepted  # noqa: E402  (which arrivals are on time)
 
 ORDER = "ABCDE"  # every character a random query names or negates, in rank order
@@ -155,8 +155,6 @@ DUE_COUNTS = {"p": ["0", "0", "3", "3"], "q": ["0", "0", "0", "0"], "r": ["0", "
 
 @pytest.mark.slow  # a stream of three micro-batches and the timers' batch after them
 def test_due_rows_count_a_match_once_the_watermark_passes_its_window(spark, tmp_path):
-    from test_spark_stream_due import wait_for_rows
-
     src, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
     src.mkdir()
     stream = spark.readStream.schema(SCHEMA).json(str(src))
