@@ -100,22 +100,31 @@ STEPS = [
 COUNTS = {"p": ["0", "1"], "q": ["0", "0", "0"], "r": ["1", "0"]}  # each partition's rows, in order
 
 
-@pytest.mark.slow  # a stream of three micro-batches
-def test_a_stream_closes_and_refutes_across_micro_batches(spark, tmp_path):
+def _stream(spark, tmp_path, steps: list[list], due_rows: int = 0, **options) -> pd.DataFrame:
+    """The rows of ``aggregate_stream`` (engine "exact") fed ``steps`` as micro-batches; with due
+    times, once ``due_rows`` rows are out (the timers fire in a batch after the data)."""
     src, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
     src.mkdir()
     stream = spark.readStream.schema(SCHEMA).json(str(src))
-    result = aggregate_stream(stream, QUERY, WINDOW, CHARS, "t", partition_by="k", engine="exact", lateness=LATENESS)
+    result = aggregate_stream(stream, QUERY, WINDOW, CHARS, "t", partition_by="k", engine="exact", lateness=LATENESS,
+                              **options)
     query = (result.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
              .trigger(processingTime="0 seconds").start())
     try:
-        for i, step in enumerate(STEPS):
+        for i, step in enumerate(steps):
             pd.DataFrame(step, columns=["k", "t", "kind"]).to_json(src / f"part-{i}.json", orient="records",
                                                                   lines=True)
             query.processAllAvailable()
+        if due_rows:
+            return wait_for_rows(out, due_rows)
     finally:
         query.stop()
-    emitted = spark.read.parquet(str(out)).toPandas()
+    return spark.read.parquet(str(out)).toPandas()
+
+
+@pytest.mark.slow  # a stream of three micro-batches
+def test_a_stream_closes_and_refutes_across_micro_batches(spark, tmp_path):
+    emitted = _stream(spark, tmp_path, STEPS)
     for k, counts in COUNTS.items():
         rows = emitted[emitted.k == k].sort_values("events")
         assert list(rows["count"]) == counts, k
@@ -155,21 +164,7 @@ DUE_COUNTS = {"p": ["0", "0", "3", "3"], "q": ["0", "0", "0", "0"], "r": ["0", "
 
 @pytest.mark.slow  # a stream of three micro-batches and the timers' batch after them
 def test_due_rows_count_a_match_once_the_watermark_passes_its_window(spark, tmp_path):
-    src, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
-    src.mkdir()
-    stream = spark.readStream.schema(SCHEMA).json(str(src))
-    result = aggregate_stream(stream, QUERY, WINDOW, CHARS, "t", partition_by="k", engine="exact", lateness=LATENESS,
-                              evaluate={"every": 5})
-    query = (result.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
-             .trigger(processingTime="0 seconds").start())
-    try:
-        for i, step in enumerate(DUE_STEPS):
-            pd.DataFrame(step, columns=["k", "t", "kind"]).to_json(src / f"part-{i}.json", orient="records",
-                                                                  lines=True)
-            query.processAllAvailable()
-        rows = wait_for_rows(out, sum(len(c) for c in DUE_COUNTS.values()))
-    finally:
-        query.stop()
+    rows = _stream(spark, tmp_path, DUE_STEPS, sum(len(c) for c in DUE_COUNTS.values()), evaluate={"every": 5})
     everything = pd.DataFrame(sum(DUE_STEPS, []), columns=["k", "t", "kind"])
     for k, counts in DUE_COUNTS.items():
         got = rows[rows.k == k].sort_values("evaluated_at")
