@@ -54,7 +54,8 @@ def test_micro_batches_and_due_times_equal_the_oracle(query, stream, window, lat
     tie) order arrive shuffled by up to 4 time units over random micro-batches, the state held
     as Spark hands it back between them. Each per-micro-batch row equals the oracle over the
     accepted events at the row's time; each due-time row (evaluate={"every": period}) too, and
-    the due times come one period apart, every one below the watermark."""
+    the due times come one period apart, every one below the watermark; an idle partition's
+    last row too."""
     query = query.upper()
     events = sorted(((c.upper(), t, max(v, 0)) for c, t, v in stream), key=lambda e: (e[1], ORDER.index(e[0])))
     ranked = [(*e, i) for i, e in enumerate(events)]
@@ -77,6 +78,11 @@ def test_micro_batches_and_due_times_equal_the_oracle(query, stream, window, lat
             assert r.events == sum(1 for e in accepted if e[1] <= r.evaluated_at)
         due_times += list(rows.evaluated_at)
         state.value, due_state.value = tuple(state.value), tuple(due_state.value)
+    # an idle partition's last row (idle_timeout): every buffered event fed, still evaluated at
+    # the newest timestamp, so a match whose window is open then is in no row
+    (last,) = advance(plan, lateness, ("p",), ["k"], iter(()), state, flush=True).to_dict("records")
+    assert (last["count"], last["sum"]) == _want(query, window, accepted, max(e[1] for e in accepted))
+    assert (last["pending_events"], last["events"]) == (0, len(accepted))
     if due_times:
         first = first_due(min(e[1] for e in accepted), period)
         assert due_times == list(range(first, first + period * len(due_times), period))
