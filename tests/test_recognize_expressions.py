@@ -108,6 +108,8 @@ ROWS = Rows(6, {"`price`": PRICES, "`day`": list(range(6)), "`tie`": TIES, "`gap
     (Agg("avg", "`price`", "B"), 5, 6.0),
     (Agg("min", "`price`", None), 5, 5),
     (Agg("array_agg", "`price`", "C"), 5, [8, 12]),
+    (Agg("array_agg", "`gap`", "U"), 5, [None, None, None, 0]),  # array_agg keeps NULLs, as Trino's
+    (Agg("collect_list", "`gap`", "U"), 5, [0]),                 # collect_list drops them, as Spark's
     (Agg("max_by", "`day`", "B", key="`price`"), 5, 1),         # the B rows 1, 2 have prices 7, 5
     (Agg("min_by", "`day`", None, key="`price`"), 5, 2),
     (Agg("max_by", "`day`", None, key="`tie`"), 5, 2),          # equal keys: the first row in match order

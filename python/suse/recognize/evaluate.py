@@ -78,6 +78,8 @@ def leaf_value(leaf: Leaf, rows: Rows, start: int, labels: Sequence[int], upto: 
     if leaf.key is not None:
         return _by(leaf, rows, chosen, start, labels)
     values = _values_at(rows, leaf.expr, chosen, start, labels)
+    if leaf.func == "array_agg" and not leaf.distinct:
+        return values  # Trino's array_agg keeps NULL elements; Spark's collect_list drops them
     values = [v for v in values if v is not None]
     if leaf.distinct:
         values = _distinct(values)
