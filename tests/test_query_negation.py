@@ -217,6 +217,14 @@ def test_cli_compile_shows_negation_at_every_stage():
     assert "alphabet AC, negated B" in table and "!B" in table
 
 
+def test_cli_compile_marks_the_states_a_closing_window_counts():
+    table = run("compile", "A B+ !C").stdout
+    rows = [line.split("│")[0].strip() for line in table.splitlines() if "│" in line]
+    assert [row for row in rows if "~" in row] == ["~2"]  # the B+ state; A's (1) cannot close
+    assert "~ pending: its sets count, in state 3, once their window has closed" in table
+    assert "~" not in run("compile", "A !C B").stdout
+
+
 def test_cli_compile_negation_error_is_one_line():
     proc = run("compile", "A!BB")
     assert proc.returncode == 2 and proc.stdout == ""

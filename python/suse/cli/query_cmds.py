@@ -44,6 +44,8 @@ def compile_cmd(
     shown = automaton if stage is Stage.trimmed else automaton.stages[stage.value]
     # Final states' missing-letter labels (approximate matching), on the automaton used for counting.
     missing = automaton.missing if max_missing and stage is Stage.trimmed else {}
+    # A negation at the end of the pattern: the states whose sets count when their window closes.
+    pending = automaton.pending if stage is Stage.trimmed else frozenset()
     if dot:
         text = shown.to_dot(f"{query} ({stage.value})")
         for state, cost in sorted(missing.items()):
@@ -67,12 +69,16 @@ def compile_cmd(
     )
     table = new_table("state", *symbols)
     for state in shown.states:
-        marks = ("→" if state == shown.start else "") + ("*" if state in shown.finals else "")
+        marks = ("→" if state == shown.start else "") + ("*" if state in shown.finals else "") + (
+            "~" if state in pending else "")
         cells = [",".join(map(str, sorted(moves.get((state, ch), [])))) or "·" for ch in symbols]
         cost = f" (-{missing[state]})" if state in missing else ""
         table.add_row(f"{marks}{state}{cost}", *cells)
     out.print(table)
     out.print("→ start, * final, · no transition (dead)", markup=False)
+    if pending:
+        out.print(f"~ pending: its sets count, in state {automaton.closed}, once their window has closed with no "
+                  "negated event after their last element", markup=False)
     if missing:
         out.print("(-j): final, its words miss j pattern letters at least (a match there counts in "
                   "count_by_missing[j])", markup=False)
