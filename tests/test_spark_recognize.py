@@ -183,6 +183,20 @@ def test_max_by_min_by_distinct_and_functions_in_define(spark, orders):
     ]
 
 
+def test_array_agg_keeps_nulls_and_collect_list_drops_them(spark, orders):
+    """Trino's array_agg keeps NULL elements, Spark's collect_list does not."""
+    from suse.spark import sql
+
+    out = sql(spark, """SELECT * FROM orders MATCH_RECOGNIZE(
+        PARTITION BY custkey ORDER BY orderdate
+        MEASURES array_agg(nullif(totalprice % 10, 0)) AS kept, collect_list(nullif(totalprice % 10, 0)) AS dropped
+        ONE ROW PER MATCH
+        PATTERN (A B+ C+)
+        DEFINE B AS totalprice < PREV(totalprice), C AS totalprice > PREV(totalprice))""")
+    got = [tuple(r) for r in out.where("custkey = 2").select("kept", "dropped").collect()]
+    assert got == [([None, None, 5, None], [5])]  # customer 2: 50 40 45 60
+
+
 def test_define_errors_on_spark_name_the_construct(spark, orders):
     from suse.spark import sql
 

@@ -494,8 +494,8 @@ def _leaf_type(leaf, df, exprs: dict):
         return T.LongType()
     if leaf.func in ("min", "max", "max_by", "min_by"):
         return t
-    if leaf.func in ("array_agg", "collect_list"):
-        return T.ArrayType(t, False)
+    if leaf.func in ("array_agg", "collect_list"):  # array_agg keeps NULL elements (collect_list drops them)
+        return T.ArrayType(t, leaf.func == "array_agg" and not leaf.distinct)
     if leaf.func == "avg":
         return T.DoubleType()
     if isinstance(t, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
