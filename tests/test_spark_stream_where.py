@@ -28,6 +28,7 @@ from suse.spark.streaming.aggregate import advance, fingerprint, latest, output_
 from suse.spark.streaming.due import advance_due  # noqa: E402
 from suse.spec import QuerySpec  # noqa: E402
 from test_spark_stream_due import _Value  # noqa: E402  (a value state without Spark)
+from test_spark_where import exact_job  # noqa: E402
 from test_where_exact import queries, streams  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::suse.errors.SuseWarning")
@@ -277,33 +278,8 @@ def test_a_streaming_job_file_counts_conditions_at_due_times(spark, tmp_path):
     src.mkdir()
     everything = pd.concat(steps)
     _write(everything, src, 0)
-    conditions = ", ".join(f"{letter} = '{condition}'" for letter, condition in WHERE.items())
-    characters = "\n".join(f'{c} = "{p}"' for c, p in CHARS.items())
-    text = f"""
-mode = "streaming"
-[input]
-path = "{src}"
-format = "json"
-schema = "{SCHEMA}"
-timestamp = "t"
-partition_by = "k"
-value = "v"
-[characters]
-{characters}
-[query]
-regex = "{QUERY}"
-window = {WINDOW}
-where = {{ {conditions} }}
-[evaluate]
-at = {{ every = 10 }}
-engine = "exact"
-[output]
-path = "{tmp_path / 'out'}"
-format = "json"
-[streaming]
-checkpoint = "{tmp_path / 'ckpt'}"
-lateness = {LATENESS}
-"""
+    text = exact_job(src, tmp_path / "out", SCHEMA, QUERY, WINDOW, WHERE, "{ every = 10 }", head='mode = "streaming"',
+                     tail=f'[streaming]\ncheckpoint = "{tmp_path / "ckpt"}"\nlateness = {LATENESS}\n')
     run_job(parse_config(tomllib.loads(text)))
     got = spark.read.json(str(tmp_path / "out")).toPandas()
     # one file, one micro-batch: no event is late; the watermark (newest 53 - 6) has passed 40, not 50

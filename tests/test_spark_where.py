@@ -130,33 +130,40 @@ def test_a_job_file_counts_conditions_over_json_columns(spark, tmp_path, rows):
 
     (tmp_path / "in").mkdir()
     rows.to_json(tmp_path / "in" / "part.json", orient="records", lines=True)
-    conditions = ", ".join(f"{letter} = '{condition}'" for letter, condition in RISING.items())
-    characters = "\n".join(f'{c} = "{p}"' for c, p in CHARS.items())
     job = tmp_path / "job.toml"
-    job.write_text(f"""
+    job.write_text(exact_job(tmp_path / "in", tmp_path / "out", "k string, t long, kind string, price double, "
+                             "label string, v long", QUERY, WINDOW, RISING, "[8, 16, 23]"))
+    run_job(load_config(job))
+    out = spark.read.json(str(tmp_path / "out")).collect()
+    assert {(r["k"], r["evaluated_at"]): (r["count"], r["sum"]) for r in out} == expected(rows, RISING, [8, 16, 23])
+
+
+def exact_job(source, out, schema: str, query: str, window: int, where: dict, at: str, head: str = "", tail: str = "") -> str:
+    """A job file counting ``query`` with conditions ``where`` on the exact engine, JSON in and
+    out (``at``: the TOML value of ``[evaluate] at``; ``head``/``tail``: lines before and after)."""
+    conditions = ", ".join(f"{letter} = '{condition}'" for letter, condition in where.items())
+    characters = "\n".join(f'{c} = "{p}"' for c, p in CHARS.items())
+    return f"""{head}
 [input]
-path = "{tmp_path / 'in'}"
+path = "{source}"
 format = "json"
-schema = "k string, t long, kind string, price double, label string, v long"
+schema = "{schema}"
 timestamp = "t"
 partition_by = "k"
 value = "v"
 [characters]
 {characters}
 [query]
-regex = "{QUERY}"
-window = {WINDOW}
+regex = "{query}"
+window = {window}
 where = {{ {conditions} }}
 [evaluate]
-at = [8, 16, 23]
+at = {at}
 engine = "exact"
 [output]
-path = "{tmp_path / 'out'}"
+path = "{out}"
 format = "json"
-""")
-    run_job(load_config(job))
-    out = spark.read.json(str(tmp_path / "out")).collect()
-    assert {(r["k"], r["evaluated_at"]): (r["count"], r["sum"]) for r in out} == expected(rows, RISING, [8, 16, 23])
+{tail}"""
 
 
 # --- the SQL front: counting mode's DEFINE split into the row predicate and `where` -------------
