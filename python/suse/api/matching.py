@@ -58,10 +58,6 @@ def stream_set(query: Query, events: Any, chars: Any, timestamps: Any) -> Any:
 
 def _iterate(match_set: Any, limit: Optional[int], containing: Optional[int] = None) -> Iterator[tuple]:
     """The kernel's matches in order, fetched in growing batches (the first one at once)."""
-    if isinstance(match_set, WhereMatchSet):  # through an element: the others are passed over
-        found = (m for m in match_set.iterate() if containing is None or containing in m)
-        yield from ((m, 0) for m in itertools.islice(found, limit))
-        return
     cursor = match_set.cursor(containing)
     left, batch = limit, 1
     while left is None or left > 0:

@@ -21,6 +21,7 @@ runs out. The policy is ``any`` (conditions combine with no other yet; ``Query``
 from __future__ import annotations
 
 import bisect
+import itertools
 import random
 from collections.abc import Iterator
 from typing import Any, Optional
@@ -201,6 +202,12 @@ class WhereMatchSet:
                 if self.accepts(grown):
                     yield tuple(path)
 
+    def cursor(self, containing: Optional[int] = None) -> MatchCursor:
+        """The matches in order as the kernel's sets hand them out (``suse.api.matching``);
+        with ``containing``, those through that element (the others are passed over)."""
+        found = self.iterate()
+        return MatchCursor(found if containing is None else (m for m in found if containing in m))
+
     def _next_branch(self, node: Summary, j: int, bound: int) -> Optional[tuple[int, Summary]]:
         for k in range(j, bound + 1):
             grown = self.child(node, k)
@@ -288,6 +295,16 @@ class WhereMatchSet:
                 r -= size
             else:  # pragma: no cover - r is below the node's count by construction
                 raise AssertionError("a rank beyond its branch's count")
+
+
+class MatchCursor:
+    """Matches handed out in batches of (positions, missing letters), as the kernel's cursor."""
+
+    def __init__(self, found: Iterator[tuple[int, ...]]):
+        self.found = found
+
+    def next_batch(self, n: int) -> list[tuple[tuple[int, ...], int]]:
+        return [(m, 0) for m in itertools.islice(self.found, n)]
 
 
 def _reach(conditions: Any) -> tuple[dict[str, int], dict[str, int]]:
