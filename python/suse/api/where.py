@@ -351,7 +351,7 @@ class WhereCounter:
                     if name not in mapping:
                         raise InputError(f"the {c} event has no attribute {name!r}, which a condition reads", event=i)
                     raw_value = mapping[name]
-                column[i] = _exact(data_value(raw_value, f"attribute {name!r} of event {i}"))
+                column[i] = exact_value(data_value(raw_value, f"attribute {name!r} of event {i}"))
             out.append(column)
         return out
 
@@ -395,7 +395,8 @@ def _as_list(column: Any) -> list[Any]:
     return column.tolist() if hasattr(column, "tolist") else list(column)
 
 
-def _exact(value: Any) -> Any:
+def exact_value(value: Any) -> Any:
+    """A condition value as the kernel takes it: a whole Fraction as its int."""
     return value.numerator if isinstance(value, Fraction) and value.denominator == 1 else value
 
 

@@ -186,7 +186,7 @@ class WhereSummary(Locked):
             return start
         if self.strategy == "random":
             return start + int(self._rng.integers(len(self._times) - start))
-        part = 1 if self.query.aggregate == "sum" else 0  # what `present` ranks by
+        part = self._ranked_part
         gain = self._kept.totals_with(code, t, v, attrs)[part] - self._kept.totals()[part]
         if not gain:  # no benefit is below 0: it replaces none, and the ranking is not needed
             return None
@@ -199,8 +199,12 @@ class WhereSummary(Locked):
         """Per retained element (in time order), the matches through it among the retained
         elements: their number, or with aggregate "sum" the sum of their values. Exact: the
         matches of the retained elements minus those without it (see the module's description)."""
-        part = 1 if self.query.aggregate == "sum" else 0
-        return [both[part] for both in self._kept.through()]
+        return [both[self._ranked_part] for both in self._kept.through()]
+
+    @property
+    def _ranked_part(self) -> int:
+        """What `present` ranks by: the matches' number (0), or their values' sum (1) with "sum"."""
+        return 1 if self.query.aggregate == "sum" else 0
 
     # -- reading --
 

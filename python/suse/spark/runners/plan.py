@@ -12,8 +12,7 @@ import pyarrow as pa
 
 import suse
 from suse.api import EXTREMA
-from suse.api.where import WhereCounter
-from suse.api.where import _exact as exact_value
+from suse.api.where import WhereCounter, exact_value
 from suse.errors import InputError
 from suse.query.conditions import data_value
 from suse.spark.events.triggers import Trigger
