@@ -109,6 +109,18 @@ def test_edited_payload_with_a_recomputed_checksum(name, edits):
     goes_on(s)
 
 
+@pytest.mark.parametrize("regex, edited, field", [
+    (b"A !X B", b"A B !X", "a negation at the end"),  # the exact engine's alone
+    (b"A !X B", b"A<!X>B", "unreadable description"),
+])
+def test_an_edited_query_no_summary_counts_is_a_state_error(regex, edited, field):
+    _, good = STATES["deferred"]
+    payload = good[HEADER:]
+    assert payload.count(regex) == 1
+    with pytest.raises(suse.StateError, match=field):
+        suse.Summary.from_bytes(with_checksum(payload.replace(regex, edited), good))
+
+
 def element_offset(data: bytes, ev: tuple[str, int, int]) -> int:
     """Where a retained element (sym: u8, t: i64, v: u64, gap: u32) sits in the payload."""
     _, t, v = ev

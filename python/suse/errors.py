@@ -107,3 +107,12 @@ class SparkSetupError(SuseError):
 class SuseWarning(UserWarning):
     """Something suse can run but that probably does not do what was meant, e.g. a query
     letter no event can ever get."""
+
+
+def exception_text(exc: BaseException) -> str | None:
+    """``str(exc)``, or None when it cannot be read: a Py4JJavaError asks the JVM for its
+    text, which fails when the JVM is gone."""
+    try:
+        return str(exc)
+    except Exception:
+        return None

@@ -244,6 +244,7 @@ class Summary(Locked, metaclass=ABCMeta):
         try:
             header = json.loads(meta)
             query = Query(**header["query"])
+            dfa = query._dfa  # a query no summary counts (conditions, a trailing negation) is not a summary's
             summary = cls.__new__(cls)
             summary.dropped = 0
             summary.query = query
@@ -262,7 +263,7 @@ class Summary(Locked, metaclass=ABCMeta):
         stated = (query.window, summary.size, summary.strategy, query._kernel_aggregate, query.policy, summary.time_to_live,
                   summary.seed)
         held = (cfg.window, cfg.size, cfg.strategy, cfg.aggregate, cfg.policy, cfg.time_to_live, cfg.seed)
-        if stated != held or not engine.adopt_labels(query._dfa):
+        if stated != held or not engine.adopt_labels(dfa):
             raise StateError("saved summary does not match the query and options it describes")
         buffered = summary.lateness and summary.placement == "buffer"
         if buffered and engine.last_timestamp is not None and (

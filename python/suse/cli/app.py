@@ -6,6 +6,7 @@ user typed or supplied is read as rich markup.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -13,14 +14,14 @@ import os
 import sys
 import typing
 from pathlib import Path
-from typing import Any, Callable, NoReturn, TypeVar
+from typing import Any, Callable, Iterator, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand
 
-from suse.errors import ConditionError, InputError, InternalError, QueryError, SuseError
+from suse.errors import ConditionError, InputError, InternalError, QueryError, SuseError, exception_text
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -168,12 +169,25 @@ def friendly_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+@contextlib.contextmanager
+def optional_imports(command: str, extras: str) -> Iterator[None]:
+    """Around a command's imports of an optional part (Spark, the experiments), which only
+    the commands using it load: a missing package is one line naming the extra to install.
+    With Spark, py4j's logging of a lost JVM is quieted: the command's own error reports it once."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        raise InputError(f"`suse {command}` needs {exc.name}: pip install 'suse[{extras}]'") from None
+    if "spark" in extras.split(","):
+        from suse.spark.memory import quiet_py4j_logging
+
+        quiet_py4j_logging()
+
+
 def _report_bug(exc: Exception) -> NoReturn:
     """Exit code 1 and one line asking for a report (docs/CLI.md); SUSE_DEBUG=1 re-raises."""
     if os.environ.get("SUSE_DEBUG"):
         raise exc
-    from suse.spark.memory import exception_text
-
     text = exception_text(exc)
     print_error(
         f"{type(exc).__name__}: {'(its message could not be read)' if text is None else text}. This is a bug in "
@@ -199,9 +213,6 @@ def _usage_error(exc: typer.TyperException) -> int:
 
 def main(argv: list[str] | None = None) -> NoReturn:
     from suse.cli import commands  # noqa: F401  (registers the commands on `app`)
-    from suse.spark.memory import quiet_py4j_logging
-
-    quiet_py4j_logging()  # a lost JVM is reported once, by the command's own error
 
     try:
         try:

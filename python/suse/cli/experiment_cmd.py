@@ -6,7 +6,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from suse.cli.app import Command, app, err_console, friendly_errors
+from suse.cli.app import Command, app, err_console, friendly_errors, optional_imports
 from suse.errors import InputError
 
 
@@ -19,10 +19,8 @@ def experiment(
     plot_only: bool = typer.Option(False, "--plot-only", help="Redraw NAME.png from NAME.csv in --out; run nothing."),
 ) -> None:
     """Run a paper experiment and write its CSV, PNG plot and parameters (docs/RESULTS.md)."""
-    try:
+    with optional_imports("experiment", "eval"):
         from suse.eval.experiments import EXPERIMENTS, run_experiment
-    except ModuleNotFoundError as exc:
-        raise InputError(f"`suse experiment` needs {exc.name}: pip install 'suse[eval]'") from None
 
     if name != "all" and name not in EXPERIMENTS:
         raise InputError(f"unknown experiment {name!r}; choose one of: {', '.join(EXPERIMENTS)}, all")

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from suse.cli.app import Command, app, err_console, friendly_errors, stdout_console
-from suse.errors import InputError, SuseWarning
+from suse.cli.app import Command, app, err_console, friendly_errors, optional_imports, stdout_console
+from suse.errors import SuseWarning
 
 
 @app.command("run", cls=Command)
@@ -24,11 +24,9 @@ def run(
     output: Optional[str] = typer.Option(None, help="Output path, overriding output.path."),
 ) -> None:
     """Run a batch or streaming Spark job described by JOB (a TOML file)."""
-    try:
+    with optional_imports("run", "spark"):
         from suse.spark.jobs.load import load_config
         from suse.spark.jobs.run import run_job
-    except ModuleNotFoundError as exc:
-        raise InputError(f"`suse run` needs {exc.name}: pip install 'suse[spark]'") from None
     cfg = load_config(job)
     if master:
         cfg.spark.master = master

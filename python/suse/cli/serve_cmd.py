@@ -6,8 +6,7 @@ from typing import Optional
 
 import typer
 
-from suse.cli.app import app, err_console, friendly_errors
-from suse.errors import InputError
+from suse.cli.app import app, err_console, friendly_errors, optional_imports
 
 
 @app.command("serve")
@@ -26,11 +25,9 @@ def serve_cmd(
     """Serve a live page of JOB on http://127.0.0.1:PORT/: a table of partitions, counts over
     time and the retained elements. Each refresh is an evaluation at the current stream time.
     Ctrl-C stops it and writes a checkpoint; the next start resumes."""
-    try:
+    with optional_imports("serve", "spark,dashboard"):
         import suse.spark.jobs.config  # noqa: F401  (pyspark, pydantic)
         from suse.dashboard import serve
-    except ModuleNotFoundError as exc:
-        raise InputError(f"`suse serve` needs {exc.name}: pip install 'suse[spark,dashboard]'") from None
     extra = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else []
     serve(
         str(job) if job is not None else None, replay=replay, port=port, speed=speed, checkpoint=checkpoint,

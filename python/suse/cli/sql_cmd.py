@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from suse.cli.app import Command, app, err_console, friendly_errors, print_error, stdout_console
+from suse.cli.app import Command, app, err_console, friendly_errors, optional_imports, print_error, stdout_console
 from suse.errors import InputError, SqlError
 
 _BUILT_IN = ("flights", "stocks")
@@ -47,12 +47,10 @@ def _run(text: str, tables: list[str], output: Optional[Path], show: int, master
         if not Path(path).exists():
             raise InputError(f"--table {name}: {path!r} does not exist")
         sources[name.strip()] = Path(path)
-    try:
+    with optional_imports("sql", "spark"):
         from suse.spark import get_session
         from suse.spark import sql as run_sql
         from suse.spark.jobs.datasets import load
-    except ModuleNotFoundError as exc:
-        raise InputError(f"`suse sql` needs {exc.name}: pip install 'suse[spark]'") from None
     spark = get_session(master, "suse-sql")
     for name, path in sources.items():
         _reader(spark, path).createOrReplaceTempView(name)

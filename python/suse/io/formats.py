@@ -514,9 +514,11 @@ def _lines(part: bytes, line: int) -> str:
 def _csv_table(part: bytes, line: int, n_fields: int, wanted: list[int]) -> pa.Table:
     names = [f"f{i}" for i in range(n_fields)]
     try:
+        # An in-memory reader and no threads: Arrow's readers of a Python file object take the
+        # GIL from their own threads, and one still running at interpreter exit aborts the process.
         return pa_csv.read_csv(
-            io.BytesIO(part),
-            read_options=pa_csv.ReadOptions(column_names=names, block_size=len(part) + 1),
+            pa.BufferReader(part),
+            read_options=pa_csv.ReadOptions(column_names=names, block_size=len(part) + 1, use_threads=False),
             parse_options=pa_csv.ParseOptions(newlines_in_values=True),
             convert_options=pa_csv.ConvertOptions(
                 include_columns=[names[i] for i in wanted], column_types={names[i]: pa.string() for i in wanted},

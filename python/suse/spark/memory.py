@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Iterator
 
-from suse.errors import LimitError
+from suse.errors import LimitError, exception_text
 
 # Events of one partition the gathered layout holds per GiB of heap (measured with a value
 # column, docs/SPARK.md "How it runs"): the message repeats it.
@@ -89,15 +89,6 @@ def _out_of_memory(exc: BaseException) -> bool:
     lost = text is None or isinstance(exc, ConnectionError) or type(exc).__name__ in ("Py4JError", "Py4JNetworkError") or (
         "SparkContext was shut down" in text)
     return lost and _jvm_exit_code() == _JVM_OOM_EXIT
-
-
-def exception_text(exc: BaseException) -> str | None:
-    """``str(exc)``, or None when it cannot be read: a Py4JJavaError asks the JVM for its
-    text, which fails when the JVM is gone."""
-    try:
-        return str(exc)
-    except Exception:
-        return None
 
 
 def quiet_py4j_logging() -> None:
