@@ -15,13 +15,16 @@
 //! * [`engine`]: what a caller drives: run-time policy → type, batches, saved state, limits,
 //!   errors;
 //! * [`conditions`]: conditions between a match's events (`where`): exact values, postfix
-//!   programs over registers, the value index, and the exact engine keyed by (state, registers).
+//!   programs over registers, the value index, and the exact engine keyed by (state, registers);
+//! * [`recognize`]: the standard's row-pattern matcher (MATCH_RECOGNIZE): preferment by
+//!   backtracking over a compiled pattern, and the skip rules.
 pub mod automaton;
 pub mod conditions;
 pub mod engine;
 pub mod exact;
 pub mod matches;
 pub mod numbers;
+pub mod recognize;
 pub mod summary;
 
 pub use automaton::semantics::Policy;

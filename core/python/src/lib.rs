@@ -28,6 +28,7 @@ use suse_kernel::exact::window::{per_initiator_totals, split_totals};
 mod conditions;
 mod grouped;
 mod matches;
+mod recognize;
 
 pyo3::import_exception!(suse.errors, InputError);
 pyo3::import_exception!(suse.errors, StateError);
@@ -1115,6 +1116,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grouped::summary_set_groups, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::sort_groups, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::sort_packed_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(recognize::recognize_run, m)?)?;
     m.add_class::<PyDfa>()?;
     m.add_class::<conditions::WhereEngine>()?;
     m.add_class::<conditions::WhereRetained>()?;

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Sequence
 
+from suse import _core
 from suse.errors import LimitError, SuseError
 from suse.recognize.pattern import Alt, Anchor, Exclude, Node, Repeat, Seq, Var, nullable
 
@@ -137,89 +138,14 @@ class Match:
 
 
 # accept(variable, row, start, labels): labels holds the rows start..row, row labelled variable.
-# An accept whose answer depends on (variable, row) alone may carry ``table``: table[variable][row]
-# is True where it holds, read by the interpreter without a call.
+# An accept whose answer depends on (variable, row) alone may carry ``table``: one bytes object
+# per variable, table[variable][row] == 1 where it holds, read by the kernel without a call.
 Accept = Callable[[int, int, int, list], bool]
 
 
 # beyond(start): whether a row after the last known one could still be accepted by a match
 # starting at ``start`` (streaming: the partition goes on); None: the partition ends there.
 Beyond = Optional[Callable[[int], bool]]
-
-
-def match_at(program: Program, start: int, n: int, accept: Accept, memo: Optional[set] = None,
-             max_steps: int = MAX_STEPS, base: int = 0, beyond: Beyond = None) -> Optional[tuple[list[int], list[bool]]]:
-    """The preferred match starting at row ``start`` of ``n`` rows: (labels, excluded), or None.
-    ``base``: the partition row that row 0 is (``^`` holds at partition row 0). With ``beyond``,
-    a step that needs a row after the known ones raises :class:`Undecided`: every step before it
-    is what the run over the whole partition takes too, so a result found without it is final."""
-    code = program.code
-    pc, pos, depth = 0, start, 0
-    regs = (-1,) * program.registers
-    labels: list[int] = []
-    excluded: list[bool] = []
-    stack: list[tuple] = []
-    steps = 0
-    plain, stride = program.registers == 0, n + 1  # without registers a state is one integer
-    table = getattr(accept, "table", None)  # row-local conditions: read the flags directly
-    while True:
-        op, a, b = code[pc]
-        steps += 1
-        if memo is None and steps > max_steps:
-            raise BacktrackingLimitError(f"more than {max_steps} backtracking steps for the match starting at row {start + 1} of the partition: "
-                                 "simplify the pattern or the DEFINE conditions that look at other rows of the match")
-        ok = True
-        if memo is not None and op <= SPLIT:  # VAR or SPLIT: every cycle passes one
-            key = pc * stride + pos if plain else (pc, pos, regs)
-            if key in memo:
-                ok = False
-            else:
-                memo.add(key)
-        if ok:
-            if op == VAR:
-                if pos >= n and beyond is not None and beyond(start):
-                    raise Undecided(start)
-                if pos < n:
-                    labels.append(a)
-                    excluded.append(depth > 0)
-                    if (table[a][pos] is True) if table is not None else accept(a, pos, start, labels):
-                        pos += 1
-                        pc += 1
-                        continue
-                    labels.pop()
-                    excluded.pop()
-                ok = False
-            elif op == SPLIT:
-                stack.append((b, pos, regs, depth))
-                pc = a
-                continue
-            elif op == JMP:
-                pc = a
-                continue
-            elif op == START:
-                ok = pos + base == 0
-            elif op == END:
-                if pos == n and beyond is not None:
-                    raise Undecided(start)
-                ok = pos == n
-            elif op == EXCL_ON:
-                depth += 1
-            elif op == EXCL_OFF:
-                depth -= 1
-            elif op == MARK:
-                regs = regs[:a] + (pos,) + regs[a + 1:]
-            elif op == PROGRESS:
-                ok = regs[a] != pos
-            else:  # MATCH
-                return labels, excluded
-            if ok:
-                pc += 1
-                continue
-        if not stack:
-            return None
-        pc, pos, regs, depth = stack.pop()
-        del labels[pos - start:]
-        del excluded[pos - start:]
 
 
 @dataclass(frozen=True)
@@ -253,49 +179,24 @@ def matches(program: Program, n: int, accept: Accept, skip: Skip = Skip(), memo_
     """Every match of the partition of ``n`` rows in order, and between them the rows that
     no match covers (:class:`Unmatched`). ``memo_scope``: ``"partition"`` when ``accept``
     depends on the row only, ``"start"`` when it depends on the row and the start row (WITHIN),
-    None otherwise.
+    None otherwise. The kernel's matcher (``suse_kernel::recognize``) finds them; an accept
+    with a ``table`` is read there without a call back into Python.
 
     Streaming: matching goes on from ``cursor``, which moves past an item only once the caller
     asks for the next one (so a caller that stops early resumes at the item it did not take);
-    with ``beyond`` (see :func:`match_at`) it stops at the first start that is not decided yet.
-    ``base`` as in :func:`match_at`."""
+    with ``beyond(start)`` (whether a row after the known ones could still be accepted by a
+    match starting there) it stops at the first start that is not decided yet: every step
+    before it is what the run over the whole partition takes too. ``base``: the partition row
+    that row 0 is (``^`` holds at partition row 0)."""
     cur = cursor if cursor is not None else Cursor()
-    memo: Optional[set] = set() if memo_scope else None
-    while cur.pos < n:
-        if memo_scope == "start":
-            memo = set()
-        pos = cur.pos
-        try:
-            found = match_at(program, pos, n, accept, memo, max_steps, base, beyond)
-        except Undecided:
-            return
-        if found is None:
-            if pos >= cur.covered:
-                yield Unmatched(pos)
-            cur.pos = pos + 1
-            continue
-        labels, excluded = found
-        number = cur.number + 1
-        target = _skip_target(skip, pos, labels, number) if labels else pos + 1
-        yield Match(number, pos, labels, excluded)
-        if memo_scope == "partition":
-            memo = set()  # states on the accepting path did not fail
-        cur.number, cur.pos = number, target
-        if labels:
-            cur.covered = max(cur.covered, pos + len(labels))
-
-
-def _skip_target(skip: Skip, start: int, labels: list[int], number: int) -> int:
-    if skip.mode == "past":
-        return start + len(labels)
-    if skip.mode == "next":
-        return start + 1
-    rows = [start + i for i, v in enumerate(labels) if v in skip.targets]
-    if not rows:
-        raise RecognizeError(f"AFTER MATCH SKIP TO {skip.mode.upper()} {skip.name}: match {number} (starting at row {start + 1} "
-                             f"of the partition) has no row of {skip.name}")
-    target = rows[0] if skip.mode == "first" else rows[-1]
-    if target == start:
-        raise RecognizeError(f"AFTER MATCH SKIP TO {skip.mode.upper()} {skip.name}: match {number} would resume at its own "
-                             f"first row (row {start + 1} of the partition), which would find the same match again")
-    return target
+    table = getattr(accept, "table", None)  # bytes per variable, 1 where a row may carry it
+    items, end, last = _core.recognize_run(
+        (program.code, program.registers, len(program.variables)), n, table, None if table is not None else accept,
+        beyond, (memo_scope or "none", max_steps, base, skip.mode, sorted(skip.targets), skip.name),
+        (cur.pos, cur.covered, cur.number))
+    for is_match, at, number, labels, excluded, after in items:
+        yield Match(number, at, labels, excluded) if is_match else Unmatched(at)
+        cur.pos, cur.covered, cur.number = after
+    cur.pos, cur.covered, cur.number = last  # an undecided start, or the end
+    if isinstance(end, BaseException) and not isinstance(end, Undecided):
+        raise end

@@ -14,7 +14,9 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from suse.errors import SuseError
 from suse.recognize.evaluate import ConditionParser, Rows, leaf_value
@@ -85,7 +87,7 @@ def _match_groups(plan: Plan, table: pa.Table, bounds: Sequence[int]) -> Iterato
     """Match the partitions ``table[bounds[i]:bounds[i + 1]]``: one output batch for all of them."""
     bounds = [x for x in bounds if x <= table.num_rows]
     data = {expr: table.column(col).to_pylist() for expr, col in plan.expr_columns.items()}
-    flags = {c.column: table.column(c.column).to_pylist() for c in plan.conditions if c.column is not None}
+    flags = _flags(plan, table)
     times = table.column(plan.within[0]).to_pylist() if plan.within else None
     out = _Output(plan)
     for a, b in zip(bounds, bounds[1:]):
@@ -166,7 +168,7 @@ def _match_partition(plan: Plan, rows: Rows, accept, scope, out: _Output, offset
 @dataclass
 class Resume:
     """Streaming: matching resumes at ``cursor`` (rows counted in the buffer); the buffer's
-    row 0 is partition row ``base``; ``beyond`` as in :func:`suse.recognize.matcher.match_at`."""
+    row 0 is partition row ``base``; ``beyond`` as in :func:`suse.recognize.matcher.matches`."""
 
     cursor: Cursor = dataclasses.field(default_factory=Cursor)
     base: int = 0
@@ -189,7 +191,7 @@ def advance(plan: Plan, table: pa.Table, final: int, resume: Resume, frontier: O
     no later step needs."""
     part = table.slice(0, final)
     data = {expr: part.column(col).to_pylist() for expr, col in plan.expr_columns.items()}
-    flags = {c.column: part.column(c.column).to_pylist() for c in plan.conditions if c.column is not None}
+    flags = _flags(plan, part)
     times = part.column(plan.within[0]).to_pylist() if plan.within else None
     rows = Rows(final, data, plan.program.variables, plan.members, open=True)
     accept, scope = _acceptor(plan, flags, times, rows)
@@ -229,7 +231,13 @@ def _evaluator(cond: Condition):
     return ConditionParser(cond.tokens, cond.text, "DEFINE").parse()
 
 
-def _acceptor(plan: Plan, flags: dict, times: Optional[list], rows: Rows):
+def _flags(plan: Plan, table: pa.Table) -> dict[str, bytes]:
+    """The DEFINE conditions Spark decided, one byte per row: 1 where TRUE (NULL and FALSE: 0)."""
+    return {c.column: pc.fill_null(table.column(c.column), False).to_numpy(zero_copy_only=False).astype(np.uint8).tobytes()
+            for c in plan.conditions if c.column is not None}
+
+
+def _acceptor(plan: Plan, flags: dict[str, bytes], times: Optional[list], rows: Rows):
     """accept(variable, row, start, labels) and the memo scope it allows."""
     checks: list[Any] = []
     local = True  # every condition depends on its row alone
@@ -243,10 +251,10 @@ def _acceptor(plan: Plan, flags: dict, times: Optional[list], rows: Rows):
             checks.append(("true", None))
     bound = plan.within[1] if plan.within else 0
     if times is None and all(kind != "glue" for kind, _ in checks):  # the common case, kept to one list lookup per row
-        table = [data if kind == "column" else [True] * rows.n for kind, data in checks]
+        table = [data if kind == "column" else b"\x01" * rows.n for kind, data in checks]
 
         def by_row(v: int, row: int, start: int, labels: list) -> bool:
-            return table[v][row] is True
+            return table[v][row] == 1
 
         by_row.table = table  # type: ignore[attr-defined]
         return by_row, "partition"
@@ -257,7 +265,7 @@ def _acceptor(plan: Plan, flags: dict, times: Optional[list], rows: Rows):
                 return False
         kind, data = checks[v]
         if kind == "column":
-            return data[row] is True
+            return data[row] == 1
         if kind == "true":
             return True
         leaves, ev = data

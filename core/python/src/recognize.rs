@@ -1,0 +1,140 @@
+//! The standard's row-pattern matcher (`suse._core.recognize_run`): DEFINE conditions come as
+//! a table of flags (row-local ones, decided by Spark) or as a Python callable.
+use crate::guard_ro;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use suse_kernel::engine::error::Error;
+use suse_kernel::recognize::{self as rec, Acceptor, Cursor, End, Failure, Item, MemoScope, Options, Program, SkipMode};
+
+/// The conditions as Python sees them: flags per variable and row, or `accept(var, row,
+/// start, labels)` with `labels` the match so far (one list, kept in step with the matcher's).
+struct Conditions<'py> {
+    table: Option<Vec<&'py [u8]>>,
+    accept: Option<Bound<'py, PyAny>>,
+    labels: Bound<'py, PyList>,
+    beyond: Option<Bound<'py, PyAny>>,
+}
+
+impl Acceptor<PyErr> for Conditions<'_> {
+    fn accept(&mut self, var: u32, row: usize, start: usize, _labels: &[u32]) -> PyResult<bool> {
+        match (&self.table, &self.accept) {
+            (Some(rows), _) => Ok(rows[var as usize][row] != 0),
+            (None, Some(f)) => f.call1((var, row, start, &self.labels))?.is_truthy(),
+            (None, None) => Ok(true),
+        }
+    }
+    fn pushed(&mut self, var: u32) {
+        if self.accept.is_some() {
+            self.labels.append(var).expect("appending an int to a list");
+        }
+    }
+    fn truncated(&mut self, len: usize) {
+        if self.accept.is_some() && self.labels.len() > len {
+            self.labels.del_slice(len, self.labels.len()).expect("deleting a slice of a list");
+        }
+    }
+    fn open(&self) -> bool {
+        self.beyond.is_some()
+    }
+    fn beyond(&mut self, start: usize) -> PyResult<bool> {
+        match &self.beyond {
+            Some(f) => f.call1((start,))?.is_truthy(),
+            None => Ok(false),
+        }
+    }
+}
+
+/// A program the kernel can run without indexing out of bounds.
+fn checked(code: Vec<(u32, u32, u32)>, registers: usize, variables: usize) -> Result<Program, Error> {
+    let len = code.len() as u32;
+    let bad = |what: String| Err(Error::Input(format!("row pattern program: {what}")));
+    if code.last().map(|c| c.0) != Some(rec::MATCH) {
+        return bad("it does not end in MATCH".into());
+    }
+    for (i, &(op, a, b)) in code.iter().enumerate() {
+        let fits = match op {
+            rec::VAR => (a as usize) < variables,
+            rec::SPLIT => a < len && b < len,
+            rec::JMP => a < len,
+            rec::MARK | rec::PROGRESS => (a as usize) < registers,
+            rec::START | rec::END | rec::EXCL_ON | rec::EXCL_OFF | rec::MATCH => true,
+            _ => false,
+        };
+        if !fits {
+            return bad(format!("instruction {i} ({op}, {a}, {b}) is out of range"));
+        }
+    }
+    Ok(Program { code, registers })
+}
+
+type PyItem = (bool, usize, u64, Vec<u32>, Vec<bool>, (usize, i64, u64));
+
+/// Every match of a partition of `n` rows from `cursor` (pos, covered, number), as
+/// (is a match, start or unmatched row, number, labels, excluded, cursor after), then how
+/// it ended: None, "undecided", or the exception to raise after the items.
+#[pyfunction]
+#[pyo3(signature = (program, n, table, accept, beyond, options, cursor))]
+#[allow(clippy::type_complexity)]
+pub fn recognize_run<'py>(
+    py: Python<'py>,
+    program: (Vec<(u32, u32, u32)>, usize, usize),
+    n: usize,
+    table: Option<Vec<Bound<'py, PyBytes>>>,
+    accept: Option<Bound<'py, PyAny>>,
+    beyond: Option<Bound<'py, PyAny>>,
+    options: (String, u64, i64, String, Vec<u32>, String),
+    cursor: (usize, i64, u64),
+) -> PyResult<(Vec<PyItem>, Option<PyObject>, (usize, i64, u64))> {
+    let (code, registers, variables) = program;
+    let (memo, max_steps, base, skip, targets, name) = options;
+    let rows: Option<Vec<&[u8]>> = table.as_ref().map(|t| t.iter().map(|b| b.as_bytes()).collect());
+    let prepared = guard_ro(|| {
+        let program = checked(code, registers, variables)?;
+        if let Some(rows) = &rows {
+            if rows.len() != variables || rows.iter().any(|r| r.len() < n) {
+                return Err(Error::Input(format!("row pattern table: {} variables of {n} rows expected", variables)));
+            }
+        }
+        let memo = match memo.as_str() {
+            "partition" => MemoScope::Partition,
+            "start" => MemoScope::Start,
+            "none" => MemoScope::None,
+            other => return Err(Error::Input(format!("unknown memo scope {other:?}"))),
+        };
+        let skip = match skip.as_str() {
+            "past" => SkipMode::PastLastRow,
+            "next" => SkipMode::NextRow,
+            "first" => SkipMode::ToFirst { targets, name },
+            "last" => SkipMode::ToLast { targets, name },
+            other => return Err(Error::Input(format!("unknown skip mode {other:?}"))),
+        };
+        Ok((program, Options { memo, max_steps, base, skip }))
+    })?;
+    let (program, opts) = prepared;
+    let mut conditions = Conditions { table: rows, accept, labels: PyList::empty(py), beyond };
+    let start = Cursor { pos: cursor.0, covered: cursor.1, number: cursor.2 };
+    let (items, end, last) = guard_ro(|| Ok(rec::run(&program, n, &mut conditions, &opts, start)))?;
+    let items = items
+        .into_iter()
+        .map(|(item, c)| {
+            let after = (c.pos, c.covered, c.number);
+            match item {
+                Item::Match { number, start, labels, excluded } => (true, start, number, labels, excluded, after),
+                Item::Unmatched { row } => (false, row, 0, Vec::new(), Vec::new(), after),
+            }
+        })
+        .collect();
+    let end = match end {
+        End::Done => None,
+        End::Undecided => Some("undecided".into_pyobject(py)?.into_any().unbind()),
+        End::Failed(Failure::Caller(e)) => Some(e.into_value(py).into_any()),
+        End::Failed(Failure::Limit(m)) => Some(error(py, "BacktrackingLimitError", m)?),
+        End::Failed(Failure::Skip(m)) => Some(error(py, "RecognizeError", m)?),
+    };
+    Ok((items, end, (last.pos, last.covered, last.number)))
+}
+
+fn error(py: Python<'_>, class: &str, message: String) -> PyResult<PyObject> {
+    let module = py.import("suse.recognize.matcher")?;
+    Ok(module.getattr(class)?.call1((message,))?.unbind())
+}
