@@ -7,7 +7,7 @@ one-dimensional and of exactly the dtype given (no conversion happens in the bin
 `make lint` checks this file against the built module (mypy's stubtest: names,
 parameters, defaults); keep it in step with the binding.
 """
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, TypedDict, final
 
 import numpy as np
@@ -405,6 +405,14 @@ def summary_set_groups(
     eval_offsets: Sequence[_Int64Array],
 ) -> list[_GroupColumns]: ...
 def sort_packed_groups(offsets: _Int64Array, packed: _Int64Array) -> _Int64Array: ...
+def recognize_run(
+    program: tuple[Sequence[Sequence[int]], int, int],
+    n: int,
+    conditions: tuple[Sequence[bytes] | None, Callable[[int, int, int, list[int]], object] | None,
+                      Callable[[int], object] | None],
+    options: tuple[str, int, int, str, Sequence[int], str],
+    cursor: tuple[int, int, int],
+) -> tuple[list[tuple[bool, int, int, list[int], list[bool], tuple[int, int, int]]], object | None, tuple[int, int, int]]: ...
 def sort_groups(
     offsets: _Int64Array,
     timestamps: _Int64Array,

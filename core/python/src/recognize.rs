@@ -69,23 +69,25 @@ fn checked(code: Vec<(u32, u32, u32)>, registers: usize, variables: usize) -> Re
 
 type PyItem = (bool, usize, u64, Vec<u32>, Vec<bool>, (usize, i64, u64));
 
+/// The conditions' three forms: (flags table, `accept` callable, streaming `beyond` callable).
+type PyConditions<'py> = (Option<Vec<Bound<'py, PyBytes>>>, Option<Bound<'py, PyAny>>, Option<Bound<'py, PyAny>>);
+
 /// Every match of a partition of `n` rows from `cursor` (pos, covered, number), as
 /// (is a match, start or unmatched row, number, labels, excluded, cursor after), then how
 /// it ended: None, "undecided", or the exception to raise after the items.
 #[pyfunction]
-#[pyo3(signature = (program, n, table, accept, beyond, options, cursor))]
+#[pyo3(signature = (program, n, conditions, options, cursor))]
 #[allow(clippy::type_complexity)]
 pub fn recognize_run<'py>(
     py: Python<'py>,
     program: (Vec<(u32, u32, u32)>, usize, usize),
     n: usize,
-    table: Option<Vec<Bound<'py, PyBytes>>>,
-    accept: Option<Bound<'py, PyAny>>,
-    beyond: Option<Bound<'py, PyAny>>,
+    conditions: PyConditions<'py>,
     options: (String, u64, i64, String, Vec<u32>, String),
     cursor: (usize, i64, u64),
 ) -> PyResult<(Vec<PyItem>, Option<PyObject>, (usize, i64, u64))> {
     let (code, registers, variables) = program;
+    let (table, accept, beyond) = conditions;
     let (memo, max_steps, base, skip, targets, name) = options;
     let rows: Option<Vec<&[u8]>> = table.as_ref().map(|t| t.iter().map(|b| b.as_bytes()).collect());
     let prepared = guard_ro(|| {

@@ -191,8 +191,8 @@ def matches(program: Program, n: int, accept: Accept, skip: Skip = Skip(), memo_
     cur = cursor if cursor is not None else Cursor()
     table = getattr(accept, "table", None)  # bytes per variable, 1 where a row may carry it
     items, end, last = _core.recognize_run(
-        (program.code, program.registers, len(program.variables)), n, table, None if table is not None else accept,
-        beyond, (memo_scope or "none", max_steps, base, skip.mode, sorted(skip.targets), skip.name),
+        (program.code, program.registers, len(program.variables)), n,
+        (table, None if table is not None else accept, beyond), (memo_scope or "none", max_steps, base, skip.mode, sorted(skip.targets), skip.name),
         (cur.pos, cur.covered, cur.number))
     for is_match, at, number, labels, excluded, after in items:
         yield Match(number, at, labels, excluded) if is_match else Unmatched(at)

@@ -130,9 +130,12 @@ enum MemoKey {
 
 type Memo = HashSet<MemoKey, BuildHasherDefault<Fx>>;
 
-/// The preferred match starting at row `start` of `n` rows: (labels, excluded), or None.
+/// A match's rows by their variables, and whether each sits in `{- -}`.
+type Labelled = (Vec<u32>, Vec<bool>);
+
+/// The preferred match starting at row `start` of `n` rows, or None.
 fn match_at<E>(program: &Program, start: usize, n: usize, acc: &mut impl Acceptor<E>, memo: Option<&mut Memo>,
-               opts: &Options) -> Result<Option<(Vec<u32>, Vec<bool>)>, Stop<E>> {
+               opts: &Options) -> Result<Option<Labelled>, Stop<E>> {
     let code = &program.code;
     let (mut pc, mut pos, mut depth) = (0usize, start, 0u32);
     let mut regs: Vec<i64> = vec![-1; program.registers];
@@ -231,7 +234,7 @@ fn skip_target<E>(skip: &SkipMode, start: usize, labels: &[u32], number: u64) ->
     };
     let mode = if first { "FIRST" } else { "LAST" };
     let mut rows = labels.iter().enumerate().filter(|(_, v)| targets.contains(v)).map(|(i, _)| start + i);
-    let target = if first { rows.next() } else { rows.last() };
+    let target = if first { rows.next() } else { rows.next_back() };
     let Some(target) = target else {
         return Err(Failure::Skip(format!(
             "AFTER MATCH SKIP TO {mode} {name}: match {number} (starting at row {} of the partition) has no row of {name}",
