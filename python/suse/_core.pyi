@@ -18,7 +18,7 @@ __all__ = [
     "sort_packed_groups", "Dfa", "ExactEngine", "MultiExactEngine", "OooExactEngine", "OooSummaryEngine", "SummaryEngine",
     "Evaluation", "Totals", "SummaryConfig", "STRATEGIES", "POLICIES", "AGGREGATES", "STATE_FORMAT",
     "DEFAULT_MEMORY_LIMIT", "MAX_SIZE", "MatchSet", "MatchCursor", "WhereEngine",
-    "WhereRetained",
+    "WhereRetained", "recognize_run",
 ]
 
 _Int64Array = NDArray[np.int64]
