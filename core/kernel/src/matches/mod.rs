@@ -25,9 +25,10 @@
 //! no transition, so their filters apply as they pass). Whether it counts depends on the
 //! first element's window end, so `earliest` (one table for every first element) cannot say;
 //! instead each first element gets its [`Ends`] (O(W·|Z|) booleans, built when the search
-//! or the count reaches it): which sets still pending at the window's end pass into, and
-//! which branches lead to a counted set. Finding the first elements that start a match
-//! costs O(n·W·|Z|) once; then the delay stays O(W·|Z|), and counts and draws are as above.
+//! or the count reaches it): which sets are still pending at the window's end, and which
+//! branches lead to a counted set. The first elements that start a match are found by a
+//! sliding product of boolean step relations (O(n·|Z|²) once); then the delay stays
+//! O(W·|Z|), and counts and draws are as above.
 use crate::automaton::dfa::{Dfa, NONE};
 use crate::engine::error::Error;
 use crate::numbers::num::{Num, Overflow, R, U256};
@@ -145,16 +146,78 @@ impl MatchSet {
             }
         };
         let mut set = MatchSet { dfa, policy, elems, last, earliest, starts: Vec::new(), pending };
-        set.starts = (0..n as u32)
-            .filter(|&i| match set.ends(i as usize) {
-                None => set.first_reaches(i, None),
-                Some(ends) => {
-                    let q = set.dfa.init[set.elems[i as usize].sym as usize];
-                    q != NONE && ends.reaches(&set.dfa, i as usize + 1, q)
-                }
-            })
-            .collect();
+        set.starts = match &set.pending {
+            None => (0..n as u32).filter(|&i| set.first_reaches(i, None)).collect(),
+            Some(_) if z <= 64 => set.closing_starts(),
+            Some(_) => set.starts_by_ends(),
+        };
         Ok(set)
+    }
+
+    /// With a negation at the end, the first elements that start a match, each by its
+    /// [`Ends`]: O(W·|Z|) per element.
+    fn starts_by_ends(&self) -> Vec<u32> {
+        (0..self.elems.len() as u32)
+            .filter(|&i| {
+                let q = self.dfa.init[self.elems[i as usize].sym as usize];
+                q != NONE && self.ends(i as usize).is_some_and(|e| e.reaches(&self.dfa, i as usize + 1, q))
+            })
+            .collect()
+    }
+
+    /// [`MatchSet::starts_by_ends`] in O(|Z|²) per element (automata of at most 64 states):
+    /// element `i` starts a match iff it does at once (`earliest`) or a pending state is
+    /// reachable from its initial state through the step relations of the rest of its window
+    /// (each set a path of takes and skips; one still pending at the end counts when the
+    /// window closes). The relations' product over the window, which slides, is kept as a
+    /// queue of two stacks (suffix products on the front, a running product on the back).
+    fn closing_starts(&self) -> Vec<u32> {
+        let z = self.dfa.n;
+        let pending = self.pending.as_ref().map_or(0, |p| (0..z).filter(|&q| p[q]).fold(0u64, |m, q| m | 1 << q));
+        let step = |j: usize| -> Relation {
+            (0..z as u32)
+                .map(|q| {
+                    let (take, pass) = self.policy.edges(&self.dfa, q, &self.elems[j]);
+                    [take, pass].iter().filter(|&&p| p != NONE).fold(0u64, |m, &p| m | 1 << p)
+                })
+                .collect()
+        };
+        let identity: Relation = (0..z).map(|q| 1u64 << q).collect();
+        let (mut front, mut back): (Vec<Relation>, Vec<usize>) = (Vec::new(), Vec::new());
+        let mut back_product = identity.clone();
+        let (mut head, mut pushed) = (0usize, 0usize); // the queue holds elements head..pushed
+        let mut out = Vec::new();
+        for i in 0..self.elems.len() {
+            let end = self.last[i] as usize + 1;
+            while pushed < end {
+                back_product = then(&back_product, &step(pushed));
+                back.push(pushed);
+                pushed += 1;
+            }
+            while head <= i && head < pushed {
+                if front.is_empty() {
+                    let mut suffix = identity.clone();
+                    for &j in back.iter().rev() {
+                        suffix = then(&step(j), &suffix);
+                        front.push(suffix.clone());
+                    }
+                    back.clear();
+                    back_product = identity.clone();
+                }
+                front.pop();
+                head += 1;
+            }
+            let q = self.dfa.init[self.elems[i].sym as usize];
+            if q == NONE {
+                continue;
+            }
+            let through_front = front.last().map_or(1u64 << q, |f| f[q as usize]);
+            let reached = apply(through_front, &back_product);
+            if self.first_reaches(i as u32, None) || reached & pending != 0 {
+                out.push(i as u32);
+            }
+        }
+        out
     }
 
     /// With a negation at the end of the pattern, the [`Ends`] of first element `i`.
@@ -335,6 +398,26 @@ impl MatchSet {
         }
         Ok(Table { from, ext, ends })
     }
+}
+
+/// A step relation over at most 64 states: bit `r` of `row[q]` when a set in state `q` can be
+/// in state `r` after the elements it stands for.
+type Relation = Vec<u64>;
+
+/// The states reachable from the set of states `from` (a bit mask) through `rel`.
+#[inline]
+fn apply(from: u64, rel: &Relation) -> u64 {
+    let (mut out, mut rest) = (0u64, from);
+    while rest != 0 {
+        out |= rel[rest.trailing_zeros() as usize];
+        rest &= rest - 1;
+    }
+    out
+}
+
+/// `first` then `second`.
+fn then(first: &Relation, second: &Relation) -> Relation {
+    first.iter().map(|&row| apply(row, second)).collect()
 }
 
 /// Matches through `below` (the extensions of a set in state `q` from the next element on)

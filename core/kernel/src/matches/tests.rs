@@ -257,6 +257,10 @@ proptest! {
         prop_assert!(at.windows(2).all(|w| w[0] < w[1]), "not in order or repeated: {:?}", at);
         prop_assert_eq!(&at.iter().cloned().collect::<BTreeSet<_>>(), &want);
         prop_assert_eq!(set.count().unwrap(), BigUint::from(want.len()));
+        // The first elements found through the sliding product are those with a match.
+        prop_assert_eq!(&set.starts, &set.starts_by_ends());
+        let firsts: BTreeSet<u32> = got.iter().map(|m| m.elements[0]).collect();
+        prop_assert_eq!(set.starts.iter().copied().collect::<BTreeSet<_>>(), firsts);
         for (i, c) in set.counts().unwrap().iter().enumerate() {
             let mine: Vec<&Match> = got.iter().filter(|m| m.elements[0] == i as u32).collect();
             prop_assert_eq!(c, &BigUint::from(mine.len()));
