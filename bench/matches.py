@@ -5,12 +5,15 @@ Two families, each at about 10^6 and about 10^100 matches:
   per block, 2^m matches each; m = 20 (10^6 per block) and m = 333 (10^100).
 * the paper's workload, `a(b*c)*d(e|f)g*` over Zipf(2) characters of `abcdefg`, with the
   window chosen so that the stream holds about that many matches.
+* a negation at the end: `A B+ !C` over blocks `A B^m C` with window m (each block's C just
+  past its A's window: 2^m − 1 matches per block), and `a(b|d)+!c` over the Zipf stream, where
+  every first element needs its own closing tables (docs/ENGINE.md, "A negation at the end").
 Delay: the mean wall time per match read from `suse.matches` over the first `--enumerate`
 matches (the iterator fetches them in batches), and the largest time the kernel took for one
 match, measured on its cursor one match per call over the first `--probe` matches (with the
 Python call around it); the first match includes the preparation (one backward pass over the
 stream), printed apart. Sampling: `--samples` draws in one call.
-Usage: python bench/matches.py [--enumerate 1000000] [--samples 1000]
+Usage: python bench/matches.py [--enumerate 1000000] [--samples 1000] [--only TEXT]
 """
 from __future__ import annotations
 
@@ -36,7 +39,9 @@ def zipf_stream(n: int, seed: int) -> list[tuple[str, int]]:
     return list(zip(s.chars, s.timestamps.tolist()))
 
 
-def run(label: str, q: suse.Query, events: list, n_enum: int, n_probe: int, n_samples: int) -> None:
+def run(label: str, q: suse.Query, events: list, n_enum: int, n_probe: int, n_samples: int, only: str = "") -> None:
+    if only not in label:
+        return
     start = time.perf_counter()
     total = count_matches(q, events)
     count_s = time.perf_counter() - start
@@ -68,16 +73,24 @@ def main() -> None:
     ap.add_argument("--probe", type=int, default=100_000, help="matches timed one by one on the kernel's cursor")
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--only", default="", help="run only the workloads whose label contains this")
     args = ap.parse_args()
     print("mean µs: per match read from suse.matches; max µs: the slowest single match on the kernel's cursor; "
           "prepare: time to the first match")
     print(f"{'workload':<34} {'events':>8} {'window':>6} {'matches':<9} {'count s':>8} {'prepare ms':>9} "
           f"{'read':>9} {'mean µs':>9} {'max µs':>9} {'ms/sample':>10}")
     for m, k in ((20, 1), (20, 50), (333, 1), (333, 50)):
-        run(f"AB*C, blocks A B^{m} C x {k}", suse.Query("AB*C", m + 1), blocks(m, k), args.enumerate, args.probe, args.samples)
+        run(f"AB*C, blocks A B^{m} C x {k}", suse.Query("AB*C", m + 1), blocks(m, k), args.enumerate, args.probe,
+            args.samples, args.only)
     for n, window in ((10_000, 24), (10_000, 200)):
         run(f"a(b*c)*d(e|f)g*, Zipf(2), seed {args.seed}", suse.Query("a(b*c)*d(e|f)g*", window),
-            zipf_stream(n, args.seed), args.enumerate, args.probe, args.samples)
+            zipf_stream(n, args.seed), args.enumerate, args.probe, args.samples, args.only)
+    for m, k in ((20, 50), (333, 50)):
+        run(f"A B+ !C, blocks A B^{m} C x {k}", suse.Query("A B+ !C", m), blocks(m, k), args.enumerate, args.probe,
+            args.samples, args.only)
+    for n, window in ((10_000, 24), (100_000, 24), (100_000, 200)):
+        run(f"a(b|d)+!c, Zipf(2), seed {args.seed}", suse.Query("a(b|d)+!c", window), zipf_stream(n, args.seed),
+            args.enumerate, args.probe, args.samples, args.only)
 
 
 if __name__ == "__main__":

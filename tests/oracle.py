@@ -31,6 +31,7 @@ __all__ = [
     "stnm_matches",
     "stnm_aggregate",
     "where_matches",
+    "absence_matches",
     "where_aggregate",
     "matches",
     "approx_matches",
@@ -936,6 +937,13 @@ def where_through(query: str, events, window: int, where: Mapping[str, str]) -> 
 
 
 # =========================================================================== absence at the end
+def absence_matches(query: str, events, window: int, at=None) -> list[tuple[int, ...]]:
+    """Every match of a query that may end with a negation (``A B+ !C``) that counts at time
+    ``at`` (``None``: the stream is over), by the rule of ``absence_aggregate``, as index
+    tuples in enumeration order: the oracle of ``suse.matches`` for such queries."""
+    return sorted(where_matches(query, events, window, {}, "any", at))
+
+
 def absence_aggregate(query: str, events, window: int, at=None) -> dict:
     """COUNT, SUM and partial_count of a query that may end with a negation (``A B+ !C``), by
     enumeration, evaluated at time ``at`` (``None``: the stream is over, every window closed).

@@ -121,7 +121,6 @@ def test_what_does_not_combine_yet_is_refused_by_name(make, what):
     "use",
     [
         lambda q: suse.Summary(q, size=10),
-        lambda q: suse.matches(q, STREAM),
         lambda q: suse.exact(suse.QuerySet({"x": q}), STREAM),
     ],
 )

@@ -64,3 +64,18 @@ def test_conditions_read_the_csv_columns():
     assert r.stdout.splitlines() == ["0 1 3\tA@1 B@2 C@4", "0 2 3\tA@1 B@3 C@4"]
     bad = run("matches", "A B+ C", "-", "-w", "10", "--where", "B: B.q > 1", stdin=csv)
     assert bad.returncode == 2 and "missing column 'q'" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_negation_at_the_end_lists_what_exact_counts():
+    # A0 B2 B4 A5 C8 B12 B13, window 10: the C refutes A0's sets; A5's close at 15.
+    stdin = "A 0 B 2 B 4 A 5 C 8 B 12 B 13"
+    r = run("matches", "A B+ !C", "-w", "10", stdin=stdin)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["3 5\tA@5 B@12", "3 5 6\tA@5 B@12 B@13", "3 6\tA@5 B@13"]
+    counted = run("exact", "A B+ !C", "-w", "10", stdin=stdin)
+    assert "│     3 │" in counted.stdout, counted.stdout
+    drawn = run("matches", "A B+ !C", "-w", "10", "--sample", "5", "--seed", "2", "--json", stdin=stdin)
+    assert {tuple(json.loads(x)["positions"]) for x in drawn.stdout.splitlines()} <= {(3, 5), (3, 5, 6), (3, 6)}
+    refused = run("matches", "A B+ !C", "-w", "10", "--policy", "next", stdin=stdin)
+    assert refused.returncode == 2 and "policy 'next' is not supported with a negation at the end" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import oracle
 import suse
-from negation_strategies import negation_queries
+from negation_strategies import absence_queries, negation_queries
 from negation_strategies import streams as negation_streams
 from strategies import queries, streams
 from suse.api.matching import count_matches
@@ -125,6 +125,88 @@ def test_the_uniformity_test_fails_a_biased_sampler():
     firsts = sorted(by_first)
     draws = [rng.choice(by_first[rng.choice(firsts)]) for _ in range(40 * n)]
     assert _chi_square(draws, n) > _threshold(n)
+
+
+# A negation at the end (issue 27, "Absence at the end"): a match counts once its window has
+# closed with no negated event after its last element; the stream is over for `matches`.
+@settings(max_examples=200, **SLOW)
+@given(query=absence_queries, events=negation_streams(max_size=9, chars="abcde"), window=st.integers(0, 6))
+def test_matches_with_a_negation_at_the_end_are_the_oracles(query, events, window):
+    query, events = query.upper(), [(c.upper(), t, v) for c, t, v in _events(events)]
+    q = suse.Query(query, window)
+    got = list(suse.matches(q, events))
+    want = oracle.absence_matches(query, events, window)
+    assert got == want  # each once, in order
+    assert count_matches(q, events) == len(want) == suse.exact(q, events).count
+    assert list(suse.matches(q, events, with_missing=True)) == [(m, 0) for m in want]
+    if want:
+        assert set(suse.sample_matches(q, events, 20, seed=window)) <= set(want)
+    else:
+        with pytest.raises(InputError, match="no match"):
+            suse.sample_matches(q, events, 1)
+
+
+def test_a_negation_at_the_end_worked_example():
+    # A0 B2 B4 A5 C8 B12, window 10: C8 follows every set of A0 (closing at 10); {A5, B12}
+    # closes at 15 with no C after B12. A C at 15 = f + W refutes it; one at 16 does not.
+    q = suse.Query("A B+ !C", 10)
+    events = [("A", 0), ("B", 2), ("B", 4), ("A", 5), ("C", 8), ("B", 12)]
+    assert list(suse.matches(q, events)) == [(3, 5)]
+    assert list(suse.matches(q, events + [("C", 15)])) == []
+    assert list(suse.matches(q, events + [("C", 16)])) == [(3, 5)]
+    # ties: a C with B's timestamp after it refutes, one before it does not
+    assert list(suse.matches(q, [("A", 0), ("B", 3), ("C", 3)])) == []
+    assert list(suse.matches(q, [("A", 0), ("C", 3), ("B", 3)])) == [(0, 2)]
+    # a C between two B's is no absence at the end: only the last element is judged
+    assert list(suse.matches(q, chars="ABCB", timestamps=[0, 3, 3, 4])) == [(0, 1, 3), (0, 3)]
+
+
+# First elements with 248, 120 and 3 matches once the C's have refuted the others.
+ABSENCE_QUERY = suse.Query("A(B|D)+!C", 10)
+ABSENCE_EVENTS = [(c, t) for t, c in enumerate("ABBDCBBDBBABDBCDBABB")]
+
+
+def test_samples_with_a_negation_at_the_end_are_uniform():
+    everything = list(suse.matches(ABSENCE_QUERY, ABSENCE_EVENTS))
+    n = len(everything)
+    assert n == count_matches(ABSENCE_QUERY, ABSENCE_EVENTS) == suse.exact(ABSENCE_QUERY, ABSENCE_EVENTS).count
+    assert n == len(oracle.absence_matches(ABSENCE_QUERY.regex, ABSENCE_EVENTS, 10))
+    draws = suse.sample_matches(ABSENCE_QUERY, ABSENCE_EVENTS, 40 * n, seed=2027)
+    assert set(draws) <= set(everything)
+    assert _chi_square(draws, n) < _threshold(n)
+    # A sampler that ignored the refuted matches' absence from the counts (uniform over the
+    # matches of the pattern without its negation, rejecting refuted draws per first element)
+    # would not be uniform; the same threshold rejects one uniform over first elements.
+    rng = random.Random(2027)
+    by_first: dict = {}
+    for m in everything:
+        by_first.setdefault(m[0], []).append(m)
+    biased = [rng.choice(by_first[rng.choice(sorted(by_first))]) for _ in range(40 * n)]
+    assert _chi_square(biased, n) > _threshold(n)
+
+
+def test_sampling_astronomically_many_matches_with_a_negation_at_the_end():
+    # A then 400 B's and a C inside the window of A: only the sets ending after the C count.
+    events = [("A", 0)] + [("B", t) for t in range(1, 201)] + [("C", 201)] + [("B", t) for t in range(202, 402)]
+    q = suse.Query("A B+ !C", 1000)
+    assert count_matches(q, events) == 2**200 * (2**200 - 1) == suse.exact(q, events).count
+    drawn = suse.sample_matches(q, events, 20, seed=1)
+    assert all(m[0] == 0 and m[-1] > 201 for m in drawn)
+    first = tuple(range(201)) + (202,)  # every B before the C, then the first after it
+    assert list(suse.matches(q, events, limit=2)) == [first, first + (203,)]
+
+
+@pytest.mark.parametrize("make, what", [
+    (lambda: suse.Query("A B+ !C", 10, policy="next"), "policy 'next'"),
+    (lambda: suse.Query("A B+ !C", 10, where={"B": "B.p > 1"}), "where"),
+    (lambda: suse.Summary(suse.Query("A B+ !C", 10), size=4).matches(), "not supported by this engine"),
+    (lambda: suse.api.matching.RetainedMatches.of_elements(suse.Query("A B+ !C", 10), [("A", 1, 1), ("B", 2, 1)]),
+     "listing a summary's retained matches"),
+])
+def test_what_a_negation_at_the_end_does_not_combine_with_is_refused_by_name(make, what):
+    with pytest.raises(QueryError, match="negation at the end of the pattern") as err:
+        make()
+    assert what in err.value.message
 
 
 def test_the_same_seed_draws_the_same_matches():

@@ -23,8 +23,9 @@ pub struct MatchSet {
 }
 
 impl MatchSet {
-    /// The matches of `elems` (gaps filled in); `positions[i]` names element `i`.
-    pub(crate) fn build(dfa: &PyDfa, window: i64, policy_name: &str, elems: Vec<Ev>, positions: Vec<u64>) -> Result<MatchSet, Error> {
+    /// The matches of `elems` (gaps filled in); `positions[i]` names element `i`; `pending`:
+    /// the pending states of a negation at the end of the pattern.
+    pub(crate) fn build(dfa: &PyDfa, window: i64, policy_name: &str, elems: Vec<Ev>, positions: Vec<u64>, pending: Option<&[u32]>) -> Result<MatchSet, Error> {
         // The search table holds |Z| indices per element.
         let bytes = (elems.len() as u64 + 1).saturating_mul(dfa.inner.n as u64).saturating_mul(4).saturating_add(elems.len() as u64 * 40);
         if bytes > DEFAULT_MAX_BYTES {
@@ -36,7 +37,7 @@ impl MatchSet {
                 DEFAULT_MAX_BYTES >> 20
             )));
         }
-        let inner = KMatchSet::new(dfa.inner.clone(), window, policy(policy_name)?, elems)?;
+        let inner = KMatchSet::with_closing(dfa.inner.clone(), window, policy(policy_name)?, elems, pending)?;
         Ok(MatchSet { inner: Arc::new(inner), positions, labels: dfa.labels.clone() })
     }
 
@@ -49,9 +50,11 @@ impl MatchSet {
 #[pymethods]
 impl MatchSet {
     /// The matches of a stream: characters, timestamps (not decreasing); positions are the
-    /// events' indices.
+    /// events' indices. With a negation at the end of the pattern, `dfa` is the exact
+    /// engine's automaton for it and `pending` its pending states.
     #[staticmethod]
-    fn over_events(py: Python<'_>, dfa: &PyDfa, window: i64, policy_name: &str, chars: &[u8], timestamps: PyReadonlyArray1<'_, i64>) -> PyResult<Self> {
+    #[pyo3(signature = (dfa, window, policy_name, chars, timestamps, pending=None))]
+    fn over_events(py: Python<'_>, dfa: &PyDfa, window: i64, policy_name: &str, chars: &[u8], timestamps: PyReadonlyArray1<'_, i64>, pending: Option<Vec<u32>>) -> PyResult<Self> {
         let ts = timestamps.as_array().to_vec();
         py.allow_threads(|| {
             guard_ro(|| {
@@ -73,7 +76,7 @@ impl MatchSet {
                     },
                     |_, _| (),
                 )?;
-                MatchSet::build(dfa, window, policy_name, elems, positions)
+                MatchSet::build(dfa, window, policy_name, elems, positions, pending.as_deref())
             })
         })
     }
@@ -140,5 +143,5 @@ impl MatchCursor {
 
 /// The matches among a summary's retained elements (positions: their indices).
 pub(crate) fn over_elements(dfa: &PyDfa, window: i64, policy_name: &str, elems: &[Ev]) -> PyResult<MatchSet> {
-    guard_ro(|| MatchSet::build(dfa, window, policy_name, elems.to_vec(), (0..elems.len() as u64).collect()))
+    guard_ro(|| MatchSet::build(dfa, window, policy_name, elems.to_vec(), (0..elems.len() as u64).collect(), None))
 }

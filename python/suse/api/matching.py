@@ -21,7 +21,7 @@ from suse import _core
 from suse.api.checks import check_int
 from suse.api.events import coerce_events
 from suse.api.feeding import check_order
-from suse.api.query import Query
+from suse.api.query import Query, closing_refusal
 from suse.api.where_matches import WhereMatchSet
 from suse.errors import InputError
 
@@ -53,7 +53,11 @@ def stream_set(query: Query, events: Any, chars: Any, timestamps: Any) -> Any:
         return WhereMatchSet(query, events, chars, timestamps)
     raw, ts, _ = coerce_events(events, chars, timestamps)
     check_order(ts, None)  # here, for an error that names the event
-    return _core.MatchSet.over_events(query._dfa, query.window, query.policy, raw, ts)
+    # A negation at the end of the pattern: the exact engine's automaton and pending states,
+    # so that a match counts exactly when `exact` counts it (its window closed with no
+    # negated event after its last element).
+    pending = None if query._closing is None else query._closing[0]
+    return _core.MatchSet.over_events(query._exact_dfa, query.window, query.policy, raw, ts, pending)
 
 
 def _iterate(match_set: Any, limit: Optional[int], containing: Optional[int] = None) -> Iterator[tuple]:
@@ -84,7 +88,10 @@ def matches(query: Query, events: Any = None, limit: Optional[int] = None, *, ch
     second, and so on. `limit` stops after that many.
 
     The policy, negations, the window, `max_missing` and the conditions (`where`, over
-    events with attributes as `suse.exact` takes them) are the query's. With
+    events with attributes as `suse.exact` takes them) are the query's. With a negation at
+    the end of the pattern (`A B+ !C`) the stream is over, as for `suse.exact`: a match is
+    listed iff no event of a negated character follows its last element up to its first
+    element's time plus the window. With
     `with_missing=True` each match comes as `(positions, missing letters)` (0 for an exact
     match; approximate queries only differ there). Arguments are checked at the call; the
     matches are then computed as they are read."""
@@ -134,8 +141,11 @@ class RetainedMatches:
         """From a list of elements alone, when the summary is not at hand: nothing is known
         to lie between them, so negations never fire and consecutive elements count as
         contiguous (exact for the policies any and next without negation)."""
+        query = _check_query(query)
+        if query._closing is not None:  # what follows the last retained element is unknown
+            raise closing_refusal(query.regex, "listing a summary's retained matches")
         chars = "".join(c for c, _, _ in elements)
-        match_set = stream_set(_check_query(query), None, chars, [t for _, t, _ in elements])
+        match_set = stream_set(query, None, chars, [t for _, t, _ in elements])
         return cls(list(elements), match_set)
 
     def positions(self, limit: Optional[int] = None, containing: Optional[int] = None) -> Iterator[Positions]:

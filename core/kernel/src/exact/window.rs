@@ -553,7 +553,7 @@ pub mod tests {
 
     /// `A B+ !C` as the Python compiler builds it for the exact engine: C is also a letter with
     /// no transition (its events arrive at their time), state 2 is pending, state 3 closed.
-    fn absence() -> Arc<Dfa> {
+    pub fn absence() -> Arc<Dfa> {
         let t = |row: [i64; 4]| row.to_vec();
         let table = [t([1, -1, -1, 0]), t([-1, 2, -1, 1]), t([-1, 2, -1, 1]), t([-1, -1, -1, 3])].concat();
         let spec = crate::automaton::dfa::DfaSpec { n: 4, alphabet: b"ABC".to_vec(), negated: b"C".to_vec(), start: 0, finals: vec![false, false, false, true], table };

@@ -18,6 +18,17 @@
 //!   `u128`, then 256 bits, then big integers). A uniform integer below the total picks the
 //!   match by unranking: first element by the per-initiator counts, then take or skip by
 //!   the counts of each branch. Exact at any size, O(n·W·|Z|) once plus O(W·|Z|) per draw.
+//!
+//! **A negation at the end of the pattern** (`A B+ !C`, see `exact::window::Closing`): a set
+//! in a *pending* state counts when its window closes if it is still pending then, every
+//! later element of the window having passed it (the negated characters are elements with
+//! no transition, so their filters apply as they pass). Whether it counts depends on the
+//! first element's window end, so `earliest` (one table for every first element) cannot say;
+//! instead each first element gets its [`Ends`] (O(W·|Z|) booleans, built when the search
+//! or the count reaches it): which sets are still pending at the window's end, and which
+//! branches lead to a counted set. The first elements that start a match are found by a
+//! sliding product of boolean step relations (O(n·|Z|²) once); then the delay stays
+//! O(W·|Z|), and counts and draws are as above.
 use crate::automaton::dfa::{Dfa, NONE};
 use crate::engine::error::Error;
 use crate::numbers::num::{Num, Overflow, R, U256};
@@ -72,11 +83,19 @@ pub struct MatchSet {
     earliest: Vec<u32>,
     /// The elements that start at least one match, in order.
     starts: Vec<u32>,
+    /// With a negation at the end of the pattern: per state, whether it is pending.
+    pending: Option<Vec<bool>>,
 }
 
 impl MatchSet {
     /// Prepare the matches of `elems` (in time order, gaps filled in as the engines do).
     pub fn new(dfa: Arc<Dfa>, tau: i64, policy: Policy, elems: Vec<Ev>) -> Result<MatchSet, Error> {
+        Self::with_closing(dfa, tau, policy, elems, None)
+    }
+
+    /// [`MatchSet::new`] with a negation at the end of the pattern: the `pending` states of
+    /// the exact engine's `Closing` (over its automaton, where negated characters are letters).
+    pub fn with_closing(dfa: Arc<Dfa>, tau: i64, policy: Policy, elems: Vec<Ev>, pending: Option<&[u32]>) -> Result<MatchSet, Error> {
         let n = elems.len();
         if n >= NEVER as usize {
             return Err(Error::input(format!("{n} elements: at most {} are supported", NEVER - 1)));
@@ -110,9 +129,124 @@ impl MatchSet {
                 row[q as usize] = best;
             }
         }
-        let mut set = MatchSet { dfa, policy, elems, last, earliest, starts: Vec::new() };
-        set.starts = (0..n as u32).filter(|&i| set.first_reaches(i, None)).collect();
+        let pending = match pending {
+            None => None,
+            Some(states) => {
+                if policy != Policy::Any {
+                    return Err(Error::input("a negation at the end of the pattern needs the policy 'any'"));
+                }
+                let mut mask = vec![false; z];
+                for &q in states {
+                    if q as usize >= z || dfa.finals[q as usize] {
+                        return Err(Error::input(format!("pending state {q} must be a state that is not final")));
+                    }
+                    mask[q as usize] = true;
+                }
+                Some(mask)
+            }
+        };
+        let mut set = MatchSet { dfa, policy, elems, last, earliest, starts: Vec::new(), pending };
+        set.starts = match &set.pending {
+            None => (0..n as u32).filter(|&i| set.first_reaches(i, None)).collect(),
+            Some(_) if z <= 64 => set.closing_starts(),
+            Some(_) => set.starts_by_ends(),
+        };
         Ok(set)
+    }
+
+    /// With a negation at the end, the first elements that start a match, each by its
+    /// [`Ends`]: O(W·|Z|) per element.
+    fn starts_by_ends(&self) -> Vec<u32> {
+        (0..self.elems.len() as u32)
+            .filter(|&i| {
+                let q = self.dfa.init[self.elems[i as usize].sym as usize];
+                q != NONE && self.ends(i as usize).is_some_and(|e| e.reaches(&self.dfa, i as usize + 1, q))
+            })
+            .collect()
+    }
+
+    /// [`MatchSet::starts_by_ends`] in O(|Z|²) per element (automata of at most 64 states):
+    /// element `i` starts a match iff it does at once (`earliest`) or a pending state is
+    /// reachable from its initial state through the step relations of the rest of its window
+    /// (each set a path of takes and skips; one still pending at the end counts when the
+    /// window closes). The relations' product over the window, which slides, is kept as a
+    /// queue of two stacks (suffix products on the front, a running product on the back).
+    fn closing_starts(&self) -> Vec<u32> {
+        let z = self.dfa.n;
+        let pending = self.pending.as_ref().map_or(0, |p| (0..z).filter(|&q| p[q]).fold(0u64, |m, q| m | 1 << q));
+        let step = |j: usize| -> Relation {
+            (0..z as u32)
+                .map(|q| {
+                    let (take, pass) = self.policy.edges(&self.dfa, q, &self.elems[j]);
+                    [take, pass].iter().filter(|&&p| p != NONE).fold(0u64, |m, &p| m | 1 << p)
+                })
+                .collect()
+        };
+        let identity: Relation = (0..z).map(|q| 1u64 << q).collect();
+        let (mut front, mut back): (Vec<Relation>, Vec<usize>) = (Vec::new(), Vec::new());
+        let mut back_product = identity.clone();
+        let (mut head, mut pushed) = (0usize, 0usize); // the queue holds elements head..pushed
+        let mut out = Vec::new();
+        for i in 0..self.elems.len() {
+            let end = self.last[i] as usize + 1;
+            while pushed < end {
+                back_product = then(&back_product, &step(pushed));
+                back.push(pushed);
+                pushed += 1;
+            }
+            while head <= i && head < pushed {
+                if front.is_empty() {
+                    let mut suffix = identity.clone();
+                    for &j in back.iter().rev() {
+                        suffix = then(&step(j), &suffix);
+                        front.push(suffix.clone());
+                    }
+                    back.clear();
+                    back_product = identity.clone();
+                }
+                front.pop();
+                head += 1;
+            }
+            let q = self.dfa.init[self.elems[i].sym as usize];
+            if q == NONE {
+                continue;
+            }
+            let through_front = front.last().map_or(1u64 << q, |f| f[q as usize]);
+            let reached = apply(through_front, &back_product);
+            if self.first_reaches(i as u32, None) || reached & pending != 0 {
+                out.push(i as u32);
+            }
+        }
+        out
+    }
+
+    /// With a negation at the end of the pattern, the [`Ends`] of first element `i`.
+    fn ends(&self, i: usize) -> Option<Ends> {
+        let pending = self.pending.as_ref()?;
+        let z = self.dfa.n;
+        let (from, to) = (i + 1, self.last[i] as usize + 1);
+        let mut closes = vec![false; (to - from + 1) * z];
+        let mut leads = vec![false; (to - from + 1) * z];
+        closes[(to - from) * z..].copy_from_slice(pending);
+        for j in (from..to).rev() {
+            let (row, next) = ((j - from) * z, (j + 1 - from) * z);
+            for q in 0..z as u32 {
+                let (take, pass) = self.policy.edges(&self.dfa, q, &self.elems[j]);
+                let counted = |p: u32| self.dfa.finals[p as usize] || closes[next + p as usize];
+                let by_take = take != NONE && (counted(take) || leads[next + take as usize]);
+                let by_pass = pass != NONE && leads[next + pass as usize];
+                leads[row + q as usize] = by_take || by_pass;
+                closes[row + q as usize] = pass != NONE && closes[next + pass as usize];
+            }
+        }
+        Some(Ends { from, z, closes, leads })
+    }
+
+    /// Whether a set that just took element `j − 1` into state `q` is a match: final, or with
+    /// a negation at the end still pending when its window closes.
+    #[inline]
+    fn counted(&self, ends: Option<&Ends>, j: usize, q: u32) -> bool {
+        self.dfa.finals[q as usize] || ends.is_some_and(|e| e.closes(j, q))
     }
 
     pub fn len(&self) -> usize {
@@ -172,6 +306,9 @@ impl MatchSet {
     pub fn cursor(&self, element: Option<u32>) -> Result<Cursor, Error> {
         let need = match element {
             None => None,
+            Some(_) if self.pending.is_some() => {
+                return Err(Error::input("matches through an element are not listed with a negation at the end of the pattern"));
+            }
             Some(c) if c as usize >= self.elems.len() => {
                 return Err(Error::input(format!("element {c}: there are {} elements", self.elems.len())));
             }
@@ -235,18 +372,23 @@ impl MatchSet {
     fn table<N: Num>(&self, i: usize) -> R<Table<N>> {
         let z = self.dfa.n;
         let (from, to) = (i + 1, self.last[i] as usize + 1);
+        let ends = self.ends(i);
         let mut ext = vec![N::zero(); (to - from + 1) * z];
         for j in (from..to).rev() {
             let (row, below) = ext.split_at_mut((j + 1 - from) * z);
             let row = &mut row[(j - from) * z..];
             for q in 0..z as u32 {
-                if self.earliest[j * z + q as usize] > self.last[i] {
+                let leads = match &ends {
+                    None => self.earliest[j * z + q as usize] <= self.last[i],
+                    Some(e) => e.leads(j, q),
+                };
+                if !leads {
                     continue; // no extension inside this window: 0
                 }
                 let (take, pass) = self.policy.edges(&self.dfa, q, &self.elems[j]);
                 let mut x = N::zero();
                 if take != NONE {
-                    x = x.add(&complete(&self.dfa, below, take)?)?;
+                    x = x.add(&complete(below, take, self.counted(ends.as_ref(), j + 1, take))?)?;
                 }
                 if pass != NONE {
                     x = x.add(&below[pass as usize])?;
@@ -254,19 +396,71 @@ impl MatchSet {
                 row[q as usize] = x;
             }
         }
-        Ok(Table { from, ext })
+        Ok(Table { from, ext, ends })
     }
 }
 
-/// Matches through `below` (the extensions of a set from the next element on) plus the set
-/// itself when `q` is final.
+/// A step relation over at most 64 states: bit `r` of `row[q]` when a set in state `q` can be
+/// in state `r` after the elements it stands for.
+type Relation = Vec<u64>;
+
+/// The states reachable from the set of states `from` (a bit mask) through `rel`.
 #[inline]
-fn complete<N: Num>(dfa: &Dfa, below: &[N], q: u32) -> R<N> {
+fn apply(from: u64, rel: &Relation) -> u64 {
+    let (mut out, mut rest) = (0u64, from);
+    while rest != 0 {
+        out |= rel[rest.trailing_zeros() as usize];
+        rest &= rest - 1;
+    }
+    out
+}
+
+/// `first` then `second`.
+fn then(first: &Relation, second: &Relation) -> Relation {
+    first.iter().map(|&row| apply(row, second)).collect()
+}
+
+/// Matches through `below` (the extensions of a set in state `q` from the next element on)
+/// plus the set itself when it is `counted` (a match).
+#[inline]
+fn complete<N: Num>(below: &[N], q: u32, counted: bool) -> R<N> {
     let x = &below[q as usize];
-    if dfa.finals[q as usize] {
+    if counted {
         x.add(&N::from_u64(1))
     } else {
         Ok(x.clone())
+    }
+}
+
+/// With a negation at the end of the pattern, over the window of one first element (rows
+/// `from..=to`, `to` just past the window's last element), per row `j` and state `q`:
+/// `closes`, a set in state `q` before element `j` is still pending after every element up
+/// to the window's end has passed it (it counts when the window closes); `leads`, it has a
+/// non-empty extension within the window that counts.
+#[derive(Debug, Clone)]
+struct Ends {
+    from: usize,
+    z: usize,
+    closes: Vec<bool>,
+    leads: Vec<bool>,
+}
+
+impl Ends {
+    #[inline]
+    fn closes(&self, j: usize, q: u32) -> bool {
+        self.closes[(j - self.from) * self.z + q as usize]
+    }
+
+    #[inline]
+    fn leads(&self, j: usize, q: u32) -> bool {
+        self.leads[(j - self.from) * self.z + q as usize]
+    }
+
+    /// Whether a set that just took element `j − 1` into state `q` counts or has an
+    /// extension that does.
+    #[inline]
+    fn reaches(&self, dfa: &Dfa, j: usize, q: u32) -> bool {
+        dfa.finals[q as usize] || self.closes(j, q) || self.leads(j, q)
     }
 }
 
@@ -276,6 +470,7 @@ fn complete<N: Num>(dfa: &Dfa, below: &[N], q: u32) -> R<N> {
 struct Table<N> {
     from: usize,
     ext: Vec<N>,
+    ends: Option<Ends>,
 }
 
 impl<N: Num> Table<N> {
@@ -286,7 +481,7 @@ impl<N: Num> Table<N> {
     /// The matches of the first element (`from − 1`), with a checked count.
     fn total(&self, set: &MatchSet) -> R<N> {
         let q = set.dfa.init[set.elems[self.from - 1].sym as usize];
-        complete(&set.dfa, self.row(self.from, set.dfa.n), q)
+        complete(self.row(self.from, set.dfa.n), q, set.counted(self.ends.as_ref(), self.from, q))
     }
 
     /// The match of rank `r` among those of first element `i` (in enumeration order).
@@ -298,7 +493,7 @@ impl<N: Num> Table<N> {
         let mut j = i + 1;
         let mut just_took = true;
         loop {
-            if just_took && dfa.finals[q as usize] {
+            if just_took && set.counted(self.ends.as_ref(), j, q) {
                 if r.is_zero() {
                     return Ok(Match { elements: taken, state: q });
                 }
@@ -309,7 +504,7 @@ impl<N: Num> Table<N> {
             }
             let (take, pass) = set.policy.edges(dfa, q, &set.elems[j]);
             let below = self.row(j + 1, z);
-            let through = if take == NONE { N::zero() } else { complete(dfa, below, take)? };
+            let through = if take == NONE { N::zero() } else { complete(below, take, set.counted(self.ends.as_ref(), j + 1, take))? };
             if r.sub(&through).is_err() {
                 taken.push(j as u32);
                 q = take;
@@ -414,6 +609,8 @@ pub struct Cursor {
     next_start: u32,
     /// The window end of the current first element.
     bound: u32,
+    /// Its [`Ends`], with a negation at the end of the pattern.
+    ends: Option<Ends>,
     frames: Vec<Frame>,
     taken: Vec<u32>,
     done: bool,
@@ -425,7 +622,7 @@ pub struct Cursor {
 impl Cursor {
     fn new(need: Option<Need>) -> Cursor {
         let next_start = need.as_ref().map_or(0, |n| n.lo);
-        Cursor { need, next_start, bound: 0, frames: Vec::new(), taken: Vec::new(), done: false, steps: 0 }
+        Cursor { need, next_start, bound: 0, ends: None, frames: Vec::new(), taken: Vec::new(), done: false, steps: 0 }
     }
 
     /// Search steps taken so far.
@@ -477,16 +674,21 @@ impl Cursor {
                 };
                 let q = set.dfa.init[set.elems[i as usize].sym as usize];
                 self.bound = set.last[i as usize];
+                self.ends = set.ends(i as usize);
                 self.taken.clear();
                 self.taken.push(i);
                 self.frames.push(Frame { j: i + 1, q, len: 1, took: false });
-                if set.dfa.finals[q as usize] && wanted(i) {
+                if set.counted(self.ends.as_ref(), i as usize + 1, q) && wanted(i) {
                     return Some(Match { elements: self.taken.clone(), state: q });
                 }
                 continue;
             };
             let (j, q) = (f.j as usize, f.q);
-            if j > self.bound as usize || set.before(need, j, q) > self.bound {
+            let leads = match &self.ends {
+                None => set.before(need, j, q) <= self.bound,
+                Some(e) => e.leads(j, q),
+            };
+            if j > self.bound as usize || !leads {
                 self.frames.pop();
                 continue;
             }
@@ -494,11 +696,16 @@ impl Cursor {
             self.taken.truncate(f.len as usize);
             if !f.took {
                 f.took = true;
-                if take != NONE && set.after_take(need, j, take) <= self.bound {
+                let worth = take != NONE
+                    && match &self.ends {
+                        None => set.after_take(need, j, take) <= self.bound,
+                        Some(e) => e.reaches(&set.dfa, j + 1, take),
+                    };
+                if worth {
                     let len = f.len + 1;
                     self.taken.push(j as u32);
                     self.frames.push(Frame { j: j as u32 + 1, q: take, len, took: false });
-                    if set.dfa.finals[take as usize] && wanted(j as u32) {
+                    if set.counted(self.ends.as_ref(), j + 1, take) && wanted(j as u32) {
                         return Some(Match { elements: self.taken.clone(), state: take });
                     }
                 }

@@ -214,3 +214,79 @@ fn the_search_never_enters_a_dead_branch() {
     }
     assert_eq!(found, vec![vec![0, 1, 18, 19], vec![0, 18, 19]]);
 }
+
+/// `A B+ !C` (the exact engine's automaton, `window::tests::absence`): the sets spelling
+/// `A B+` inside the window with no C after the last element (in arrival order) up to the
+/// first element's time plus the window, by brute force over index subsets.
+fn brute_closed(raw: &[RawEv], tau: i64) -> BTreeSet<Vec<u32>> {
+    let letters: Vec<usize> = (0..raw.len()).filter(|&i| matches!(raw[i].0, b'A' | b'B')).collect();
+    let mut out = BTreeSet::new();
+    for mask in 1u32..(1 << letters.len()) {
+        let idx: Vec<usize> = (0..letters.len()).filter(|k| mask >> k & 1 == 1).map(|k| letters[k]).collect();
+        let (first, last) = (idx[0], *idx.last().unwrap());
+        let spelled = raw[first].0 == b'A' && idx.len() >= 2 && idx[1..].iter().all(|&i| raw[i].0 == b'B');
+        let closes = raw[first].1 + tau;
+        if spelled && !expired(raw[first].1, raw[last].1, tau) && !raw[last + 1..].iter().any(|e| e.0 == b'C' && e.1 <= closes) {
+            out.insert(idx.iter().map(|&i| i as u32).collect());
+        }
+    }
+    out
+}
+
+fn closing_set(raw: &[RawEv], tau: i64) -> (MatchSet, Vec<u32>) {
+    let dfa = crate::exact::window::tests::absence();
+    let (elems, pos) = elements(&dfa, raw);
+    (MatchSet::with_closing(dfa, tau, Policy::Any, elems, Some(&[2])).unwrap(), pos)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+    #[test]
+    fn matches_with_a_negation_at_the_end_equal_brute_force(raw in stream(b"ABCx"), tau in 0i64..6) {
+        let want = brute_closed(&raw, tau);
+        let (set, pos) = closing_set(&raw, tau);
+        let mut cur = set.cursor(None).unwrap();
+        let (mut got, mut before) = (Vec::new(), 0);
+        let w = (0..set.len()).map(|i| set.last[i] as usize + 1 - i).max().unwrap_or(0) as u64;
+        while let Some(m) = cur.next(&set) {
+            prop_assert!(cur.steps() - before <= 3 * w + 4, "{} steps for one match, window of {} elements", cur.steps() - before, w);
+            before = cur.steps();
+            got.push(m);
+        }
+        let at: Vec<Vec<u32>> = got.iter().map(|m| at_raw(m, &pos).0).collect();
+        prop_assert!(at.windows(2).all(|w| w[0] < w[1]), "not in order or repeated: {:?}", at);
+        prop_assert_eq!(&at.iter().cloned().collect::<BTreeSet<_>>(), &want);
+        prop_assert_eq!(set.count().unwrap(), BigUint::from(want.len()));
+        // The first elements found through the sliding product are those with a match.
+        prop_assert_eq!(&set.starts, &set.starts_by_ends());
+        let firsts: BTreeSet<u32> = got.iter().map(|m| m.elements[0]).collect();
+        prop_assert_eq!(set.starts.iter().copied().collect::<BTreeSet<_>>(), firsts);
+        for (i, c) in set.counts().unwrap().iter().enumerate() {
+            let mine: Vec<&Match> = got.iter().filter(|m| m.elements[0] == i as u32).collect();
+            prop_assert_eq!(c, &BigUint::from(mine.len()));
+            if !mine.is_empty() {
+                let table = set.table::<u128>(i).unwrap();
+                for (r, m) in mine.iter().enumerate() {
+                    prop_assert_eq!(&table.unrank(&set, i, &BigUint::from(r)).unwrap(), *m);
+                }
+            }
+        }
+        if want.is_empty() {
+            prop_assert!(set.sample(1, 7).is_err());
+        } else {
+            for m in set.sample(20, 7).unwrap() {
+                prop_assert!(want.contains(&at_raw(&m, &pos).0));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_negation_at_the_end_refuses_what_it_cannot_take() {
+    let dfa = crate::exact::window::tests::absence();
+    let e = |t| Ev { sym: 0, t, v: 1, gap: 0 };
+    assert!(MatchSet::with_closing(dfa.clone(), 3, Policy::Next, vec![e(1)], Some(&[2])).is_err());
+    assert!(MatchSet::with_closing(dfa.clone(), 3, Policy::Any, vec![e(1)], Some(&[3])).is_err());
+    let set = MatchSet::with_closing(dfa, 3, Policy::Any, vec![e(1)], Some(&[2])).unwrap();
+    assert!(set.cursor(Some(0)).is_err());
+}
