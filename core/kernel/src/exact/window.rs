@@ -553,7 +553,7 @@ pub mod tests {
 
     /// `A B+ !C` as the Python compiler builds it for the exact engine: C is also a letter with
     /// no transition (its events arrive at their time), state 2 is pending, state 3 closed.
-    fn absence() -> Arc<Dfa> {
+    pub fn absence() -> Arc<Dfa> {
         let t = |row: [i64; 4]| row.to_vec();
         let table = [t([1, -1, -1, 0]), t([-1, 2, -1, 1]), t([-1, 2, -1, 1]), t([-1, -1, -1, 3])].concat();
         let spec = crate::automaton::dfa::DfaSpec { n: 4, alphabet: b"ABC".to_vec(), negated: b"C".to_vec(), start: 0, finals: vec![false, false, false, true], table };
@@ -563,7 +563,7 @@ pub mod tests {
     /// Brute force of the closing rule: a set spelling `A B+` whose first element is at f counts
     /// at `at` if `at >= f + tau` (always with `None`) and no C comes after its last element up
     /// to time f + tau.
-    fn brute_closed(raw: &[RawEv], tau: i64, at: Option<i64>) -> (u128, u128) {
+    pub fn brute_closed(raw: &[RawEv], tau: i64, at: Option<i64>) -> (u128, u128) {
         let raw: Vec<RawEv> = raw.iter().copied().filter(|e| at.is_none_or(|t| e.1 <= t)).collect();
         let (mut c, mut s) = (0u128, 0u128);
         let letters: Vec<usize> = (0..raw.len()).filter(|&i| raw[i].0 != b'C').collect();
