@@ -265,8 +265,8 @@ pub struct WhereRetained {
 
 /// The engine the retained elements are counted with.
 enum Kept {
-    Where(Retained<Engine>),
-    Closing(Retained<ClosingCount>),
+    Where(Box<Retained<Engine>>),
+    Closing(Box<Retained<ClosingCount>>),
 }
 
 /// `$body` with `$r` bound to the retained elements, whatever engine counts them.
@@ -289,7 +289,7 @@ impl WhereRetained {
     #[new]
     fn new(engine: PyRef<'_, WhereEngine>) -> PyResult<Self> {
         let spec = engine.inner.spec().clone();
-        Ok(WhereRetained { inner: Kept::Where(guard_ro(|| Retained::new(spec))?), dead: None })
+        Ok(WhereRetained { inner: Kept::Where(Box::new(guard_ro(|| Retained::new(spec))?)), dead: None })
     }
 
     /// Empty, counting as the exact engine does a negation at the end of the pattern:
@@ -301,7 +301,7 @@ impl WhereRetained {
             let closing = Closing::new(&dfa.inner, pending, closed).map_err(Error::Input)?;
             ClosingCount::new(dfa.inner.clone(), window, closing)
         })?;
-        Ok(WhereRetained { inner: Kept::Closing(Retained::over(count)), dead: None })
+        Ok(WhereRetained { inner: Kept::Closing(Box::new(Retained::over(count))), dead: None })
     }
 
     /// Keep an element (letter index, timestamp, value, attribute values) no earlier than the last.
