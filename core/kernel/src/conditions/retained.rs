@@ -275,6 +275,30 @@ mod tests {
         (engine.totals().matches.c.to_biguint(), engine.totals().matches.s.to_biguint())
     }
 
+    /// Removals (even steps) and evictions of the newest element into its own place at the end
+    /// (odd steps), at positions taken modulo the size; `check` sees each eviction's result
+    /// and the totals before the element joined.
+    fn remove_and_evict<E: Recount>(
+        retained: &mut Retained<E>,
+        removals: Vec<usize>,
+        mut check: impl FnMut(&Retained<E>, Totals) -> Result<(), TestCaseError>,
+    ) -> Result<(), TestCaseError> {
+        for (k, r) in removals.into_iter().enumerate() {
+            if retained.is_empty() {
+                continue;
+            }
+            let p = r % retained.len();
+            if k % 2 == 0 {
+                retained.remove(&[p]).unwrap();
+            } else {
+                let newest = retained.elements().last().unwrap().clone();
+                let before = retained.replace(&[p], newest).unwrap();
+                check(retained, before)?;
+            }
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(150))]
         /// After pushes and removals the totals equal a fresh engine over the elements left,
@@ -292,22 +316,12 @@ mod tests {
             for e in &elems {
                 retained.push(e.clone()).unwrap();
             }
-            for (k, r) in removals.into_iter().enumerate() {
-                if retained.is_empty() {
-                    continue;
-                }
-                let p = r % retained.len();
-                if k % 2 == 0 {
-                    retained.remove(&[p]).unwrap();
-                } else {  // an eviction: the newest again, in its place at the end
-                    let newest = retained.elements().last().unwrap().clone();
-                    let before = retained.replace(&[p], newest).unwrap();
-                    let mut kept = retained.elements().to_vec();
-                    kept.pop();
-                    let c = counts(&spec, &kept);
-                    prop_assert_eq!((before.matches.c.to_biguint(), before.matches.s.to_biguint()), c);
-                }
-            }
+            remove_and_evict(&mut retained, removals, |retained, before| {
+                let mut kept = retained.elements().to_vec();
+                kept.pop();
+                prop_assert_eq!((before.matches.c.to_biguint(), before.matches.s.to_biguint()), counts(&spec, &kept));
+                Ok(())
+            })?;
             let left = retained.elements().to_vec();
             let all = counts(&spec, &left);
             let got = retained.totals();
@@ -344,18 +358,7 @@ mod tests {
                 retained.push(e.clone()).unwrap();
                 prop_assert_eq!(signed(&retained.totals_at(Some(e.1)).unwrap()), brute(retained.elements(), Some(e.1)));
             }
-            for (k, r) in removals.into_iter().enumerate() {
-                if retained.is_empty() {
-                    continue;
-                }
-                let p = r % retained.len();
-                if k % 2 == 0 {
-                    retained.remove(&[p]).unwrap();
-                } else {
-                    let newest = retained.elements().last().unwrap().clone();
-                    retained.replace(&[p], newest).unwrap();
-                }
-            }
+            remove_and_evict(&mut retained, removals, |_, _| Ok(()))?;
             let left = retained.elements().to_vec();
             let last = left.last().map_or(0, |e| e.1);
             for at in last..=last + window + 1 {
