@@ -113,6 +113,15 @@ def test_a_negated_element_blocks_and_present_evicts_it_first():
     assert summary.result().count == 7 == suse.exact(q, summary.elements()).count
 
 
+def test_an_element_that_forms_nothing_yet_replaces_a_blocking_one_under_present():
+    q = suse.Query("A B+ !C", 10)
+    summary = suse.Summary(q, 3, "present")
+    summary.extend([("A", 0, 1), ("B", 2, 1), ("C", 3, 1)])
+    assert summary.result().count == 0 and summary.present_benefits() == [0, 0, -1]
+    summary.insert("A", 4, 1)  # gains 0, more than C3's -1
+    assert summary.elements() == [("A", 0, 1), ("B", 2, 1), ("A", 4, 1)] and summary.result().count == 1
+
+
 def test_fifo_and_random_keep_negated_events_as_elements():
     q = suse.Query("A B+ !C", 10)
     events = [("A", 0, 1), ("B", 2, 1), ("C", 5, 1), ("x", 6, 1), ("B", 6, 1)]

@@ -31,7 +31,8 @@ count(S without e): positive for an element of matches, 0 for one of pending set
 blocked, negative for a negated element that blocks matches (removing it adds them), so
 ``present`` evicts those first: it keeps the set whose count is largest, as it always does.
 A new element's gain is its change of that count (an element that only starts pending sets
-gains 0 and, the summary full, is dropped, as an initiator is without a negation).
+gains 0: the summary full, it replaces only a negated element that refutes matches, else it is
+dropped, as an initiator is without a negation).
 
 ``suse`` and ``adaptive`` score with the probabilities of future characters, which know
 nothing of the conditions or of the absence: refused by name (a ``QueryError``) rather than
@@ -88,6 +89,9 @@ class WhereSummary(Locked):
         self.memory_limit = check_memory_limit(memory_limit)
         self.dropped = 0
         self._counter: WhereCounter | ClosingElements
+        #: the letter codes of negated characters: elements that can only refute matches
+        self._negated_codes = frozenset(i for i, c in enumerate(query._exact_letters) if c in query.negated) if (
+            query._closing is not None) else frozenset()
         self._rng = np.random.Generator(np.random.PCG64(self.seed))
         # the retained elements in time order, and the exact counts over exactly them
         if query.where is not None:
@@ -216,11 +220,16 @@ class WhereSummary(Locked):
             return start + int(self._rng.integers(len(self._times) - start))
         part = self._ranked_part
         gain = self._kept.totals_with(code, t, v, attrs)[part] - self._kept.totals_at()[part]
-        if not gain and self.query._closing is None:  # no benefit is below 0: it replaces none
+        if not gain and not self._may_block():  # no benefit is below 0: it replaces none
             return None
         benefits = self.present_benefits()
         lowest = min(range(len(benefits)), key=lambda i: (benefits[i], i))  # ties: the oldest
         return lowest if gain > benefits[lowest] else None
+
+    def _may_block(self) -> bool:
+        """Whether a retained element is of a negated character (a negation at the end of the
+        pattern): only such an element's benefit can be below 0, its removal letting matches count."""
+        return bool(self._negated_codes) and any(e[0] in self._negated_codes for e in self._kept.elements())
 
     @locked
     def present_benefits(self) -> list[int]:
