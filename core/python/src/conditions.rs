@@ -8,7 +8,8 @@ use pyo3::types::{PyBool, PyString};
 use suse_kernel::conditions::count::Count;
 use suse_kernel::conditions::engine::{Compared, Engine, Ext, Saved, Spec, Totals};
 use suse_kernel::conditions::program::{Instr, Program, Slot};
-use suse_kernel::conditions::retained::{Element, Retained};
+use suse_kernel::conditions::retained::{ClosingCount, Element, Retained};
+use suse_kernel::exact::window::Closing;
 use suse_kernel::conditions::value::{CmpOp, Value};
 use suse_kernel::numbers::dual::Dual;
 use suse_kernel::Error;
@@ -253,12 +254,29 @@ impl WhereEngine {
     }
 }
 
-/// The elements a summary with conditions retains and the exact counts over them
-/// (`suse_kernel::conditions::retained`); the Python side (suse/api/where_summary.py) chooses.
+/// The elements a summary with conditions, or with a negation at the end of the pattern,
+/// retains and the exact counts over them (`suse_kernel::conditions::retained`); the Python
+/// side (suse/api/where_summary.py) chooses.
 #[pyclass(name = "WhereRetained", module = "suse._core")]
 pub struct WhereRetained {
-    inner: Retained,
+    inner: Kept,
     dead: Option<String>,
+}
+
+/// The engine the retained elements are counted with.
+enum Kept {
+    Where(Box<Retained<Engine>>),
+    Closing(Box<Retained<ClosingCount>>),
+}
+
+/// `$body` with `$r` bound to the retained elements, whatever engine counts them.
+macro_rules! each {
+    ($kept:expr, |$r:ident| $body:expr) => {
+        match $kept {
+            Kept::Where($r) => $body,
+            Kept::Closing($r) => $body,
+        }
+    };
 }
 
 fn element(letter: usize, t: i64, v: u64, attrs: &[Bound<'_, PyAny>]) -> Result<Element, Error> {
@@ -271,56 +289,77 @@ impl WhereRetained {
     #[new]
     fn new(engine: PyRef<'_, WhereEngine>) -> PyResult<Self> {
         let spec = engine.inner.spec().clone();
-        Ok(WhereRetained { inner: guard_ro(|| Retained::new(spec))?, dead: None })
+        Ok(WhereRetained { inner: Kept::Where(Box::new(guard_ro(|| Retained::new(spec))?)), dead: None })
+    }
+
+    /// Empty, counting as the exact engine does a negation at the end of the pattern:
+    /// `dfa` (with the negated characters as letters), `closing` = (pending states, closed state).
+    #[staticmethod]
+    fn closing(dfa: &crate::PyDfa, window: i64, closing: (Vec<u32>, u32)) -> PyResult<Self> {
+        let (pending, closed) = closing;
+        let count = guard_ro(|| {
+            let closing = Closing::new(&dfa.inner, pending, closed).map_err(Error::Input)?;
+            ClosingCount::new(dfa.inner.clone(), window, closing)
+        })?;
+        Ok(WhereRetained { inner: Kept::Closing(Box::new(Retained::over(count))), dead: None })
     }
 
     /// Keep an element (letter index, timestamp, value, attribute values) no earlier than the last.
     fn push(&mut self, letter: usize, t: i64, v: u64, attrs: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
         let inner = &mut self.inner;
-        guard(&mut self.dead, || inner.push(element(letter, t, v, &attrs)?))
+        guard(&mut self.dead, || each!(inner, |r| r.push(element(letter, t, v, &attrs)?)))
     }
 
     /// Remove the elements at these positions and recount the rest.
     fn remove(&mut self, positions: Vec<usize>) -> PyResult<()> {
         let inner = &mut self.inner;
-        guard(&mut self.dead, || inner.remove(&positions))
+        guard(&mut self.dead, || each!(inner, |r| r.remove(&positions)))
     }
 
     /// Remove the elements at these positions and keep an element, with one recount; the
-    /// totals before it joined. On an error nothing changes.
+    /// totals (as `totals()`) before it joined. On an error nothing changes.
     fn replace(&mut self, positions: Vec<usize>, letter: usize, t: i64, v: u64, attrs: Vec<Bound<'_, PyAny>>) -> PyResult<TotalsTuple> {
         let inner = &mut self.inner;
-        guard(&mut self.dead, || Ok(totals_tuple(&inner.replace(&positions, element(letter, t, v, &attrs)?)?)))
+        guard(&mut self.dead, || Ok(totals_tuple(&each!(inner, |r| r.replace(&positions, element(letter, t, v, &attrs)?))?)))
     }
 
-    /// (count, sum, partial count, (min, max) or None) over the retained elements.
+    /// (count, sum, partial count, (min, max) or None) over the retained elements, as the
+    /// engine counted them when they arrived.
     fn totals(&self) -> TotalsTuple {
-        totals_tuple(self.inner.totals())
+        totals_tuple(&each!(&self.inner, |r| r.totals()))
     }
 
-    /// The totals were this element kept too (nothing changes).
+    /// The totals an evaluation at `at` reports (None: the stream is over). With a negation
+    /// at the end of the pattern a match counts once its window has closed by `at`.
+    #[pyo3(signature = (at=None))]
+    fn totals_at(&self, at: Option<i64>) -> PyResult<TotalsTuple> {
+        let inner = &self.inner;
+        guard_ro(|| Ok(totals_tuple(&each!(inner, |r| r.totals_at(at))?)))
+    }
+
+    /// The totals were this element kept too, the stream over then (nothing changes).
     fn totals_with(&self, letter: usize, t: i64, v: u64, attrs: Vec<Bound<'_, PyAny>>) -> PyResult<TotalsTuple> {
         let inner = &self.inner;
-        guard_ro(|| Ok(totals_tuple(&inner.with(&element(letter, t, v, &attrs)?)?)))
+        guard_ro(|| Ok(totals_tuple(&each!(inner, |r| r.with(&element(letter, t, v, &attrs)?))?)))
     }
 
-    /// Per retained element, (number, sum) of the matches through it.
-    fn through(&self) -> PyResult<Vec<(BigUint, BigUint)>> {
+    /// Per retained element, (number, sum) of the matches through it, the stream over
+    /// (negative for a negated character's element: the matches it keeps from counting).
+    fn through(&self) -> PyResult<Vec<(BigInt, BigInt)>> {
         let inner = &self.inner;
-        guard_ro(|| inner.through())
+        guard_ro(|| each!(inner, |r| r.through()))
     }
 
     /// The retained elements as (letter index, timestamp, value, attribute values).
     fn elements<'py>(&self, py: Python<'py>) -> PyResult<Vec<HeldTuple<'py>>> {
-        self.inner
-            .elements()
+        each!(&self.inner, |r| r.elements())
             .iter()
             .map(|(letter, t, v, attrs)| Ok((*letter, *t, *v, attrs.iter().map(|a| py_value(py, a)).collect::<PyResult<Vec<_>>>()?)))
             .collect()
     }
 
     fn __len__(&self) -> usize {
-        self.inner.len()
+        each!(&self.inner, |r| r.len())
     }
 }
 

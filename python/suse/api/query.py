@@ -117,8 +117,9 @@ class Query:
             raise QueryError("where is not supported by this engine yet: the exact engine (suse.exact, "
                              "suse.Exact) and suse.Summary count conditions between events", 0, self.regex)
         if self._closing is not None:
-            raise QueryError("a negation at the end of the pattern is not supported by this engine yet: only the "
-                             "exact engine (suse.exact, suse.Exact) counts it", self.regex.find("!"), self.regex)
+            raise QueryError("a negation at the end of the pattern is not supported by this engine yet: the exact "
+                             "engine (suse.exact, suse.Exact) and suse.Summary (strategies fifo, random, present) "
+                             "count it", self.regex.find("!"), self.regex)
         return self._native_dfa
 
     @property

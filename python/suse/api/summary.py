@@ -34,9 +34,10 @@ class Summary(Locked, metaclass=ABCMeta):
     """
 
     def __new__(cls, query: Any = None, *args: Any, **kwargs: Any) -> Any:
-        # a query with conditions runs on the conditions engine (suse/api/where_summary.py),
-        # registered below as a virtual subclass: isinstance(s, Summary) holds for both
-        if cls is Summary and isinstance(query, Query) and query.where is not None:
+        # a query with conditions, or with a negation at the end of the pattern, runs on an exact
+        # engine over the retained elements (suse/api/where_summary.py), registered below as a
+        # virtual subclass: isinstance(s, Summary) holds for both
+        if cls is Summary and isinstance(query, Query) and (query.where is not None or query._closing is not None):
             return WhereSummary(query, *args, **kwargs)
         return super().__new__(cls)
 

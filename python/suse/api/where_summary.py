@@ -1,11 +1,16 @@
-"""A bounded summary of a query with conditions between events (``where=``).
+"""A bounded summary of a query with conditions between events (``where=``), or with a
+negation at the end of the pattern (``"A B+ !C"``).
 
-``suse.Summary(Query(..., where=...), size, strategy)`` returns a ``WhereSummary``. It
-retains at most ``size`` elements and counts, exactly, the matches among them judged with the
-conditions: the same definition as a summary without conditions (every windowed set of the
+``suse.Summary(Query(..., where=...), size, strategy)`` (or ``Query("A B+ !C", W)``) returns a
+``WhereSummary``. It retains at most ``size`` elements and counts, exactly, the matches among
+them: the same definition as a summary without conditions (every windowed set of the
 retained elements spelling a word of the pattern; with ``where``, also satisfying every
-condition, read over the set itself). The counts are those of the kernel's conditions engine
-(``suse_core.WhereRetained`` over the kernel's ``Retained``) fed the retained elements in time order:
+condition, read over the set itself; with a negation at the end, ``suse.exact``'s rule over
+the retained elements: a set counts once the time has passed its first element's time plus
+the window with no retained element of a negated character after its last element by then).
+The counts are those of one exact engine (``suse_core.WhereRetained`` over the kernel's
+``Retained``: the conditions engine, or the exact window with its closing) fed the retained
+elements in time order:
 
 * an element that is kept while there is room is fed to the engine at once (the engine's
   amortised cost per event);
@@ -17,9 +22,21 @@ condition, read over the set itself). The counts are those of the kernel's condi
   per ranking, |N| <= |S| the elements within one window after an element; an arriving
   element that forms no match is dropped without one.
 
+With a negation at the end of the pattern, the events of a negated character are elements
+too (they decide the absence), kept and evicted like the others. The counters follow
+``suse.exact``: ``result()`` treats the stream as over (every pending match whose retained
+elements hold no negated element after it counts), an evaluation at T counts the matches
+whose window closed by T. ``present`` ranks by the same stream-over count, count(S) -
+count(S without e): positive for an element of matches, 0 for one of pending sets only
+blocked, negative for a negated element that blocks matches (removing it adds them), so
+``present`` evicts those first: it keeps the set whose count is largest, as it always does.
+A new element's gain is its change of that count (an element that only starts pending sets
+gains 0: the summary full, it replaces only a negated element that refutes matches, else it is
+dropped, as an initiator is without a negation).
+
 ``suse`` and ``adaptive`` score with the probabilities of future characters, which know
-nothing of the conditions: refused by name (a ``QueryError``) rather than run on a score
-that ignores them. Refused as well, by name: ``lateness``, ``with_query`` and ``to_bytes`` (a
+nothing of the conditions or of the absence: refused by name (a ``QueryError``) rather than
+run on a score that ignores them. Refused as well, by name: ``lateness``, ``with_query`` and ``to_bytes`` (a
 summary with conditions pickles instead). ``matches``/``sample_matches`` list the retained
 elements' matches with the conditions' search (``suse.api.where_matches``).
 """
@@ -32,10 +49,11 @@ import numpy as np
 
 from suse import _core
 from suse.api.checks import STRATEGIES, check_choice, check_int, check_memory_limit, check_probabilities
-from suse.api.events import eval_times, in_input_order
+from suse.api.events import coerce_events, eval_times, in_input_order
 from suse.api.feeding import PLACEMENTS, check_late_mode, drop_late, late_mask
 from suse.api.locking import Locked, locked
 from suse.api.matching import RetainedMatches
+from suse.api.query import closing_dfa
 from suse.api.results import Evaluation, SummaryResult
 from suse.api.where import WhereCounter
 from suse.api.where_matches import WhereMatchSet
@@ -54,14 +72,15 @@ class WhereSummary(Locked):
         self.query = query
         self.size = check_int("size", size, minimum=1, maximum=10_000_000)
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
+        #: what the summary is of, in messages
+        self._kind = "with where" if query.where is not None else "with a negation at the end of the pattern"
         if self.strategy not in WHERE_STRATEGIES:
             raise QueryError(f"strategy {self.strategy!r} scores elements by the probabilities of future characters, "
-                             "which know nothing of the conditions; a summary with where runs the strategies "
-                             f"{', '.join(WHERE_STRATEGIES)}", 0, query.regex)
+                             f"which know nothing of the conditions or of the absence; a summary {self._kind} runs "
+                             f"the strategies {', '.join(WHERE_STRATEGIES)}", 0, query.regex)
         self.placement = check_choice("placement", placement, PLACEMENTS)
         if check_int("lateness", lateness):
-            raise InputError("lateness is not supported by a summary with where yet: feed it events in time order "
-                             "(suse.Exact takes conditions with lateness)")
+            raise InputError(f"lateness is not supported by a summary {self._kind} yet: feed it events in time order")
         self.lateness = 0
         self.time_to_live = None if time_to_live is None else check_int("time_to_live", time_to_live)
         self.probabilities = check_probabilities(probabilities, query.alphabet)
@@ -69,10 +88,18 @@ class WhereSummary(Locked):
             "seed", seed, maximum=2**64 - 1)
         self.memory_limit = check_memory_limit(memory_limit)
         self.dropped = 0
-        self._counter = WhereCounter(query, self.memory_limit)
+        self._counter: WhereCounter | ClosingElements
+        #: the letter codes of negated characters: elements that can only refute matches
+        self._negated_codes = frozenset(i for i, c in enumerate(query._exact_letters) if c in query.negated) if (
+            query._closing is not None) else frozenset()
         self._rng = np.random.Generator(np.random.PCG64(self.seed))
         # the retained elements in time order, and the exact counts over exactly them
-        self._kept = _core.WhereRetained(self._counter.engine)
+        if query.where is not None:
+            self._counter = WhereCounter(query, self.memory_limit)
+            self._kept = _core.WhereRetained(self._counter.engine)
+        else:
+            self._counter = ClosingElements(query)
+            self._kept = _core.WhereRetained.closing(closing_dfa(query.regex), query.window, query._closing)
         self._times: list[int] = []  # their timestamps (for time_to_live)
         self._last: Optional[int] = None
         self._events = self._skipped = self._late = self._evictions = 0
@@ -83,20 +110,25 @@ class WhereSummary(Locked):
     @locked
     def insert(self, char: str, timestamp: int, value: int = 0, attributes: Optional[Mapping[str, Any]] = None, *,
                late: str = "error") -> None:
-        """Process one event with its attributes."""
-        self.extend([(char, timestamp, value, {} if attributes is None else attributes)], late=late)
+        """Process one event with its attributes (with ``where``)."""
+        event = (char, timestamp, value) if self.query.where is None and attributes is None else (
+            char, timestamp, value, {} if attributes is None else attributes)
+        self.extend([event], late=late)
 
     @locked
     def extend(self, events: Any = None, timestamps: Any = None, values: Any = None, evaluate_at: Any = None, *,
                chars: Any = None, elements: bool = False, late: str = "error") -> list[Evaluation]:
-        """Process a batch of events with attributes (as ``suse.Exact`` takes them with
-        ``where``); one ``Evaluation`` per time in ``evaluate_at``, taken before the first event
-        later than it, in the order given (``elements=True`` adds the retained elements)."""
+        """Process a batch of events (as ``suse.Exact`` takes them: with ``where``, with
+        attributes); one ``Evaluation`` per time in ``evaluate_at``, taken before the first
+        event later than it, in the order given (``elements=True`` adds the retained elements)."""
         late = check_late_mode(late)
-        if values is not None:
+        if values is not None and self.query.where is not None:
             raise InputError("with where=, pass events (tuples with an attributes mapping, or a table with "
                              "attribute columns), not values=")
-        raw, ts, vals, columns = self._counter.parse(events, chars, timestamps)
+        if isinstance(self._counter, ClosingElements):
+            raw, ts, vals, columns = self._counter.parse(events, chars, timestamps, values)
+        else:
+            raw, ts, vals, columns = self._counter.parse(events, chars, timestamps)
         times, order = eval_times(evaluate_at, self._last)
         raw, kept_ts, vals, n_late = drop_late(raw, ts, vals, self._last, 0, late)
         if n_late:
@@ -187,18 +219,24 @@ class WhereSummary(Locked):
         if self.strategy == "random":
             return start + int(self._rng.integers(len(self._times) - start))
         part = self._ranked_part
-        gain = self._kept.totals_with(code, t, v, attrs)[part] - self._kept.totals()[part]
-        if not gain:  # no benefit is below 0: it replaces none, and the ranking is not needed
+        gain = self._kept.totals_with(code, t, v, attrs)[part] - self._kept.totals_at()[part]
+        if not gain and not self._may_block():  # no benefit is below 0: it replaces none
             return None
         benefits = self.present_benefits()
         lowest = min(range(len(benefits)), key=lambda i: (benefits[i], i))  # ties: the oldest
         return lowest if gain > benefits[lowest] else None
 
+    def _may_block(self) -> bool:
+        """Whether a retained element is of a negated character (a negation at the end of the
+        pattern): only such an element's benefit can be below 0, its removal letting matches count."""
+        return bool(self._negated_codes) and any(e[0] in self._negated_codes for e in self._kept.elements())
+
     @locked
     def present_benefits(self) -> list[int]:
         """Per retained element (in time order), the matches through it among the retained
         elements: their number, or with aggregate "sum" the sum of their values. Exact: the
-        matches of the retained elements minus those without it (see the module's description)."""
+        matches of the retained elements minus those without it, the stream over (negative for
+        a negated element that blocks matches; see the module's description)."""
         return [both[self._ranked_part] for both in self._kept.through()]
 
     @property
@@ -209,19 +247,23 @@ class WhereSummary(Locked):
     # -- reading --
 
     def _evaluation(self, at: int, with_elements: bool) -> Evaluation:
-        count, total, partial, extremes = self._kept.totals()
+        count, total, partial, extremes = self._kept.totals_at(at)
         return Evaluation(at, count, total, partial, self._detected[0], self._detected[1],
                           self._elements() if with_elements else None,
                           min=extremes and extremes[0], max=extremes and extremes[1])
 
     @locked
     def result(self) -> SummaryResult:
-        count, total, partial, extremes = self._kept.totals()
+        """The counts over the retained elements, the stream over (as ``suse.exact``'s result)."""
+        count, total, partial, extremes = self._kept.totals_at()
         low, high = extremes or (None, None)
         return SummaryResult(count, total, partial, self._detected[0], self._detected[1], self._skipped, self._events,
                              len(self._times), low, high, late=self._late, evictions=self._evictions)
 
-    def _elements(self) -> list[tuple[str, int, int, dict]]:
+    def _elements(self) -> list[tuple]:
+        if self.query.where is None:
+            letters = self.query._exact_letters
+            return [(letters[code], t, v) for code, t, v, _ in self._kept.elements()]
         alphabet, columns, needed = self.query.alphabet, self._counter.columns, self._counter.needed
         out = []
         for code, t, v, attrs in self._kept.elements():
@@ -232,9 +274,10 @@ class WhereSummary(Locked):
         return out
 
     @locked
-    def elements(self) -> list[tuple[str, int, int, dict]]:
+    def elements(self) -> list[tuple]:
         """The retained elements in time order, as (char, timestamp, value, attributes) with the
-        attributes the conditions read: events ``suse.exact`` takes back with this query."""
+        attributes the conditions read, or (char, timestamp, value) without ``where``: events
+        ``suse.exact`` takes back with this query."""
         return self._elements()
 
     @property
@@ -257,15 +300,17 @@ class WhereSummary(Locked):
     # -- refused by name --
 
     def _refuse(self, what: str) -> QueryError:
-        return QueryError(f"{what} is not supported by a summary with where yet", 0, self.query.regex)
+        return QueryError(f"{what} is not supported by a summary {self._kind} yet", 0, self.query.regex)
 
     def retract(self, char: str, timestamp: int, value: int = 1) -> None:
-        raise LateEventError(f"cannot retract the event at timestamp {timestamp}: a summary with where takes no "
+        raise LateEventError(f"cannot retract the event at timestamp {timestamp}: a summary {self._kind} takes no "
                              "lateness, so every event is final")
 
     def retained_matches(self) -> RetainedMatches:
         """The matches among the retained elements now (what ``result()`` counts): the
         conditions' search over them (``suse.api.where_matches``)."""
+        if self.query.where is None:
+            raise self._refuse("listing matches")
         elements = self.elements()
         return RetainedMatches(elements, WhereMatchSet(self.query, elements))
 
@@ -298,7 +343,7 @@ def _unpickle_where_summary(query: Any, options: tuple, state: dict) -> WhereSum
     summary = WhereSummary(query, *options)
     try:
         retained = [tuple(e[:3]) + (tuple(e[3]),) for e in state["retained"]]
-        width, n_letters = len(summary._counter.columns), len(query.alphabet)
+        width, n_letters = len(summary._counter.columns), len(query._exact_letters)
         times = [e[1] for e in retained]
         fits = len(retained) <= summary.size and times == sorted(times) and all(
             len(e) == 4 and all(type(x) is int for x in e[:3]) and 0 <= e[0] < n_letters and e[2] >= 0
@@ -313,8 +358,30 @@ def _unpickle_where_summary(query: Any, options: tuple, state: dict) -> WhereSum
         summary._times = times
         summary._rng.bit_generator.state = state["rng"]
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
-        raise StateError(f"a saved summary with where is inconsistent: {exc}") from None
+        raise StateError(f"a saved summary {summary._kind} is inconsistent: {exc}") from None
     summary._last = last
     summary._events, summary._skipped, summary._late, summary._evictions = counts[:4]
     summary._detected = counts[4:]
     return summary
+
+
+class ClosingElements:
+    """What a summary with a negation at the end of the pattern reads from events: plain
+    (char, timestamp, value) events whose elements are the letters of ``closing_dfa`` (the
+    pattern's letters, then the negated characters that are none)."""
+
+    columns: list[str] = []
+    needed: dict[str, Any] = {}
+
+    def __init__(self, query: Any):
+        self.letter_codes = np.full(256, 255, np.uint8)
+        for i, c in enumerate(query._exact_letters):
+            self.letter_codes[ord(c)] = i
+        self.of_mask = None if query.of is None else np.array([c in query.of for c in map(chr, range(256))])
+
+    @staticmethod
+    def parse(events: Any, chars: Any = None, timestamps: Any = None,
+              values: Any = None) -> tuple[bytes, np.ndarray, Optional[np.ndarray], list[list[Any]]]:
+        """(raw characters, timestamps, values, no attribute columns) of a batch."""
+        raw, ts, vals = coerce_events(events, chars, timestamps, values)
+        return raw, ts, vals, []

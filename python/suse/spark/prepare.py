@@ -32,6 +32,10 @@ def _compiled(query: QuerySpec, job: JobSpec, streaming: bool) -> suse.Query:
         compiled = query.compile()
         if compiled.where is not None:  # on Spark only the exact engine counts them yet
             _check_where(compiled, job, streaming)
+        if compiled._closing is not None and job.output.engine != "exact":  # (suse.Summary counts it, Spark's do not)
+            raise suse.QueryError("a negation at the end of the pattern is not supported by this engine yet: pass "
+                                  "engine='exact' to count each partition with the exact engine",
+                                  compiled.regex.find("!"), compiled.regex)
         return compiled
     except suse.QueryError as exc:
         if not job.query_set:

@@ -1,35 +1,128 @@
-//! The elements a summary with conditions retains, and the exact counts over them
-//! (docs/ENGINE.md, "Summaries with conditions").
+//! The elements a summary retains when its counts need an engine of their own, and the
+//! exact counts over them (docs/ENGINE.md, "Summaries with conditions"): a query with
+//! conditions (the conditions [`Engine`]) or with a negation at the end of the pattern (the
+//! exact window with its [`Closing`]).
 //!
-//! The counts are those of a conditions [`Engine`] fed exactly the retained elements, in time
-//! order. Keeping an element feeds it (the engine's cost per event); removing elements
-//! replays the rest into a blank engine, O(|S|) feeds, so no state but the elements and one
-//! engine over them is ever needed. [`Retained::through`] gives, per element, the matches
-//! through it (a summary's present benefit) by difference, in one pass.
+//! The counts are those of one engine fed exactly the retained elements, in time order.
+//! Keeping an element feeds it (the engine's cost per event); removing elements replays the
+//! rest into a blank engine, O(|S|) feeds, so no state but the elements and one engine over
+//! them is ever needed. [`Retained::through`] gives, per element, the matches through it (a
+//! summary's present benefit) by difference, in one pass.
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-use num_bigint::BigUint;
+use num_bigint::{BigInt, BigUint};
 
+use super::count::Count;
 use super::engine::{Engine, Spec, Totals};
 use super::value::Value;
+use crate::automaton::dfa::Dfa;
+use crate::automaton::semantics::{AnyMatch, Ev};
+use crate::exact::window::{split_closing, Closing, ExactWindow};
+use crate::numbers::dual::Dual;
 use crate::Error;
 
 /// One retained element: (letter, timestamp, value, attribute values).
 pub type Element = (usize, i64, u64, Box<[Value]>);
 
-#[derive(Clone)]
-pub struct Retained {
-    /// Never fed: what a rebuild starts from.
-    blank: Engine,
-    elems: Vec<Element>,
-    /// Fed exactly `elems`, in order.
-    engine: Engine,
+/// An exact engine a summary's retained elements are counted with.
+pub trait Recount: Clone {
+    /// Take the next element (timestamps do not decrease). On an error it counts nothing.
+    fn feed(&mut self, e: &Element) -> Result<(), Error>;
+    /// What the engine has counted as its elements arrived.
+    fn counted(&self) -> Totals;
+    /// What an evaluation at `at` reports (`None`: the stream is over). They differ from
+    /// [`Recount::counted`] only with a negation at the end of the pattern, whose matches count
+    /// once their window has closed.
+    fn totals_at(&self, at: Option<i64>) -> Result<Totals, Error>;
+    /// The window: a match's elements, and whatever decides it, lie within one window of each
+    /// of its elements.
+    fn window(&self) -> i64;
 }
 
-impl Retained {
+impl Recount for Engine {
+    fn feed(&mut self, e: &Element) -> Result<(), Error> {
+        Engine::feed(self, Some(e.0), e.1, e.2, e.3.clone())
+    }
+
+    fn counted(&self) -> Totals {
+        self.totals().clone()
+    }
+
+    fn totals_at(&self, _: Option<i64>) -> Result<Totals, Error> {
+        Ok(self.totals().clone())
+    }
+
+    fn window(&self) -> i64 {
+        self.spec().window
+    }
+}
+
+/// The exact engine of a query with a negation at the end of the pattern (`A B+ !C`), policy
+/// "any": elements are letters of its automaton, the negated characters among them.
+#[derive(Clone)]
+pub struct ClosingCount {
+    window: ExactWindow<AnyMatch>,
+}
+
+impl ClosingCount {
+    pub fn new(dfa: Arc<Dfa>, window: i64, closing: Closing) -> Result<ClosingCount, Error> {
+        if window < 0 {
+            return Err(Error::input("the window must not be negative"));
+        }
+        let mut w = ExactWindow::new(dfa, window);
+        w.set_closing(Arc::new(closing));
+        Ok(ClosingCount { window: w })
+    }
+
+    fn split(&self, totals: &[Dual<BigUint>]) -> Totals {
+        let closing = self.window.closing().map(|k| &**k);
+        let (c, s, p) = split_closing(self.window.dfa(), closing, totals);
+        Totals { matches: Dual { c: Count::from_biguint(c), s: Count::from_biguint(s) }, partial: Count::from_biguint(p), extrema: None }
+    }
+}
+
+impl Recount for ClosingCount {
+    fn feed(&mut self, e: &Element) -> Result<(), Error> {
+        let letters = self.window.dfa().k();
+        if e.0 >= letters || !e.3.is_empty() {
+            return Err(Error::input(format!("an element must be a letter below {letters} without attributes")));
+        }
+        self.window.push(Ev { sym: e.0 as u8, t: e.1, v: e.2, gap: 0 })
+    }
+
+    fn counted(&self) -> Totals {
+        self.split(&self.window.totals_big())
+    }
+
+    fn totals_at(&self, at: Option<i64>) -> Result<Totals, Error> {
+        Ok(self.split(&self.window.totals_closed(at)?))
+    }
+
+    fn window(&self) -> i64 {
+        crate::on_tier!(&self.window.ladder, |w| w.tau)
+    }
+}
+
+#[derive(Clone)]
+pub struct Retained<E: Recount = Engine> {
+    /// Never fed: what a rebuild starts from.
+    blank: E,
+    elems: Vec<Element>,
+    /// Fed exactly `elems`, in order.
+    engine: E,
+}
+
+impl Retained<Engine> {
     pub fn new(spec: Spec) -> Result<Retained, Error> {
-        let blank = Engine::new(spec)?;
-        Ok(Retained { engine: blank.clone(), blank, elems: Vec::new() })
+        Ok(Retained::over(Engine::new(spec)?))
+    }
+}
+
+impl<E: Recount> Retained<E> {
+    /// Empty, counting with `blank` (never fed).
+    pub fn over(blank: E) -> Retained<E> {
+        Retained { engine: blank.clone(), blank, elems: Vec::new() }
     }
 
     pub fn elements(&self) -> &[Element] {
@@ -44,15 +137,21 @@ impl Retained {
         self.elems.is_empty()
     }
 
-    /// Over exactly the retained elements.
-    pub fn totals(&self) -> &Totals {
-        self.engine.totals()
+    /// Over exactly the retained elements: what the engine counted as they arrived.
+    pub fn totals(&self) -> Totals {
+        self.engine.counted()
+    }
+
+    /// Over exactly the retained elements, as an evaluation at `at` reports them (`None`:
+    /// the stream is over).
+    pub fn totals_at(&self, at: Option<i64>) -> Result<Totals, Error> {
+        self.engine.totals_at(at)
     }
 
     /// Keep an element no earlier than the retained ones. On an error nothing changes.
     pub fn push(&mut self, e: Element) -> Result<(), Error> {
         in_order(&self.elems, &e)?;
-        self.engine.feed(Some(e.0), e.1, e.2, e.3.clone())?; // on an error it counts nothing
+        self.engine.feed(&e)?; // on an error it counts nothing
         self.elems.push(e);
         Ok(())
     }
@@ -66,13 +165,13 @@ impl Retained {
     }
 
     /// Remove the elements at `positions` and keep `e` (an eviction), with one recount; the
-    /// totals before `e` joined. On an error nothing changes.
+    /// totals ([`Retained::totals`]) before `e` joined. On an error nothing changes.
     pub fn replace(&mut self, positions: &[usize], e: Element) -> Result<Totals, Error> {
         let mut kept = self.without(positions)?;
         in_order(&kept, &e)?;
         let mut engine = self.replayed(&kept)?;
-        let before = engine.totals().clone();
-        engine.feed(Some(e.0), e.1, e.2, e.3.clone())?;
+        let before = engine.counted();
+        engine.feed(&e)?;
         kept.push(e);
         (self.engine, self.elems) = (engine, kept);
         Ok(before)
@@ -90,41 +189,41 @@ impl Retained {
         Ok(self.elems.iter().zip(&gone).filter(|(_, g)| !**g).map(|(e, _)| e.clone()).collect())
     }
 
-    /// The totals with `e` kept as well (nothing changes).
+    /// The totals with `e` kept as well, the stream over then (nothing changes).
     pub fn with(&self, e: &Element) -> Result<Totals, Error> {
         let mut engine = self.engine.clone();
-        engine.feed(Some(e.0), e.1, e.2, e.3.clone())?;
-        Ok(engine.totals().clone())
+        engine.feed(e)?;
+        engine.totals_at(None)
     }
 
-    fn replayed(&self, elems: &[Element]) -> Result<Engine, Error> {
+    fn replayed(&self, elems: &[Element]) -> Result<E, Error> {
         let mut engine = self.blank.clone();
         for e in elems {
-            engine.feed(Some(e.0), e.1, e.2, e.3.clone())?;
+            engine.feed(e)?;
         }
         Ok(engine)
     }
 
-    /// Per retained element, (number, sum of values) of the matches through it:
-    /// count(S) − count(S without e). A match through e lies within one window of e, so the
-    /// two differ only by what the elements up to t_e + W add: an engine fed the elements
-    /// before e is forked, takes the elements after e up to t_e + W, and its totals are
-    /// subtracted from the main engine's at the same point. O(Σ_e |elements in (t_e, t_e + W]|)
-    /// feeds and |S| forks.
-    pub fn through(&self) -> Result<Vec<(BigUint, BigUint)>, Error> {
-        let window = self.blank.spec().window as i128;
+    /// Per retained element, (number, sum of values) of the matches through it, the stream
+    /// over: count(S) − count(S without e). Negative for an element of a negated character at
+    /// the end of the pattern (the matches it keeps from counting). Whatever e changes has its
+    /// first element within one window before e and is decided by the elements up to
+    /// t_e + W, so the two counts differ only by what the elements up to t_e + W add: an
+    /// engine fed the elements before e is forked, takes the elements after e up to t_e + W,
+    /// and its totals are subtracted from the main engine's at the same point. O(Σ_e
+    /// |elements in (t_e, t_e + W]|) feeds and |S| forks.
+    pub fn through(&self) -> Result<Vec<(BigInt, BigInt)>, Error> {
+        let window = self.blank.window() as i128;
         let n = self.elems.len();
         let mut main = self.blank.clone();
         let mut after: Vec<Totals> = Vec::with_capacity(n); // main's totals after element k
-        let mut open: VecDeque<(usize, Engine)> = VecDeque::new(); // forks without element i
-        let mut out = vec![(BigUint::default(), BigUint::default()); n];
-        let close = |i: usize, fork: &Engine, with: &Totals, out: &mut Vec<(BigUint, BigUint)>| -> Result<(), Error> {
-            let (a, b) = (&with.matches, &fork.totals().matches);
-            let (ac, bc, as_, bs) = (a.c.to_biguint(), b.c.to_biguint(), a.s.to_biguint(), b.s.to_biguint());
-            if ac < bc || as_ < bs {
-                return Err(Error::internal("removing an element added matches"));
-            }
-            out[i] = (ac - bc, as_ - bs);
+        let mut open: VecDeque<(usize, E)> = VecDeque::new(); // forks without element i
+        let mut out = vec![(BigInt::default(), BigInt::default()); n];
+        let close = |i: usize, fork: &E, with: &Totals, out: &mut Vec<(BigInt, BigInt)>| -> Result<(), Error> {
+            let without = fork.totals_at(None)?;
+            let (a, b) = (&with.matches, &without.matches);
+            let signed = |x: &Count| BigInt::from(x.to_biguint());
+            out[i] = (signed(&a.c) - signed(&b.c), signed(&a.s) - signed(&b.s));
             Ok(())
         };
         for (k, e) in self.elems.iter().enumerate() {
@@ -136,11 +235,11 @@ impl Retained {
                 close(i, &fork, &after[k - 1], &mut out)?;
             }
             for (_, fork) in open.iter_mut() {
-                fork.feed(Some(e.0), e.1, e.2, e.3.clone())?;
+                fork.feed(e)?;
             }
             open.push_back((k, main.clone()));
-            main.feed(Some(e.0), e.1, e.2, e.3.clone())?;
-            after.push(main.totals().clone());
+            main.feed(e)?;
+            after.push(main.totals_at(None)?);
         }
         for (i, fork) in open {
             close(i, &fork, &after[n - 1], &mut out)?;
@@ -161,6 +260,7 @@ fn in_order(elems: &[Element], e: &Element) -> Result<(), Error> {
 mod tests {
     use super::*;
     use crate::conditions::engine::tests::rising_run;
+    use crate::exact::window::tests::{absence, brute_closed, RawEv};
     use proptest::prelude::*;
 
     fn element(&(letter, t, v, p): &(usize, i64, u64, Option<i64>)) -> Element {
@@ -173,6 +273,30 @@ mod tests {
             engine.feed(Some(e.0), e.1, e.2, e.3.clone()).unwrap();
         }
         (engine.totals().matches.c.to_biguint(), engine.totals().matches.s.to_biguint())
+    }
+
+    /// Removals (even steps) and evictions of the newest element into its own place at the end
+    /// (odd steps), at positions taken modulo the size; `check` sees each eviction's result
+    /// and the totals before the element joined.
+    fn remove_and_evict<E: Recount>(
+        retained: &mut Retained<E>,
+        removals: Vec<usize>,
+        mut check: impl FnMut(&Retained<E>, Totals) -> Result<(), TestCaseError>,
+    ) -> Result<(), TestCaseError> {
+        for (k, r) in removals.into_iter().enumerate() {
+            if retained.is_empty() {
+                continue;
+            }
+            let p = r % retained.len();
+            if k % 2 == 0 {
+                retained.remove(&[p]).unwrap();
+            } else {
+                let newest = retained.elements().last().unwrap().clone();
+                let before = retained.replace(&[p], newest).unwrap();
+                check(retained, before)?;
+            }
+        }
+        Ok(())
     }
 
     proptest! {
@@ -192,22 +316,12 @@ mod tests {
             for e in &elems {
                 retained.push(e.clone()).unwrap();
             }
-            for (k, r) in removals.into_iter().enumerate() {
-                if retained.is_empty() {
-                    continue;
-                }
-                let p = r % retained.len();
-                if k % 2 == 0 {
-                    retained.remove(&[p]).unwrap();
-                } else {  // an eviction: the newest again, in its place at the end
-                    let newest = retained.elements().last().unwrap().clone();
-                    let before = retained.replace(&[p], newest).unwrap();
-                    let mut kept = retained.elements().to_vec();
-                    kept.pop();
-                    let c = counts(&spec, &kept);
-                    prop_assert_eq!((before.matches.c.to_biguint(), before.matches.s.to_biguint()), c);
-                }
-            }
+            remove_and_evict(&mut retained, removals, |retained, before| {
+                let mut kept = retained.elements().to_vec();
+                kept.pop();
+                prop_assert_eq!((before.matches.c.to_biguint(), before.matches.s.to_biguint()), counts(&spec, &kept));
+                Ok(())
+            })?;
             let left = retained.elements().to_vec();
             let all = counts(&spec, &left);
             let got = retained.totals();
@@ -217,9 +331,58 @@ mod tests {
                 let mut without = left.clone();
                 without.remove(i);
                 let rest = counts(&spec, &without);
-                prop_assert_eq!(th.clone(), (&all.0 - &rest.0, &all.1 - &rest.1));
+                prop_assert_eq!(th.clone(), (BigInt::from(&all.0 - &rest.0), BigInt::from(&all.1 - &rest.1)));
             }
         }
+
+        /// With a negation at the end (`A B+ !C`, letters 0, 1, 2): after pushes and removals,
+        /// every evaluation equals the brute force of the closing rule over the elements left,
+        /// and `through` (negative for a C) equals the difference of two brute-force counts.
+        #[test]
+        fn closing_counts_equal_brute_force_after_removals(
+            raw in proptest::collection::vec((0usize..3, 0i64..3, 0u64..5), 0..10),
+            removals in proptest::collection::vec(0usize..10, 0..4),
+            window in 0i64..5,
+        ) {
+            let mut t = 0;
+            let elems: Vec<Element> = raw.iter().map(|&(l, gap, v)| { t += gap; (l, t, v, Box::default()) }).collect();
+            let dfa = absence();
+            let mut retained = Retained::over(ClosingCount::new(dfa.clone(), window, Closing::new(&dfa, vec![2], 3).unwrap()).unwrap());
+            let brute = |elems: &[Element], at: Option<i64>| {
+                let raw: Vec<RawEv> = elems.iter().map(|e| (b"ABC"[e.0], e.1, e.2)).collect();
+                let (c, s) = brute_closed(&raw, window, at);
+                (BigInt::from(c), BigInt::from(s))
+            };
+            let signed = |t: &Totals| (BigInt::from(t.matches.c.to_biguint()), BigInt::from(t.matches.s.to_biguint()));
+            for e in &elems {
+                retained.push(e.clone()).unwrap();
+                prop_assert_eq!(signed(&retained.totals_at(Some(e.1)).unwrap()), brute(retained.elements(), Some(e.1)));
+            }
+            remove_and_evict(&mut retained, removals, |_, _| Ok(()))?;
+            let left = retained.elements().to_vec();
+            let last = left.last().map_or(0, |e| e.1);
+            for at in last..=last + window + 1 {
+                prop_assert_eq!(signed(&retained.totals_at(Some(at)).unwrap()), brute(&left, Some(at)), "at {}", at);
+            }
+            let all = brute(&left, None);
+            prop_assert_eq!(signed(&retained.totals_at(None).unwrap()), all.clone());
+            for (i, th) in retained.through().unwrap().iter().enumerate() {
+                let mut without = left.clone();
+                without.remove(i);
+                let rest = brute(&without, None);
+                prop_assert_eq!(th.clone(), (&all.0 - &rest.0, &all.1 - &rest.1), "element {}", i);
+            }
+        }
+    }
+
+    #[test]
+    fn a_closing_element_must_be_a_letter_without_attributes() {
+        let dfa = absence();
+        let mut retained = Retained::over(ClosingCount::new(dfa.clone(), 3, Closing::new(&dfa, vec![2], 3).unwrap()).unwrap());
+        assert!(retained.push((3, 0, 1, Box::default())).is_err());
+        assert!(retained.push((0, 0, 1, vec![Value::Int(1)].into())).is_err());
+        assert!(retained.is_empty());
+        assert!(ClosingCount::new(dfa.clone(), -1, Closing::new(&dfa, vec![2], 3).unwrap()).is_err());
     }
 
     #[test]

@@ -563,7 +563,7 @@ pub mod tests {
     /// Brute force of the closing rule: a set spelling `A B+` whose first element is at f counts
     /// at `at` if `at >= f + tau` (always with `None`) and no C comes after its last element up
     /// to time f + tau.
-    fn brute_closed(raw: &[RawEv], tau: i64, at: Option<i64>) -> (u128, u128) {
+    pub fn brute_closed(raw: &[RawEv], tau: i64, at: Option<i64>) -> (u128, u128) {
         let raw: Vec<RawEv> = raw.iter().copied().filter(|e| at.is_none_or(|t| e.1 <= t)).collect();
         let (mut c, mut s) = (0u128, 0u128);
         let letters: Vec<usize> = (0..raw.len()).filter(|&i| raw[i].0 != b'C').collect();
