@@ -183,6 +183,18 @@ def test_a_summary_larger_than_the_partitions_counts_as_the_oracle(frame, rows, 
     assert any(r["count"] != "0" for r in out)
 
 
+def test_summary_min_and_max_with_conditions_are_the_oracles_over_the_retained_elements(frame, rows):
+    out = aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", value="v", aggregate="max", of="B",
+                    where=RISING, evaluate=[16, 23], summary_size=5, strategy="random").collect()
+    events = partition_events(rows)
+    for r in out:
+        listed = {(x["char"], x["timestamp"]) for x in r["elements"]}  # (with `of`, other letters' values are 0)
+        kept = [e for e in events[r["k"]] if e[:2] in listed]
+        found = where_aggregate(QUERY, kept, WINDOW, RISING, of="B")
+        assert (r["count"], r["min"], r["max"]) == (str(found["count"]), found["min"], found["max"])
+    assert any(r["max"] is not None for r in out)
+
+
 def test_a_job_file_counts_conditions_with_summaries(spark, tmp_path, rows):
     from suse.spark.jobs.load import load_config
     from suse.spark.jobs.run import run_job
