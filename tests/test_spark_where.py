@@ -195,6 +195,7 @@ def test_summary_min_and_max_with_conditions_are_the_oracles_over_the_retained_e
     assert any(r["max"] is not None for r in out)
 
 
+@pytest.mark.slow  # a job of its own: 8-18 s here, as the one above
 def test_a_job_file_counts_conditions_with_summaries(spark, tmp_path, rows):
     from suse.spark.jobs.load import load_config
     from suse.spark.jobs.run import run_job
