@@ -97,7 +97,6 @@ class WhereSummary(Locked):
         """Process a batch of events with attributes (as ``suse.Exact`` takes them with
         ``where``); one ``Evaluation`` per time in ``evaluate_at``, taken before the first event
         later than it, in the order given (``elements=True`` adds the retained elements)."""
-        late = check_late_mode(late)
         if values is not None:
             raise InputError("with where=, pass events (tuples with an attributes mapping, or a table with "
                              "attribute columns), not values=")

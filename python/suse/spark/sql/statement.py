@@ -383,7 +383,7 @@ class _Parser:
 
         strategy = self.accept(*(name.upper() for name in STRATEGIES))
         if strategy is not None:
-            st.strategy = strategy.upper().lower()
+            st.strategy = strategy.text.lower()
 
     def clause_evaluate(self, st: Statement, tok: Token) -> None:
         st.at["EVALUATE"] = self.tok.pos
