@@ -174,7 +174,7 @@ def where_summary_evaluations(plan: Plan, summary: WhereSummary, chars: bytes, t
     timestamp, value: the attributes the conditions read stay out of the fixed column type)."""
     columns = condition_columns(summary.counter, chars, ts, dict(zip(plan.attributes, attributes)))
     evaluations = summary.feed(chars, ts, values, columns, times, elements=True)
-    return [dataclasses.replace(ev, elements=[element[:3] for element in ev.elements]) for ev in evaluations]
+    return [dataclasses.replace(ev, elements=[element[:3] for element in ev.elements or ()]) for ev in evaluations]
 
 
 def condition_columns(counter: WhereCounter, chars: bytes, ts: np.ndarray,
