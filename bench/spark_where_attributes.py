@@ -2,9 +2,11 @@
 batches with the attribute columns the conditions read, as `mapInArrow` hands them to one
 Python worker (N events in P partitions, sorted by key then time, Arrow batches of 10,000
 rows). It times the whole per-partition path: reading the attribute columns out of Arrow,
-turning them into condition values, and the conditions engine.
+turning them into condition values, and the conditions engine (``--engine exact``) or a
+summary with conditions per partition (``--engine summary``, ``--strategy``, ``--size``).
 
     python bench/spark_where_attributes.py [--events 200000] [--partitions 100] [--kind int|float|string]
+                                           [--engine exact|summary] [--strategy fifo|random|present] [--size 50]
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pyarrow as pa
 from suse.spark.events.rows import ATTRIBUTE, RANK, TIE, TS
 from suse.spark.runners.plan import Plan
 from suse.spark.runners.sorted import run_sorted
-from suse.spec import QuerySpec
+from suse.spec import QuerySpec, SummarySpec
 from timing import best_time
 
 WINDOW = 10
@@ -45,12 +47,17 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--kind", choices=["int", "float", "string"], default="int")
+    parser.add_argument("--engine", choices=["exact", "summary"], default="exact")
+    parser.add_argument("--strategy", choices=["fifo", "random", "present"], default="fifo")
+    parser.add_argument("--size", type=int, default=50)
     args = parser.parse_args()
     data = batches(args.events, args.partitions, args.kind)
-    plan = Plan(QuerySpec("AB+C", WINDOW, where=WHERE), order="ABC", engine="exact", attributes=("label", "p"))
+    plan = Plan(QuerySpec("AB+C", WINDOW, where=WHERE), SummarySpec(args.size, args.strategy), order="ABC",
+                engine=args.engine, attributes=("label", "p"))
     seconds, _ = best_time(lambda: sum(b.num_rows for b in run_sorted(plan, ["k"], iter(data), TS, RANK, None)), 3)
-    print(f"where through run_sorted: {args.events:,} events, {args.partitions:,} partitions, {args.kind} prices, "
-          f"window {WINDOW}: {args.events / seconds:,.0f} events/s")
+    engine = args.engine if args.engine == "exact" else f"summary {args.strategy} of {args.size}"
+    print(f"where through run_sorted, {engine}: {args.events:,} events, {args.partitions:,} partitions, "
+          f"{args.kind} prices, window {WINDOW}: {args.events / seconds:,.0f} events/s")
 
 
 if __name__ == "__main__":

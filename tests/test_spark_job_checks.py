@@ -197,14 +197,18 @@ STREAMING = ('name = "checked"\n', 'name = "checked"\nmode = "streaming"\n'), "\
 
 @pytest.mark.parametrize("changes, extra, message", [
     ([], "", None),
-    ([('engine = "exact"', "")], "", "query.where: conditions are counted by the exact engine only; set evaluate.engine"),
+    # batch summaries count conditions with the strategies that know them
+    ([('engine = "exact"', "")], "", "query.where: summary.strategy 'suse' scores elements by the probabilities"),
+    ([('engine = "exact"', ""), ("[evaluate]", '[summary]\nstrategy = "adaptive"\n[evaluate]')], "",
+     "summary.strategy 'adaptive' scores elements"),
+    ([('engine = "exact"', ""), ("[evaluate]", '[summary]\nstrategy = "present"\n[evaluate]')], "", None),
     ([("B.x > LAST(B.x, 1)", "B.x > LAST(B.x")], "", "query.where: condition of B: expected ')' to close LAST("),
     ([('B = "LAST', 'C = "LAST')], "", "query.where: condition of C:"),
     ([('engine = "exact"', 'engine = "exact"\nexact = true')], "", "evaluate: exact = true adds"),
     ([('engine = "exact"', 'engine = "fast"')], "", "evaluate.engine: Input should be 'summary' or 'exact'"),
     ([STREAMING[0]], STREAMING[1], None),  # a streaming job counts conditions with the exact engine too
     ([STREAMING[0], ('engine = "exact"', "")], STREAMING[1],
-     "query.where: conditions are counted by the exact engine only; set evaluate.engine"),
+     "query.where: a stream counts conditions with the exact engine only; set evaluate.engine"),
 ])
 def test_conditions_in_a_job_file_are_checked_before_spark(changes, extra, message):
     text = ONE

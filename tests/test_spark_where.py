@@ -49,14 +49,22 @@ def frame(spark, rows):
                                  "k string, t long, kind string, price double, label string, v long")
 
 
-def expected(rows: pd.DataFrame, where, at) -> dict:
-    """Per partition and evaluation time: the oracle's count and sum."""
+def partition_events(rows: pd.DataFrame) -> dict[str, list[tuple]]:
+    """Per partition, its events in Spark's order (timestamp, then the characters' order),
+    as (char, timestamp, value, attributes) with NULL prices as None."""
     out = {}
     for k, g in rows.groupby("k"):
         g = g.sort_values(["t", "kind"])
-        events = [(kind.upper(), t, v, {"price": None if p is None or (isinstance(p, float) and math.isnan(p)) else p,
-                                        "label": label})
+        out[k] = [(kind.upper(), int(t), int(v),
+                   {"price": None if p is None or (isinstance(p, float) and math.isnan(p)) else p, "label": label})
                   for t, kind, v, p, label in zip(g.t, g.kind, g.v, g.price, g.label)]
+    return out
+
+
+def expected(rows: pd.DataFrame, where, at) -> dict:
+    """Per partition and evaluation time: the oracle's count and sum."""
+    out = {}
+    for k, events in partition_events(rows).items():
         for t in at:
             found = where_aggregate(QUERY, events, WINDOW, where, at=t)
             out[(k, t)] = (str(found["count"]), str(found["sum"]))
@@ -101,8 +109,13 @@ def test_a_missing_or_unusable_column_is_named(spark, frame):
 
 
 def test_what_does_not_count_conditions_refuses_them_by_name(frame):
-    with pytest.raises(QueryError, match=r"where is not supported by the summaries yet: pass engine='exact'"):
+    with pytest.raises(QueryError, match=r"where is not supported by strategy 'suse' \(query 'AB\+C'\), which "
+                       r"scores .* pass strategy='fifo', 'random' or 'present', or engine='exact'"):
         aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING)
+    with pytest.raises(QueryError, match=r"where is not supported by strategy 'adaptive'"):
+        aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING, strategy="adaptive")
+    with pytest.raises(InputError, match=r"matches per row are not available for 'AB\+C' with conditions"):
+        aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING, strategy="fifo", matches=3)
     with pytest.raises(QueryError, match=r"query 'r': where is not supported in a query set"):
         aggregate(frame, None, WINDOW, CHARS, "t", queries={"r": {"query": QUERY, "where": RISING}, "s": "AC"})
     with pytest.raises(InputError, match=r"engine='exact' runs a single query"):
@@ -123,6 +136,83 @@ def test_a_stream_refuses_conditions_on_summaries_by_name(spark, tmp_path, rows)
         aggregate_stream(stream, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING)
 
 
+# --- summaries with conditions (batch): each partition's events through suse.Summary ---------------
+
+
+def library_rows(rows: pd.DataFrame, where, at, size: int, strategy: str, aggregate: str = "sum") -> dict:
+    """Per partition and evaluation time: what the library's summary with conditions (a
+    WhereSummary, seed 0 as Spark's default) gives over the partition's events in Spark's order."""
+    out = {}
+    for k, events in partition_events(rows).items():
+        summary = suse.Summary(suse.Query(QUERY, WINDOW, aggregate=aggregate, where=where), size, strategy, seed=0)
+        for ev in summary.extend(events, evaluate_at=at, elements=True):
+            out[(k, ev.timestamp)] = (str(ev.count), str(ev.sum), str(ev.detected_count),
+                                      sum(t <= ev.timestamp for _, t, _, _ in events), [e[:3] for e in ev.elements])
+    return out
+
+
+def summary_rows(frame, where, at, size: int, strategy: str, **options) -> list:
+    return aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", value="v", aggregate="sum", where=where,
+                     evaluate=at, summary_size=size, strategy=strategy, **options).collect()
+
+
+@pytest.mark.parametrize("strategy", ["fifo", "random", "present"])
+def test_summary_rows_equal_the_library_summary_over_each_partition(frame, rows, strategy):
+    at, size = [8, 16, 23], 4
+    out = summary_rows(frame, RISING, at, size, strategy, exact=True)
+    got = {(r["k"], r["evaluated_at"]): (r["count"], r["sum"], r["detected_count"], r["events"],
+                                         [tuple(e) for e in r["elements"]]) for r in out}
+    assert got == library_rows(rows, RISING, at, size, strategy)
+    # and, read back from the elements, each count is the oracle's over the retained events
+    events = partition_events(rows)
+    for r in out:
+        kept = [e for e in events[r["k"]] if (e[0], e[1], e[2]) in {tuple(x) for x in r["elements"]}]
+        assert len(kept) == len(r["elements"]) <= size
+        assert r["count"] == str(where_aggregate(QUERY, kept, WINDOW, RISING)["count"])
+    # the summary is smaller than the partitions: it evicts, and counts less than exactly
+    assert any(r["events"] > size for r in out)
+    assert {(r["k"], r["evaluated_at"]): (r["exact_count"], r["exact_sum"]) for r in out} == expected(rows, RISING, at)
+
+
+@pytest.mark.parametrize("strategy", ["fifo", "random", "present"])
+def test_a_summary_larger_than_the_partitions_counts_as_the_oracle(frame, rows, strategy):
+    at = [8, 16, 23]
+    name = "same label, a gap of at most 2"
+    out = summary_rows(frame, CASES[name], at, 100, strategy)
+    assert {(r["k"], r["evaluated_at"]): (r["count"], r["sum"]) for r in out} == expected(rows, CASES[name], at)
+    assert any(r["count"] != "0" for r in out)
+
+
+def test_summary_min_and_max_with_conditions_are_the_oracles_over_the_retained_elements(frame, rows):
+    out = aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", value="v", aggregate="max", of="B",
+                    where=RISING, evaluate=[16, 23], summary_size=5, strategy="random").collect()
+    events = partition_events(rows)
+    for r in out:
+        listed = {(x["char"], x["timestamp"]) for x in r["elements"]}  # (with `of`, other letters' values are 0)
+        kept = [e for e in events[r["k"]] if e[:2] in listed]
+        found = where_aggregate(QUERY, kept, WINDOW, RISING, of="B")
+        assert (r["count"], r["min"], r["max"]) == (str(found["count"]), found["min"], found["max"])
+    assert any(r["max"] is not None for r in out)
+
+
+@pytest.mark.slow  # a job of its own: 8-18 s here, as the one above
+def test_a_job_file_counts_conditions_with_summaries(spark, tmp_path, rows):
+    from suse.spark.jobs.load import load_config
+    from suse.spark.jobs.run import run_job
+
+    (tmp_path / "in").mkdir()
+    rows.to_json(tmp_path / "in" / "part.json", orient="records", lines=True)
+    job = tmp_path / "job.toml"
+    job.write_text(exact_job(tmp_path / "in", tmp_path / "out", "k string, t long, kind string, price double, "
+                             "label string, v long", QUERY, WINDOW, RISING, "[8, 16, 23]",
+                             summary='size = 4\nstrategy = "present"'))
+    run_job(load_config(job))
+    out = spark.read.json(str(tmp_path / "out")).collect()
+    want = library_rows(rows, RISING, [8, 16, 23], 4, "present", "count")
+    assert {(r["k"], r["evaluated_at"]): (r["count"], r["detected_count"]) for r in out} == {
+        key: (count, detected) for key, (count, _, detected, _, _) in want.items()}
+
+
 @pytest.mark.slow  # a job of its own: about 20 s here
 def test_a_job_file_counts_conditions_over_json_columns(spark, tmp_path, rows):
     from suse.spark.jobs.load import load_config
@@ -138,9 +228,12 @@ def test_a_job_file_counts_conditions_over_json_columns(spark, tmp_path, rows):
     assert {(r["k"], r["evaluated_at"]): (r["count"], r["sum"]) for r in out} == expected(rows, RISING, [8, 16, 23])
 
 
-def exact_job(source, out, schema: str, query: str, window: int, where: dict, at: str, head: str = "", tail: str = "") -> str:
+def exact_job(source, out, schema: str, query: str, window: int, where: dict, at: str, head: str = "", tail: str = "",
+              summary: str = "") -> str:
     """A job file counting ``query`` with conditions ``where`` on the exact engine, JSON in and
-    out (``at``: the TOML value of ``[evaluate] at``; ``head``/``tail``: lines before and after)."""
+    out (``at``: the TOML value of ``[evaluate] at``; ``head``/``tail``: lines before and after;
+    ``summary``: the lines of a ``[summary]`` table, which count with summaries instead)."""
+    table, engine = (f"[summary]\n{summary}", "") if summary else ("", 'engine = "exact"')
     conditions = ", ".join(f"{letter} = '{condition}'" for letter, condition in where.items())
     characters = "\n".join(f'{c} = "{p}"' for c, p in CHARS.items())
     return f"""{head}
@@ -157,9 +250,10 @@ value = "v"
 regex = "{query}"
 window = {window}
 where = {{ {conditions} }}
+{table}
 [evaluate]
 at = {at}
-engine = "exact"
+{engine}
 [output]
 path = "{out}"
 format = "json"
@@ -190,8 +284,22 @@ def test_sql_splits_each_define_into_the_row_predicate_and_where(spark, frame, r
     assert "elements" not in out[0]
 
 
+def test_sql_counts_a_define_between_rows_with_a_summary_of_a_strategy_that_knows_it(spark, frame, rows):
+    import suse.spark
+
+    frame.createOrReplaceTempView("where_rows")
+    out = suse.spark.sql(spark, STATEMENT.replace("SUMMARY EXACT", "SUMMARY 4 PRESENT")).collect()
+    want = library_rows(rows, RISING, [8, 16, 23], 4, "present")
+    assert {(r["k"], r["evaluated_at"]): (r["n"], r["total"], [(e["char"], e["timestamp"], e["value"])
+                                                                for e in r["elements"]]) for r in out} == {
+        key: (count, total, elements) for key, (count, total, _, _, elements) in want.items()}
+
+
 @pytest.mark.parametrize("change, message, at", [
-    ("SUMMARY EXACT", "a DEFINE compares rows of the match", "(LAST(B.price, 1) IS NULL"),
+    ("SUMMARY EXACT", "a DEFINE compares rows of the match (LAST, FIRST or another variable's column), which the "
+     "exact engine counts (SUMMARY EXACT) or a summary with strategy FIFO, RANDOM or PRESENT (SUMMARY 10 FIFO); "
+     "strategy SUSE scores", "(LAST(B.price, 1) IS NULL"),
+    ("SUMMARY EXACT", "strategy ADAPTIVE scores", "(LAST(B.price, 1) IS NULL OR"),
     ("C.price < B.price", "DEFINE C: avg() over the match's rows is a condition over a whole prefix", "avg(B.price)"),
     ("C.price < B.price", "DEFINE C: LAST(price, 1) without a variable reads any row", "LAST(price, 1)"),
     ("C.price < B.price", "DEFINE C: ", "% 2"),
@@ -204,7 +312,7 @@ def test_sql_refuses_what_the_conditions_cannot_say_at_its_position(spark, frame
     frame.createOrReplaceTempView("where_rows")
     replacement = {"avg(B.price)": "C.price < avg(B.price)", "LAST(price, 1)": "C.price < LAST(price, 1)",
                    "% 2": "C.price < B.price % 2", "LAST(B.price * 2, 1)": "C.price < LAST(B.price * 2, 1)",
-                   "(LAST(B.price, 1) IS NULL": "SUMMARY 10"}[at]
+                   "(LAST(B.price, 1) IS NULL": "SUMMARY 10", "(LAST(B.price, 1) IS NULL OR": "SUMMARY 10 ADAPTIVE"}[at]
     text = STATEMENT.replace(change, replacement)
     with pytest.raises(SqlError) as info:
         suse.spark.sql(spark, text)

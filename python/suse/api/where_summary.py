@@ -105,6 +105,13 @@ class WhereSummary(Locked):
         self._events = self._skipped = self._late = self._evictions = 0
         self._detected = [0, 0]  # count, sum of the matches each element formed when it was kept
 
+    @property
+    def counter(self) -> WhereCounter:
+        """The conditions' compiled form: ``feed`` takes one list per ``counter.columns``."""
+        if not isinstance(self._counter, WhereCounter):
+            raise self._refuse("a counter of conditions (the query has none)")
+        return self._counter
+
     # -- feeding --
 
     @locked
@@ -121,14 +128,22 @@ class WhereSummary(Locked):
         """Process a batch of events (as ``suse.Exact`` takes them: with ``where``, with
         attributes); one ``Evaluation`` per time in ``evaluate_at``, taken before the first
         event later than it, in the order given (``elements=True`` adds the retained elements)."""
-        late = check_late_mode(late)
         if values is not None and self.query.where is not None:
             raise InputError("with where=, pass events (tuples with an attributes mapping, or a table with "
                              "attribute columns), not values=")
         if isinstance(self._counter, ClosingElements):
-            raw, ts, vals, columns = self._counter.parse(events, chars, timestamps, values)
+            parsed = self._counter.parse(events, chars, timestamps, values)
         else:
-            raw, ts, vals, columns = self._counter.parse(events, chars, timestamps)
+            parsed = self._counter.parse(events, chars, timestamps)
+        return self.feed(*parsed, evaluate_at, elements=elements, late=late)
+
+    @locked
+    def feed(self, raw: bytes, ts: np.ndarray, vals: Optional[np.ndarray], columns: list[list[Any]],
+             evaluate_at: Any = None, *, elements: bool = False, late: str = "error") -> list[Evaluation]:
+        """``extend`` for events already coerced: one-byte characters, timestamps, values (or
+        None) and one list per column of the counter's columns (what its ``parse`` gives, or
+        Spark's vectorised ``condition_columns``), a value per event."""
+        late = check_late_mode(late)
         times, order = eval_times(evaluate_at, self._last)
         raw, kept_ts, vals, n_late = drop_late(raw, ts, vals, self._last, 0, late)
         if n_late:

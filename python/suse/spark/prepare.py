@@ -8,6 +8,7 @@ import dataclasses
 from pyspark.sql import DataFrame
 
 import suse
+from suse.api.where_summary import WHERE_STRATEGIES
 from suse.errors import InputError
 from suse.spark.events.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.events.rows import RANK, Events, to_events
@@ -30,8 +31,8 @@ def _compiled(query: QuerySpec, job: JobSpec, streaming: bool) -> suse.Query:
     """The query checked (QueryError with a position), named in the message within a set."""
     try:
         compiled = query.compile()
-        if compiled.where is not None:  # on Spark only the exact engine counts them yet
-            _check_where(compiled, job, streaming)
+        if compiled.where is not None:  # not every engine counts them yet
+            _check_where(compiled, query, job, streaming)
         if compiled._closing is not None and job.output.engine != "exact":  # (suse.Summary counts it, Spark's do not)
             raise suse.QueryError("a negation at the end of the pattern is not supported by this engine yet: pass "
                                   "engine='exact' to count each partition with the exact engine",
@@ -43,18 +44,25 @@ def _compiled(query: QuerySpec, job: JobSpec, streaming: bool) -> suse.Query:
         raise suse.QueryError(f"query {query.label!r}: {exc.message}", exc.position, exc.query) from None
 
 
-def _check_where(query: suse.Query, job: JobSpec, streaming: bool) -> None:
-    """Conditions between events (`where`) run on the exact engine of a single query, in batch
-    and streaming; everything else refuses them by name (a summary would ignore them)."""
+def _check_where(compiled: suse.Query, query: QuerySpec, job: JobSpec, streaming: bool) -> None:
+    """Conditions between events (`where`) run on a single query: on the exact engine (batch
+    and streaming) and, in batch, on summaries whose strategy knows them (suse.api.where_summary);
+    everything else refuses them by name (it would ignore them)."""
     if job.query_set:
         why = "in a query set yet: run the query with conditions as a job of its own"
-    elif job.output.engine != "exact":
-        where = " on a stream" if streaming else ""
-        why = (f"by the summaries{where} yet: pass engine='exact' to count each partition with the exact engine "
+    elif job.output.engine == "exact":
+        return
+    elif streaming:
+        why = ("by the summaries on a stream yet: pass engine='exact' to count each partition with the exact engine "
                "(no summary, no elements)")
     else:
-        return
-    raise suse.QueryError(f"where is not supported {why}", 0, query.regex)
+        strategy = job.summary_for(query).strategy
+        if strategy in WHERE_STRATEGIES:
+            return
+        why = (f"by strategy {strategy!r} (query {query.label!r}), which scores elements by the probabilities of "
+               "future characters and knows nothing of the conditions: pass strategy='fifo', 'random' or "
+               "'present', or engine='exact'")
+    raise suse.QueryError(f"where is not supported {why}", 0, compiled.regex)
 
 
 def _attributes(queries: list[suse.Query]) -> dict[str, tuple[str, ...]]:

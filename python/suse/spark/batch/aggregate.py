@@ -46,6 +46,10 @@ def aggregate(
     ``probabilities``: None (estimated online by each summary), a mapping char -> p, or
     "estimate" (character frequencies over the whole input, one extra Spark job).
 
+    ``where={letter: condition}``: conditions between a match's events over ``df``'s columns
+    (docs/QUERY.md), counted by ``engine="exact"`` or by summaries whose ``strategy`` is "fifo",
+    "random" or "present" (the rows' ``elements`` then leave the attributes out).
+
     ``op``: a column with "+" (an event) or "-" (a retraction: it cancels one event of the
     partition with the same character, timestamp and value; a retraction with nothing to cancel
     stops the job with an error naming it).

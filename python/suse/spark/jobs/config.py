@@ -79,7 +79,8 @@ class QueryConfig(_Strict):
     replicate: list[str] = []
     max_missing: int = Field(0, ge=0, description="approximate matching: pattern letters a match may miss")
     where: dict[str, str] = Field({}, description="conditions between a match's events, letter = condition "
-                                  "(docs/QUERY.md); counted with [evaluate] engine = 'exact'")
+                                  "(docs/QUERY.md); counted with [evaluate] engine = 'exact', or in batch by "
+                                  "summaries with [summary] strategy 'fifo', 'random' or 'present'")
 
     @property
     def label(self) -> str:

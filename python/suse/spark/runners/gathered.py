@@ -6,7 +6,8 @@ partitions completed in a batch are cut out with numpy, run by ``_core.summary_g
 (one fresh summary copy per partition) and the results come back as columns that become
 Arrow arrays directly. Same rows, same order, same values as ``run_sorted``; it serves the
 plans whose output is the plain RESULT_DDL (a query or a query set, no ``exact``, no
-MIN/MAX, no approximate matching) and ``run_sorted`` keeps the others.
+MIN/MAX, no approximate matching, no conditions between events) and ``run_sorted`` keeps the
+others.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def serves(plan: object) -> bool:
     if getattr(plan, "multi", False):
         return not plan.exact and all(serves(p) for _, p, _ in plan.plans)
     return (isinstance(plan, Plan) and plan.summarised and not plan.exact and not plan.extrema
-            and plan.max_missing == 0)
+            and plan.max_missing == 0 and plan.spec.where is None)  # conditions: the runner of sorted rows
 
 
 def run_grouped(

@@ -5,8 +5,8 @@ The rows of both layouts pass through `add_matches` in the Python worker, after 
 runs: the elements the row carries are all it needs, because the row's count is the number
 of matches among them, and under skip-till-any and skip-till-next without negation nothing
 else decides which sets of elements match. Negation and contiguity depend
-on the events between the retained elements, which the rows do not carry: `check_matches`
-refuses them on the driver, by name.
+on the events between the retained elements, conditions between events (``where``) on their
+attributes, which the rows do not carry: `check_matches` refuses them on the driver, by name.
 """
 from __future__ import annotations
 
@@ -31,9 +31,10 @@ def check_matches(job: JobSpec) -> None:
     if job.output.matches is None:
         return
     for query in job.queries:
-        if RetainedMatches.told_by_elements(query.compile()):
+        if query.where is None and RetainedMatches.told_by_elements(query.compile()):
             continue
-        what = ("contiguity" if query.policy == "contiguous" else "approximate matching (max_missing)"
+        what = ("conditions between events (where: their attributes)" if query.where is not None else "contiguity"
+                if query.policy == "contiguous" else "approximate matching (max_missing)"
                 if query.max_missing else "negation")
         raise InputError(
             f"matches per row are not available for {query.regex!r} with {what}: the rows carry the retained "

@@ -3,6 +3,7 @@ answers (`Row`) and the output columns they become. `Plan` and the query set's `
 (runners.multi) are the two `PartitionPlan`s every runner takes."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple, Protocol, Sequence
@@ -13,6 +14,7 @@ import pyarrow as pa
 import suse
 from suse.api import EXTREMA
 from suse.api.where import WhereCounter, exact_value
+from suse.api.where_summary import WhereSummary
 from suse.errors import InputError
 from suse.query.conditions import data_value
 from suse.spark.events.triggers import Trigger
@@ -140,9 +142,12 @@ def evaluate_partition(
     if plan.exact:
         exact = exact_evaluations(plan, chars, ts, values, attributes, times)
     summary = plan.new_summary()
-    # Spark sorted the events and the trigger gives sorted distinct times, so the checks and
-    # conversions of Summary.extend are skipped: one native call, its rows read as they are.
-    evaluations = summary._engine.extend(chars, ts, values, np.asarray(times, dtype=np.int64), True)
+    if isinstance(summary, WhereSummary):
+        evaluations = where_summary_evaluations(plan, summary, chars, ts, values, attributes, times)
+    else:
+        # Spark sorted the events and the trigger gives sorted distinct times, so the checks and
+        # conversions of Summary.extend are skipped: one native call, its rows read as they are.
+        evaluations = summary._engine.extend(chars, ts, values, np.asarray(times, dtype=np.int64), True)
     pairs = [(None, None)] * len(evaluations) if exact is None else [(ex.count, ex.sum) for ex in exact]
     return [Row(ev.timestamp, ev.count, ev.sum, ev.detected_count, cut, ev.elements, *ex,
                 min=ev.min, max=ev.max, count_by_missing=ev.count_by_missing)
@@ -159,6 +164,17 @@ def exact_evaluations(plan: Plan, chars: bytes, ts: np.ndarray, values: np.ndarr
     counter = WhereCounter(query)
     columns = condition_columns(counter, chars, ts, dict(zip(plan.attributes, attributes)))
     return counter.feed(chars, ts, values, columns, times)
+
+
+def where_summary_evaluations(plan: Plan, summary: WhereSummary, chars: bytes, ts: np.ndarray,
+                              values: np.ndarray | None, attributes: Sequence[pa.Array],
+                              times: Sequence[int]) -> list[suse.Evaluation]:
+    """A summary with conditions fed one partition's sorted events with their attributes,
+    evaluated at ``times``; its elements as the ``elements`` column holds them (char,
+    timestamp, value: the attributes the conditions read stay out of the fixed column type)."""
+    columns = condition_columns(summary.counter, chars, ts, dict(zip(plan.attributes, attributes)))
+    evaluations = summary.feed(chars, ts, values, columns, times, elements=True)
+    return [dataclasses.replace(ev, elements=[element[:3] for element in ev.elements or ()]) for ev in evaluations]
 
 
 def condition_columns(counter: WhereCounter, chars: bytes, ts: np.ndarray,

@@ -69,7 +69,9 @@ class Statement:
     define_tokens: dict[str, list[Token]] = field(default_factory=dict)  # variable -> its condition's tokens
     window: Any = None
     summary_size: int = 500
-    engine: str = "summary"  # SUMMARY EXACT: the exact engine alone (conditions between rows need it)
+    engine: str = "summary"  # SUMMARY EXACT: the exact engine alone
+    strategy: str = "suse"  # SUMMARY 24 FIFO: the summary's strategy (conditions between rows need one of
+    # suse.api.where_summary.WHERE_STRATEGIES)
     evaluate: Any = "end"
     policy: str = "any"
     at: dict[str, int] = field(default_factory=dict)  # clause or variable -> position
@@ -377,6 +379,11 @@ class _Parser:
             st.engine = "exact"
             return
         st.summary_size = self.number("the summary size (or EXACT) after SUMMARY")
+        from suse.api.checks import STRATEGIES
+
+        strategy = self.accept(*(name.upper() for name in STRATEGIES))
+        if strategy is not None:
+            st.strategy = strategy.text.lower()
 
     def clause_evaluate(self, st: Statement, tok: Token) -> None:
         st.at["EVALUATE"] = self.tok.pos
@@ -602,7 +609,7 @@ def translate(spark: Any, text: str) -> tuple[Statement, Any, dict[str, Any]]:
     characters, where = _defines(st, {f.name.lower(): f.name for f in df.schema.fields}, over)
     kwargs = dict(
         query=st.regex, window=st.window, characters=characters, timestamp=st.order_by,
-        partition_by=st.partition_by, value=value, summary_size=st.summary_size,
+        partition_by=st.partition_by, value=value, summary_size=st.summary_size, strategy=st.strategy,
         evaluate=st.evaluate, aggregate=kinds[0] if kinds else "count", policy=st.policy,
         where=where or None, engine=st.engine,
     )
@@ -630,11 +637,14 @@ def _defines(st: Statement, columns: dict[str, str], over: str) -> tuple[dict[st
             where[st.letters[name]], cross[st.letters[name]] = condition.text, condition
     if not where:
         return characters, where
+    from suse.api.where_summary import WHERE_STRATEGIES
+
     first = min(c.anchors[0][1] for c in cross.values())
-    if st.engine != "exact":
+    if st.engine != "exact" and st.strategy not in WHERE_STRATEGIES:
         raise st.error("a DEFINE compares rows of the match (LAST, FIRST or another variable's column), which the "
-                       "exact engine counts: write SUMMARY EXACT (summaries with such conditions are not built yet)",
-                       first)
+                       "exact engine counts (SUMMARY EXACT) or a summary with strategy FIFO, RANDOM or PRESENT "
+                       f"(SUMMARY {st.summary_size} FIFO); strategy {st.strategy.upper()} scores by the probabilities "
+                       "of future characters, which know nothing of the conditions", first)
     try:
         import suse
 
