@@ -14,6 +14,7 @@ a double, and division by zero is an error (Spark's ANSI mode).
 """
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -43,35 +44,61 @@ def _rows_of(rows: Rows, qual: Optional[str], start: int, labels: Sequence[int],
     return [start + i for i in range(upto) if wanted is None or labels[i] in wanted]
 
 
-def _nth_row(rows: Rows, leaf: Nav, start: int, labels: Sequence[int], upto: int) -> Optional[int]:
-    """The row ``FIRST``/``LAST(qual, index)`` selects among the first ``upto`` rows of the match."""
-    wanted = None if leaf.qual is None else rows.members[leaf.qual]
-    seen = 0
-    steps = range(upto) if leaf.logical == "FIRST" else range(upto - 1, -1, -1)
-    for i in steps:
-        if wanted is None or labels[i] in wanted:
-            if seen == leaf.index:
-                return start + i
-            seen += 1
-    return None
+def nav_row(leaf: Nav, rows: Rows, start: int, labels: Sequence[int], upto: int) -> Optional[int]:
+    """The partition row a navigation leaf reads: among the first ``upto`` rows of the match,
+    the one ``FIRST``/``LAST(qual, index)`` selects, then ``physical`` rows further; None where
+    that is no row of the partition (the value is NULL)."""
+    index = leaf.index
+    if leaf.qual is None:  # every row counts: no scan
+        if index >= upto:
+            return None
+        at = index if leaf.logical == "FIRST" else upto - 1 - index
+    else:
+        wanted = rows.members[leaf.qual]
+        for at in range(upto) if leaf.logical == "FIRST" else range(upto - 1, -1, -1):
+            if labels[at] in wanted:
+                if not index:
+                    break
+                index -= 1
+        else:
+            return None
+    row = start + at + leaf.physical
+    if row >= rows.n and rows.open:
+        raise Undecided(row)
+    return row if 0 <= row < rows.n else None
+
+
+# reader(rows, start, labels, upto, number): a leaf's value for the match so far
+Reader = Callable[[Rows, int, Sequence[int], int, int], Any]
+
+
+@functools.lru_cache(maxsize=512)
+def leaf_reader(leaf: Leaf) -> Reader:
+    """How ``leaf`` is read, decided once per leaf rather than once per value."""
+    if isinstance(leaf, MatchNumber):
+        return lambda rows, start, labels, upto, number: number
+    if isinstance(leaf, Classifier):
+        def classifier(rows: Rows, start: int, labels: Sequence[int], upto: int, number: int) -> Any:
+            chosen = _rows_of(rows, leaf.qual, start, labels, upto)
+            return rows.variables[labels[chosen[-1] - start]] if chosen else None
+        return classifier
+    if isinstance(leaf, Nav):
+        def navigation(rows: Rows, start: int, labels: Sequence[int], upto: int, number: int) -> Any:
+            row = nav_row(leaf, rows, start, labels, upto)
+            return None if row is None else rows.columns[leaf.expr][row]
+        return navigation
+    assert isinstance(leaf, Agg)
+    if leaf.expr is None and leaf.qual is None:  # count(*): every row of the match so far
+        return lambda rows, start, labels, upto, number: upto
+    return lambda rows, start, labels, upto, number: _aggregate(leaf, rows, start, labels, upto)
 
 
 def leaf_value(leaf: Leaf, rows: Rows, start: int, labels: Sequence[int], upto: int, number: int) -> Any:
     """The leaf's value for the match so far: rows ``start .. start + upto - 1`` labelled ``labels``."""
-    if isinstance(leaf, MatchNumber):
-        return number
-    if isinstance(leaf, Classifier):
-        chosen = _rows_of(rows, leaf.qual, start, labels, upto)
-        return rows.variables[labels[chosen[-1] - start]] if chosen else None
-    if isinstance(leaf, Nav):
-        row = _nth_row(rows, leaf, start, labels, upto)
-        if row is None:
-            return None
-        row += leaf.physical
-        if row >= rows.n and rows.open:
-            raise Undecided(row)
-        return rows.columns[leaf.expr][row] if 0 <= row < rows.n else None
-    assert isinstance(leaf, Agg)
+    return leaf_reader(leaf)(rows, start, labels, upto, number)
+
+
+def _aggregate(leaf: Agg, rows: Rows, start: int, labels: Sequence[int], upto: int) -> Any:
     chosen = _rows_of(rows, leaf.qual, start, labels, upto)
     if leaf.expr is None:
         return len(chosen)

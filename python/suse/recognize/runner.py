@@ -2,8 +2,11 @@
 (partition keys, ORDER BY) arrives in Arrow batches; each run of equal keys is one row pattern
 partition, matched by :mod:`suse.recognize.matcher`, and its output rows are built here.
 
-Values reach the matcher through ``to_pylist`` (exact: ints, Decimals, datetimes, None for
-NULL); ALL ROWS PER MATCH copies the input rows with ``take``, never through Python objects.
+Values a condition or an aggregate reads reach Python through ``to_pylist`` (exact: ints,
+Decimals, datetimes, None for NULL), and only those columns; a navigation measure
+(``A.price``, ``LAST(B.price, 1)``) records the row it reads and its values are gathered with
+``take`` once per output batch, as ALL ROWS PER MATCH copies the input rows: never through
+Python objects.
 A matching failure (backtracking cap, impossible skip) becomes one row whose ``_suse_error``
 holds the message; the caller turns it into Spark's ``raise_error``.
 """
@@ -19,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from suse.errors import SuseError
-from suse.recognize.evaluate import ConditionParser, Rows, leaf_value
+from suse.recognize.evaluate import ConditionParser, Rows, leaf_reader, leaf_value, nav_row
 from suse.recognize.expressions import Leaf, Nav
 from suse.recognize.matcher import Beyond, Cursor, Match, Program, Skip, Unmatched, matches
 
@@ -86,7 +89,7 @@ def _group_bounds(keys: list[tuple]) -> list[int]:
 def _match_groups(plan: Plan, table: pa.Table, bounds: Sequence[int]) -> Iterator[pa.RecordBatch]:
     """Match the partitions ``table[bounds[i]:bounds[i + 1]]``: one output batch for all of them."""
     bounds = [x for x in bounds if x <= table.num_rows]
-    data = {expr: table.column(col).to_pylist() for expr, col in plan.expr_columns.items()}
+    data = {expr: table.column(col).to_pylist() for expr, col in _python_columns(plan).items()}
     flags = _flags(plan, table)
     times = table.column(plan.within[0]).to_pylist() if plan.within else None
     out = _Output(plan)
@@ -105,23 +108,34 @@ def _match_groups(plan: Plan, table: pa.Table, bounds: Sequence[int]) -> Iterato
 
 
 class _Output:
-    """The output rows of a stretch of partitions, built column by column."""
+    """The output rows of a stretch of partitions, built column by column: a navigation leaf
+    keeps the row it reads (gathered with ``take`` in :meth:`batch`), any other leaf its value."""
 
     def __init__(self, plan: Plan):
         self.plan = plan
         self.rows: list[int] = []  # the input row (ALL ROWS) or the partition's first row (ONE ROW)
         self.kinds: list[int] = []
         self.values: list[list] = [[] for _ in plan.leaves]
-        self.final = [getattr(leaf, "final", False) or not plan.all_rows for leaf in plan.leaves]
+        # per leaf, decided once: (its list, reads the whole match?, navigation leaf or None, reader)
+        self.leaves = [(self.values[k], getattr(leaf, "final", False) or not plan.all_rows,
+                        leaf if isinstance(leaf, Nav) else None, leaf_reader(leaf)) for k, leaf in enumerate(plan.leaves)]
 
-    def emit(self, rows: Rows, row: int, kind: int, start: int, labels: Sequence[int], upto: int, number: int) -> None:
-        self.rows.append(row)
+    def emit(self, rows: Rows, offset: int, row: int, kind: int, start: int, labels: Sequence[int], upto: int,
+             number: int) -> None:
+        """One output row for partition row ``row``, the partition being rows ``offset ..`` of the stretch."""
+        self.rows.append(offset + row)
         self.kinds.append(kind)
-        for k, leaf in enumerate(self.plan.leaves):
-            if kind == KIND_UNMATCHED:
-                self.values[k].append(None)
+        if kind == KIND_UNMATCHED:
+            for values, _, _, _ in self.leaves:
+                values.append(None)
+            return
+        whole = len(labels)
+        for values, final, nav, reader in self.leaves:
+            if nav is not None:
+                at = nav_row(nav, rows, start, labels, whole if final else upto)
+                values.append(None if at is None else offset + at)
             else:
-                self.values[k].append(leaf_value(leaf, rows, start, labels, len(labels) if self.final[k] else upto, number))
+                values.append(reader(rows, start, labels, whole if final else upto, number))
 
     def batch(self, table: pa.Table) -> pa.RecordBatch:
         arrays = []
@@ -133,10 +147,28 @@ class _Output:
             elif f.name in (ERROR, LATE):
                 arrays.append(pa.nulls(len(self.kinds), f.type))
             elif f.name in leaf_fields:
-                arrays.append(pa.array(self.values[leaf_fields[f.name]], f.type))
+                k = leaf_fields[f.name]
+                leaf = self.plan.leaves[k]
+                if isinstance(leaf, Nav):  # the rows it reads (None: NULL)
+                    column = table.column(self.plan.expr_columns[leaf.expr]).take(pa.array(self.values[k], pa.int64()))
+                    arrays.append(_as_type(column.combine_chunks(), f.type))
+                else:
+                    arrays.append(pa.array(self.values[k], f.type))
             else:  # an input column: the partition key (ONE ROW) or the row itself (ALL ROWS)
                 arrays.append(table.column(f.name).take(take).combine_chunks())
         return pa.RecordBatch.from_arrays(arrays, schema=self.plan.schema)
+
+
+def _as_type(array: pa.Array, type_: pa.DataType) -> pa.Array:
+    return array if array.type == type_ else array.cast(type_)
+
+
+def _python_columns(plan: Plan) -> dict:
+    """The row expressions read as Python values (expression -> input column): those of the
+    conditions decided here and of the measures other than navigation (which are gathered)."""
+    leaves = [leaf for c in plan.conditions for leaf in c.leaves] + [leaf for leaf in plan.leaves if not isinstance(leaf, Nav)]
+    read = {e for leaf in leaves for e in (getattr(leaf, "expr", None), getattr(leaf, "key", None)) if e is not None}
+    return {e: c for e, c in plan.expr_columns.items() if e in read}
 
 
 def _match_partition(plan: Plan, rows: Rows, accept, scope, out: _Output, offset: int,
@@ -151,18 +183,18 @@ def _match_partition(plan: Plan, rows: Rows, accept, scope, out: _Output, offset
             return  # the match is final, a value its MEASURES read is not yet: emit it later
         if isinstance(m, Unmatched):
             if all_rows and plan.empty == "unmatched":
-                out.emit(rows, offset + m.row, KIND_UNMATCHED, m.row, (), 0, 0)
+                out.emit(rows, offset, m.row, KIND_UNMATCHED, m.row, (), 0, 0)
             continue
         if not m.labels:
             if not all_rows or plan.empty != "omit":
-                out.emit(rows, offset + (m.start if all_rows else 0), KIND_EMPTY, m.start, (), 0, m.number)
+                out.emit(rows, offset, m.start if all_rows else 0, KIND_EMPTY, m.start, (), 0, m.number)
             continue
         if not all_rows:
-            out.emit(rows, offset, KIND_MATCH, m.start, m.labels, len(m.labels), m.number)
+            out.emit(rows, offset, 0, KIND_MATCH, m.start, m.labels, len(m.labels), m.number)
             continue
         for i, excluded in enumerate(m.excluded):
             if not excluded:
-                out.emit(rows, offset + m.start + i, KIND_MATCH, m.start, m.labels, i + 1, m.number)
+                out.emit(rows, offset, m.start + i, KIND_MATCH, m.start, m.labels, i + 1, m.number)
 
 
 @dataclass
@@ -190,7 +222,7 @@ def advance(plan: Plan, table: pa.Table, final: int, resume: Resume, frontier: O
     ``resume.cursor`` past them, and returns the output and how many leading rows of ``table``
     no later step needs."""
     part = table.slice(0, final)
-    data = {expr: part.column(col).to_pylist() for expr, col in plan.expr_columns.items()}
+    data = {expr: part.column(col).to_pylist() for expr, col in _python_columns(plan).items()}
     flags = _flags(plan, part)
     times = part.column(plan.within[0]).to_pylist() if plan.within else None
     rows = Rows(final, data, plan.program.variables, plan.members, open=True)
