@@ -19,14 +19,17 @@ LEAVES = (Classifier(None), MatchNumber(), Agg("count", None, None), Nav("`x`", 
           Agg("max_by", "`x`", None, key="`y`"), Agg("min_by", "`x`", "B", True, key="`y`"),
           Agg("count", "`y`", None, distinct=True), Agg("sum", "`x`", "C", distinct=True),
           Agg("array_agg", "`y`", None, True, distinct=True),
-          Agg("array_agg", CLASSIFIER_VALUE, None), Agg("min_by", CLASSIFIER_VALUE, None, True, key="`y`"))
+          Agg("array_agg", CLASSIFIER_VALUE, None), Agg("min_by", CLASSIFIER_VALUE, None, True, key="`y`"),
+          Nav("`x`", "B", "FIRST", 1, 1), Nav("`x`", "S", "LAST", 1, 0, True))  # NEXT(FIRST(B.x, 1)), FINAL LAST(S.x, 1)
 LEAF_TYPES = [pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.int64(),
-              pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.list_(pa.int64()), pa.list_(pa.string()), pa.string()]
+              pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.list_(pa.int64()), pa.list_(pa.string()), pa.string(),
+              pa.int64(), pa.int64()]
 
 
 def key_of(xs):
     """The max_by / min_by key column: few distinct values, so ties are common."""
     return [(x + i) % 3 for i, x in enumerate(xs)]
+SUBSET = ("A", "C")  # the leaf qualified S
 TESTS = {"A": lambda x: x < 2, "B": lambda x: 1 <= x <= 3, "C": lambda x: x >= 3}
 
 
@@ -41,13 +44,16 @@ def _values(xs, start, labels, upto, number):
     c_values = [xs[r] for r, v in zip(rows, seen) if v == "C"]
     prev_b = xs[b_rows[-1] - 1] if b_rows and b_rows[-1] >= 1 else None
     every = range(start, start + len(labels))
+    next_b = b_rows[1] + 1 if len(b_rows) > 1 and b_rows[1] + 1 < len(xs) else None  # NEXT may leave the match
+    all_s = [start + i for i, v in enumerate(labels) if v in SUBSET]
     return (seen[-1], number, upto, xs[rows[-1]], xs[start], sum(a_values) if a_values else None, prev_b,
             by_value([xs[r] for r in rows], [ys[r] for r in rows], True),
             by_value([xs[r] for r in all_b], [ys[r] for r in all_b], False),
             len(distinct_values([ys[r] for r in rows])),
             sum(distinct_values(c_values)) if c_values else None,
             distinct_values([ys[r] for r in every]),
-            list(seen), by_value(list(labels), [ys[r] for r in every], False))
+            list(seen), by_value(list(labels), [ys[r] for r in every], False),
+            None if next_b is None else xs[next_b], xs[all_s[-2]] if len(all_s) > 1 else None)
 
 
 def expected(node, xs, all_rows, empty):
@@ -62,7 +68,7 @@ def expected(node, xs, all_rows, empty):
         _, start, path = item
         if not path:
             if not all_rows or empty != "omit":
-                out.append((start if all_rows else 0, 1, (None, number, 0, None, None, None, None, None, None, 0, None, [], [], None)))
+                out.append((start if all_rows else 0, 1, (None, number, 0, None, None, None, None, None, None, 0, None, [], [], None, None, None)))
             continue
         labels = [v for _, v, _ in path]
         if not all_rows:
@@ -92,6 +98,7 @@ def test_runner_equals_oracle(text, partitions, mode, chunk):
     schema = pa.schema(base + [pa.field(f"_suse_l{i}", t) for i, t in enumerate(leaf_types)]
                        + [pa.field(KIND, pa.int32()), pa.field(ERROR, pa.string())])
     members = {v: frozenset([i]) for i, v in enumerate(names)}
+    members["S"] = frozenset(names.index(v) for v in SUBSET)
     plan = Plan(keys=("k",), program=compile_pattern(node, names), members=members,
                 conditions=tuple(Condition(column=f"d_{v}") for v in names), skip=Skip(), all_rows=all_rows, empty=empty,
                 leaves=LEAVES, expr_columns={"`x`": "x", "`y`": "y"}, passthrough=("k", "x"), schema=schema)

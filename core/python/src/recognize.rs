@@ -67,16 +67,21 @@ fn checked(code: Vec<(u32, u32, u32)>, registers: usize, variables: usize) -> Re
     Ok(Program { code, registers })
 }
 
-type PyItem = (bool, usize, u64, Vec<u32>, Vec<bool>, (usize, i64, u64));
+type PyItem = (bool, usize, u64, Vec<u32>, Vec<bool>, (usize, i64, u64), Vec<Option<usize>>);
+
+/// A navigation measure read at the end of each match: (the variables its qualifier stands for,
+/// None: every row; FIRST?; index; physical offset).
+type PyNav = (Option<Vec<u32>>, bool, usize, i64);
 
 /// The conditions' three forms: (flags table, `accept` callable, streaming `beyond` callable).
 type PyConditions<'py> = (Option<Vec<Bound<'py, PyBytes>>>, Option<Bound<'py, PyAny>>, Option<Bound<'py, PyAny>>);
 
 /// Every match of a partition of `n` rows from `cursor` (pos, covered, number), as
 /// (is a match, start or unmatched row, number, labels, excluded, cursor after), then how
-/// it ended: None, "undecided", or the exception to raise after the items.
+/// it ended: None, "undecided", or the exception to raise after the items. A match also
+/// carries the partition row each of `navs` reads over the whole match (None: outside 0..n).
 #[pyfunction]
-#[pyo3(signature = (program, n, conditions, options, cursor))]
+#[pyo3(signature = (program, n, conditions, options, cursor, navs=Vec::new()))]
 #[allow(clippy::type_complexity)]
 pub fn recognize_run<'py>(
     py: Python<'py>,
@@ -85,6 +90,7 @@ pub fn recognize_run<'py>(
     conditions: PyConditions<'py>,
     options: (String, u64, i64, String, Vec<u32>, String),
     cursor: (usize, i64, u64),
+    navs: Vec<PyNav>,
 ) -> PyResult<(Vec<PyItem>, Option<PyObject>, (usize, i64, u64))> {
     let (code, registers, variables) = program;
     let (table, accept, beyond) = conditions;
@@ -121,8 +127,11 @@ pub fn recognize_run<'py>(
         .map(|(item, c)| {
             let after = (c.pos, c.covered, c.number);
             match item {
-                Item::Match { number, start, labels, excluded } => (true, start, number, labels, excluded, after),
-                Item::Unmatched { row } => (false, row, 0, Vec::new(), Vec::new(), after),
+                Item::Match { number, start, labels, excluded } => {
+                    let reads = navs.iter().map(|nav| nav_row(nav, start, &labels, n)).collect();
+                    (true, start, number, labels, excluded, after, reads)
+                }
+                Item::Unmatched { row } => (false, row, 0, Vec::new(), Vec::new(), after, Vec::new()),
             }
         })
         .collect();
@@ -134,6 +143,27 @@ pub fn recognize_run<'py>(
         End::Failed(Failure::Skip(m)) => Some(error(py, "RecognizeError", m)?),
     };
     Ok((items, end, (last.pos, last.covered, last.number)))
+}
+
+/// The partition row `nav` reads over the whole match at `start` labelled `labels`.
+fn nav_row(nav: &PyNav, start: usize, labels: &[u32], n: usize) -> Option<usize> {
+    let (members, first, index, physical) = nav;
+    let counts = |i: usize| Ok::<bool, ()>(members.as_ref().is_none_or(|m| m.contains(&labels[i])));
+    let at = rec::nav_position(labels.len(), *first, *index, counts).ok()??;
+    let row = (start + at) as i64 + physical;
+    (0..n as i64).contains(&row).then_some(row as usize)
+}
+
+/// The position in the match that `FIRST`/`LAST(qual, index)` reads among its first `upto` rows
+/// labelled `labels` (a sequence of variable indices), counting the rows whose label is in
+/// `members` (None: every row); None when there are not that many.
+#[pyfunction]
+pub fn recognize_nav_position(labels: &Bound<'_, PyAny>, upto: usize, members: Option<&Bound<'_, PyAny>>, first: bool,
+                              index: usize) -> PyResult<Option<usize>> {
+    rec::nav_position(upto, first, index, |i| match members {
+        None => Ok(true),
+        Some(m) => m.contains(labels.get_item(i)?),
+    })
 }
 
 fn error(py: Python<'_>, class: &str, message: String) -> PyResult<PyObject> {

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable, Optional, Sequence
 
+from suse import _core
 from suse.errors import SqlError
 from suse.recognize.expressions import CLASSIFIER_VALUE, Agg, Classifier, Leaf, MatchNumber, Nav
 from suse.recognize.matcher import RecognizeError, Undecided
@@ -48,24 +49,20 @@ def nav_row(leaf: Nav, rows: Rows, start: int, labels: Sequence[int], upto: int)
     """The partition row a navigation leaf reads: among the first ``upto`` rows of the match,
     the one ``FIRST``/``LAST(qual, index)`` selects, then ``physical`` rows further; None where
     that is no row of the partition (the value is NULL)."""
-    index = leaf.index
-    if leaf.qual is None:  # every row counts: no scan
-        if index >= upto:
-            return None
-        at = index if leaf.logical == "FIRST" else upto - 1 - index
-    else:
-        wanted = rows.members[leaf.qual]
-        for at in range(upto) if leaf.logical == "FIRST" else range(upto - 1, -1, -1):
-            if labels[at] in wanted:
-                if not index:
-                    break
-                index -= 1
-        else:
-            return None
+    at = _core.recognize_nav_position(labels, upto, None if leaf.qual is None else rows.members[leaf.qual],
+                                      leaf.logical == "FIRST", leaf.index)
+    if at is None:
+        return None
     row = start + at + leaf.physical
     if row >= rows.n and rows.open:
         raise Undecided(row)
     return row if 0 <= row < rows.n else None
+
+
+def nav_spec(leaf: Nav, members: dict[str, frozenset]) -> tuple:
+    """``leaf`` as the kernel reads it at the end of each match (``navs`` of
+    :func:`suse.recognize.matcher.matches`): the same row :func:`nav_row` gives over the whole match."""
+    return None if leaf.qual is None else sorted(members[leaf.qual]), leaf.logical == "FIRST", leaf.index, leaf.physical
 
 
 # reader(rows, start, labels, upto, number): a leaf's value for the match so far

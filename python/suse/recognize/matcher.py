@@ -125,12 +125,15 @@ def compile_pattern(node: Node, variables: Sequence[str]) -> Program:
 @dataclass
 class Match:
     """A match: rows ``start .. start + len(labels) - 1`` of the partition; ``labels[i]`` is
-    the variable index of row ``start + i``; ``excluded[i]`` whether it sits in ``{- -}``."""
+    the variable index of row ``start + i``; ``excluded[i]`` whether it sits in ``{- -}``;
+    ``reads[k]`` the partition row the ``k``-th navigation asked of :func:`matches` reads over
+    the whole match (None: no row of the partition)."""
 
     number: int
     start: int
     labels: list[int]
     excluded: list[bool]
+    reads: Sequence[Optional[int]] = ()
 
     @property
     def end(self) -> int:
@@ -175,7 +178,7 @@ class Cursor:
 
 def matches(program: Program, n: int, accept: Accept, skip: Skip = Skip(), memo_scope: Optional[str] = "partition",
             max_steps: int = MAX_STEPS, cursor: Optional[Cursor] = None, base: int = 0,
-            beyond: Beyond = None) -> Iterator[Match | Unmatched]:
+            beyond: Beyond = None, navs: Sequence[tuple] = ()) -> Iterator[Match | Unmatched]:
     """Every match of the partition of ``n`` rows in order, and between them the rows that
     no match covers (:class:`Unmatched`). ``memo_scope``: ``"partition"`` when ``accept``
     depends on the row only, ``"start"`` when it depends on the row and the start row (WITHIN),
@@ -187,15 +190,16 @@ def matches(program: Program, n: int, accept: Accept, skip: Skip = Skip(), memo_
     with ``beyond(start)`` (whether a row after the known ones could still be accepted by a
     match starting there) it stops at the first start that is not decided yet: every step
     before it is what the run over the whole partition takes too. ``base``: the partition row
-    that row 0 is (``^`` holds at partition row 0)."""
+    that row 0 is (``^`` holds at partition row 0). ``navs``: navigation measures, as
+    :func:`suse.recognize.evaluate.nav_spec` gives them, whose rows each match carries in ``reads``."""
     cur = cursor if cursor is not None else Cursor()
     table = getattr(accept, "table", None)  # bytes per variable, 1 where a row may carry it
     items, end, last = _core.recognize_run(
         (program.code, program.registers, len(program.variables)), n,
         (table, None if table is not None else accept, beyond), (memo_scope or "none", max_steps, base, skip.mode, sorted(skip.targets), skip.name),
-        (cur.pos, cur.covered, cur.number))
-    for is_match, at, number, labels, excluded, after in items:
-        yield Match(number, at, labels, excluded) if is_match else Unmatched(at)
+        (cur.pos, cur.covered, cur.number), list(navs))
+    for is_match, at, number, labels, excluded, after, reads in items:
+        yield Match(number, at, labels, excluded, reads) if is_match else Unmatched(at)
         cur.pos, cur.covered, cur.number = after
     cur.pos, cur.covered, cur.number = last  # an undecided start, or the end
     if isinstance(end, BaseException) and not isinstance(end, Undecided):

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from suse.errors import SuseError
-from suse.recognize.evaluate import ConditionParser, Rows, leaf_reader, leaf_value, nav_row
+from suse.recognize.evaluate import ConditionParser, Rows, leaf_reader, leaf_value, nav_row, nav_spec
 from suse.recognize.expressions import Leaf, Nav
 from suse.recognize.matcher import Beyond, Cursor, Match, Program, Skip, Unmatched, matches
 
@@ -116,22 +116,30 @@ class _Output:
         self.rows: list[int] = []  # the input row (ALL ROWS) or the partition's first row (ONE ROW)
         self.kinds: list[int] = []
         self.values: list[list] = [[] for _ in plan.leaves]
-        # per leaf, decided once: (its list, reads the whole match?, navigation leaf or None, reader)
-        self.leaves = [(self.values[k], getattr(leaf, "final", False) or not plan.all_rows,
-                        leaf if isinstance(leaf, Nav) else None, leaf_reader(leaf)) for k, leaf in enumerate(plan.leaves)]
+        finals = [getattr(leaf, "final", False) or not plan.all_rows for leaf in plan.leaves]
+        gathered = [k for k, leaf in enumerate(plan.leaves) if isinstance(leaf, Nav) and finals[k]]
+        self.navs = [nav_spec(plan.leaves[k], plan.members) for k in gathered]  # their rows come with each match
+        # per leaf, decided once: (its list, reads the whole match?, navigation leaf or None, reader,
+        # where in a match's ``reads`` its row is or -1)
+        self.leaves = [(self.values[k], finals[k], leaf if isinstance(leaf, Nav) else None, leaf_reader(leaf),
+                        gathered.index(k) if k in gathered else -1) for k, leaf in enumerate(plan.leaves)]
 
     def emit(self, rows: Rows, offset: int, row: int, kind: int, start: int, labels: Sequence[int], upto: int,
-             number: int) -> None:
-        """One output row for partition row ``row``, the partition being rows ``offset ..`` of the stretch."""
+             number: int, reads: Sequence[Optional[int]] = ()) -> None:
+        """One output row for partition row ``row``, the partition being rows ``offset ..`` of the
+        stretch; ``reads``: the match's rows of :attr:`navs`."""
         self.rows.append(offset + row)
         self.kinds.append(kind)
         if kind == KIND_UNMATCHED:
-            for values, _, _, _ in self.leaves:
+            for values, *_ in self.leaves:
                 values.append(None)
             return
         whole = len(labels)
-        for values, final, nav, reader in self.leaves:
-            if nav is not None:
+        for values, final, nav, reader, j in self.leaves:
+            if j >= 0 and reads:
+                at = reads[j]
+                values.append(None if at is None else offset + at)
+            elif nav is not None:
                 at = nav_row(nav, rows, start, labels, whole if final else upto)
                 values.append(None if at is None else offset + at)
             else:
@@ -178,7 +186,7 @@ def _match_partition(plan: Plan, rows: Rows, accept, scope, out: _Output, offset
     all_rows = plan.all_rows
     r = resume or Resume()
     reach = max([leaf.physical for leaf in plan.leaves if isinstance(leaf, Nav)] + [0])  # NEXT in MEASURES
-    for m in matches(plan.program, rows.n, accept, plan.skip, scope, plan.max_steps, r.cursor, r.base, r.beyond):
+    for m in matches(plan.program, rows.n, accept, plan.skip, scope, plan.max_steps, r.cursor, r.base, r.beyond, out.navs):
         if rows.open and isinstance(m, Match) and m.labels and m.end - 1 + reach >= rows.n:
             return  # the match is final, a value its MEASURES read is not yet: emit it later
         if isinstance(m, Unmatched):
@@ -190,11 +198,11 @@ def _match_partition(plan: Plan, rows: Rows, accept, scope, out: _Output, offset
                 out.emit(rows, offset, m.start if all_rows else 0, KIND_EMPTY, m.start, (), 0, m.number)
             continue
         if not all_rows:
-            out.emit(rows, offset, 0, KIND_MATCH, m.start, m.labels, len(m.labels), m.number)
+            out.emit(rows, offset, 0, KIND_MATCH, m.start, m.labels, len(m.labels), m.number, m.reads)
             continue
         for i, excluded in enumerate(m.excluded):
             if not excluded:
-                out.emit(rows, offset, m.start + i, KIND_MATCH, m.start, m.labels, i + 1, m.number)
+                out.emit(rows, offset, m.start + i, KIND_MATCH, m.start, m.labels, i + 1, m.number, m.reads)
 
 
 @dataclass

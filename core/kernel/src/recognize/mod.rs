@@ -301,3 +301,24 @@ pub fn run<E>(program: &Program, n: usize, acc: &mut impl Acceptor<E>, opts: &Op
 
 #[cfg(test)]
 mod tests;
+
+/// Which row of a match a navigation measure (`FIRST`/`LAST(qual.x, index)`) reads: among the
+/// first `upto` rows of the match those for which `counts(i)` holds (the rows of `qual`: a
+/// variable, a subset, or every row), the `index`-th from the first (`first`) or from the last.
+/// Its position in the match, or None when there are not that many. The one implementation of
+/// this choice: the runner asks it for the final rows of every match (with the matches) and,
+/// through Python, for the running rows and the conditions that read other rows.
+pub fn nav_position<E>(upto: usize, first: bool, index: usize, mut counts: impl FnMut(usize) -> Result<bool, E>)
+    -> Result<Option<usize>, E> {
+    let mut left = index;
+    for k in 0..upto {
+        let at = if first { k } else { upto - 1 - k };
+        if counts(at)? {
+            if left == 0 {
+                return Ok(Some(at));
+            }
+            left -= 1;
+        }
+    }
+    Ok(None)
+}

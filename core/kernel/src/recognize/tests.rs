@@ -60,3 +60,18 @@ fn without_the_memo_the_steps_are_bounded() {
     let (items, end, last) = run::<()>(&program, word.len(), &mut Table { rows: &rows }, &memo, Cursor::default());
     assert!(matches!(end, End::Done) && items.len() == 40 && last.pos == 40);
 }
+
+#[test]
+fn nav_position_counts_the_rows_of_the_qualifier_from_either_end() {
+    let labels = [A, B, B, A, B];
+    let of = |var: u32| move |i: usize| Ok::<bool, ()>(labels[i] == var);
+    assert_eq!(nav_position(5, true, 0, of(B)), Ok(Some(1)));
+    assert_eq!(nav_position(5, true, 2, of(B)), Ok(Some(4)));
+    assert_eq!(nav_position(5, false, 0, of(B)), Ok(Some(4)));
+    assert_eq!(nav_position(5, false, 1, of(A)), Ok(Some(0)));
+    assert_eq!(nav_position(5, false, 2, of(A)), Ok(None));
+    assert_eq!(nav_position(3, false, 0, of(A)), Ok(Some(0))); // running: only the first 3 rows
+    assert_eq!(nav_position(0, true, 0, |_| Ok::<bool, ()>(true)), Ok(None));
+    assert_eq!(nav_position(5, false, 4, |_| Ok::<bool, ()>(true)), Ok(Some(0)));
+    assert_eq!(nav_position(5, true, 5, |_| Ok::<bool, ()>(true)), Ok(None));
+}
