@@ -18,7 +18,7 @@ __all__ = [
     "sort_packed_groups", "Dfa", "ExactEngine", "MultiExactEngine", "OooExactEngine", "OooSummaryEngine", "SummaryEngine",
     "Evaluation", "Totals", "SummaryConfig", "STRATEGIES", "POLICIES", "AGGREGATES", "STATE_FORMAT",
     "DEFAULT_MEMORY_LIMIT", "MAX_SIZE", "MatchSet", "MatchCursor", "WhereEngine",
-    "WhereRetained", "recognize_run",
+    "WhereRetained", "recognize_run", "recognize_nav_position",
 ]
 
 _Int64Array = NDArray[np.int64]
@@ -416,7 +416,10 @@ def recognize_run(
                       Callable[[int], object] | None],
     options: tuple[str, int, int, str, Sequence[int], str],
     cursor: tuple[int, int, int],
-) -> tuple[list[tuple[bool, int, int, list[int], list[bool], tuple[int, int, int]]], object | None, tuple[int, int, int]]: ...
+    navs: Sequence[tuple[Sequence[int] | None, bool, int, int]] = ...,
+) -> tuple[list[tuple[bool, int, int, list[int], list[bool], tuple[int, int, int], list[int | None]]], object | None,
+           tuple[int, int, int]]: ...
+def recognize_nav_position(labels: Sequence[int], upto: int, members: object | None, first: bool, index: int) -> int | None: ...
 def sort_groups(
     offsets: _Int64Array,
     timestamps: _Int64Array,

@@ -117,8 +117,9 @@ class _Output:
         self.kinds: list[int] = []
         self.values: list[list] = [[] for _ in plan.leaves]
         finals = [getattr(leaf, "final", False) or not plan.all_rows for leaf in plan.leaves]
-        gathered = [k for k, leaf in enumerate(plan.leaves) if isinstance(leaf, Nav) and finals[k]]
-        self.navs = [nav_spec(plan.leaves[k], plan.members) for k in gathered]  # their rows come with each match
+        read_at_end = [(k, leaf) for k, leaf in enumerate(plan.leaves) if isinstance(leaf, Nav) and finals[k]]
+        gathered = [k for k, _ in read_at_end]
+        self.navs = [nav_spec(leaf, plan.members) for _, leaf in read_at_end]  # their rows come with each match
         # per leaf, decided once: (its list, reads the whole match?, navigation leaf or None, reader,
         # where in a match's ``reads`` its row is or -1)
         self.leaves = [(self.values[k], finals[k], leaf if isinstance(leaf, Nav) else None, leaf_reader(leaf),
