@@ -4,9 +4,10 @@
 //! exact window with its [`Closing`]).
 //!
 //! The counts are those of one engine fed exactly the retained elements, in time order.
-//! Keeping an element feeds it (the engine's cost per event); removing elements replays the
-//! rest into a blank engine, O(|S|) feeds, so no state but the elements and one engine over
-//! them is ever needed. [`Retained::through`] gives, per element, the matches through it (a
+//! Keeping an element feeds it (the engine's cost per event); removing the oldest elements
+//! takes their share out of the engine ([`Recount::forget_oldest`]: each alone replayed through
+//! the later elements of its window), removing others replays the rest into a blank engine,
+//! O(|S|) feeds, so no state but the elements and one engine over them is ever needed. [`Retained::through`] gives, per element, the matches through it (a
 //! summary's present benefit) by difference, in one pass.
 use std::collections::VecDeque;
 use std::sync::Arc;
