@@ -123,6 +123,10 @@ impl Held {
     }
 }
 
+/// [`Engine::state`]: totals, counts, held (letter, timestamp), events, skipped, last timestamp.
+#[cfg(test)]
+pub(crate) type EngineState = (Totals, Vec<String>, Vec<(usize, i64)>, u64, u64, Option<i64>);
+
 /// A saved engine: see [`Engine::saved`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Saved {
@@ -253,10 +257,10 @@ impl Rules {
             match m.index {
                 Some(i) => {
                     let compared = self.spec.compared[ev.letter].as_ref().expect("an indexed move has a compared form");
-                    let current = compared.current.value(&self.layout, &self.layout.empty(), &ev.attrs, stack)?;
+                    let current = compared.current.value(&self.layout, &self.layout.empty(), ev.attrs, stack)?;
                     let sum = table.indexes[i].query(compared.op, &current, compared.null_reference)?;
                     if !sum.is_zero() {
-                        let key = self.layout.update(&self.layout.empty(), ev.letter, &ev.attrs, live);
+                        let key = self.layout.update(&self.layout.empty(), ev.letter, ev.attrs, live);
                         let d = sum.take(ev.value).expect("counts cannot overflow");
                         match out.last_mut() {
                             // several states moving into one fresh key (A then B+ into B+): add once
@@ -269,8 +273,8 @@ impl Rules {
                 }
                 None => {
                     for (key, d) in &table.keys {
-                        if self.holds(ev.letter, key, &ev.attrs, stack)? {
-                            let next = self.layout.update(key, ev.letter, &ev.attrs, live);
+                        if self.holds(ev.letter, key, ev.attrs, stack)? {
+                            let next = self.layout.update(key, ev.letter, ev.attrs, live);
                             out.push((m.target, next, d.take(ev.value).expect("counts cannot overflow")));
                         }
                     }
@@ -589,7 +593,7 @@ impl Engine {
     /// Everything a later event or an evaluation reads, in a comparable form: the totals,
     /// the counts by state and registers (sorted), the held events, the event counters.
     #[cfg(test)]
-    pub(crate) fn state(&self) -> (Totals, Vec<String>, Vec<(usize, i64)>, u64, u64, Option<i64>) {
+    pub(crate) fn state(&self) -> EngineState {
         let mut counts: Vec<String> = self.counts.tables.iter().enumerate().flat_map(|(q, t)| t.keys.iter().map(move |(k, d)| format!("{q} {k:?} {d:?}"))).collect();
         counts.sort();
         assert_eq!(counts.len(), self.counts.keys);
