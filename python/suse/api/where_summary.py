@@ -14,9 +14,13 @@ elements in time order:
 
 * an element that is kept while there is room is fed to the engine at once (the engine's
   amortised cost per event);
-* an eviction (or a ``time_to_live`` removal) rebuilds the engine from a blank copy by
-  replaying the retained elements: O(|S|) feeds, so the counters stay exact with no state
-  beyond the |S| elements and the engine's counts over them;
+* an eviction (or a ``time_to_live`` removal) of the oldest retained elements (``fifo``,
+  ``time_to_live``, ``random`` when it draws the oldest) takes their share out of the engine:
+  the partial matches of the oldest element all start with it, so it alone is replayed through
+  the later elements of its window and subtracted (none if it starts nothing); any other
+  eviction rebuilds the engine from a blank copy by replaying the retained elements: O(|S|)
+  feeds. Either way the counters stay exact with no state beyond the |S| elements and the
+  engine's counts over them;
 * ``present`` ranks the elements by the matches through each, count(S) - count(S without e),
   in one pass of forked engines (``suse_kernel::conditions::retained``): O(|S| · |N|) feeds
   per ranking, |N| <= |S| the elements within one window after an element; an arriving

@@ -109,6 +109,24 @@ struct Held {
     start: Option<(usize, Key)>,
 }
 
+/// What a step reads of an event.
+#[derive(Clone, Copy)]
+struct Step<'a> {
+    letter: usize,
+    value: u64,
+    attrs: &'a [Value],
+}
+
+impl Held {
+    fn step(&self) -> Step<'_> {
+        Step { letter: self.letter, value: self.value, attrs: &self.attrs }
+    }
+}
+
+/// [`Engine::state`]: totals, counts, held (letter, timestamp), events, skipped, last timestamp.
+#[cfg(test)]
+pub(crate) type EngineState = (Totals, Vec<String>, Vec<(usize, i64)>, u64, u64, Option<i64>);
+
 /// A saved engine: see [`Engine::saved`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Saved {
@@ -229,7 +247,7 @@ impl Rules {
 
     /// What taking the event adds to `counts`: (state, registers, counts), read from the
     /// counts before the event (an event is taken at most once per partial match).
-    fn step(&self, counts: &Counts, ev: &Held, stack: &mut Vec<Value>, out: &mut Vec<(usize, Key, D)>) -> Result<(), Error> {
+    fn step(&self, counts: &Counts, ev: Step<'_>, stack: &mut Vec<Value>, out: &mut Vec<(usize, Key, D)>) -> Result<(), Error> {
         for (q, table) in counts.tables.iter().enumerate() {
             if table.keys.is_empty() {
                 continue;
@@ -239,10 +257,10 @@ impl Rules {
             match m.index {
                 Some(i) => {
                     let compared = self.spec.compared[ev.letter].as_ref().expect("an indexed move has a compared form");
-                    let current = compared.current.value(&self.layout, &self.layout.empty(), &ev.attrs, stack)?;
+                    let current = compared.current.value(&self.layout, &self.layout.empty(), ev.attrs, stack)?;
                     let sum = table.indexes[i].query(compared.op, &current, compared.null_reference)?;
                     if !sum.is_zero() {
-                        let key = self.layout.update(&self.layout.empty(), ev.letter, &ev.attrs, live);
+                        let key = self.layout.update(&self.layout.empty(), ev.letter, ev.attrs, live);
                         let d = sum.take(ev.value).expect("counts cannot overflow");
                         match out.last_mut() {
                             // several states moving into one fresh key (A then B+ into B+): add once
@@ -255,8 +273,8 @@ impl Rules {
                 }
                 None => {
                     for (key, d) in &table.keys {
-                        if self.holds(ev.letter, key, &ev.attrs, stack)? {
-                            let next = self.layout.update(key, ev.letter, &ev.attrs, live);
+                        if self.holds(ev.letter, key, ev.attrs, stack)? {
+                            let next = self.layout.update(key, ev.letter, ev.attrs, live);
                             out.push((m.target, next, d.take(ev.value).expect("counts cannot overflow")));
                         }
                     }
@@ -264,6 +282,28 @@ impl Rules {
             }
         }
         Ok(())
+    }
+
+    /// The partial matches one element starting `(q, key)` alone becomes through `later`
+    /// (the events after it in its window), and what they add to the totals (the matches
+    /// and partial matches formed, the element's own included).
+    fn alone<'a>(&self, (q, key): (usize, Key), value: u64, later: impl Iterator<Item = Step<'a>>, stack: &mut Vec<Value>) -> Result<(Counts, Totals), Error> {
+        let mut alone = self.new_counts();
+        let mut share = Totals { matches: D::zero(), partial: Count::zero(), extrema: None };
+        let mut out = vec![(q, key, Dual::weight(value))];
+        let mut later = later;
+        loop {
+            for (q, key, d) in out.drain(..) {
+                if self.spec.finals[q] {
+                    share.matches.add_assign(&d).expect("counts cannot overflow");
+                } else {
+                    share.partial = share.partial.add(&d.c).expect("counts cannot overflow");
+                }
+                self.add(&mut alone, q, key, &d)?;
+            }
+            let Some(ev) = later.next() else { return Ok((alone, share)) };
+            self.step(&alone, ev, stack, &mut out)?;
+        }
     }
 
     fn add(&self, counts: &mut Counts, q: usize, key: Key, d: &D) -> Result<(), Error> {
@@ -374,7 +414,7 @@ impl Engine {
         let ev = Held { letter, value, t, attrs, start };
         let mut out = std::mem::take(&mut self.deltas);
         out.clear();
-        let stepped = self.rules.step(&self.counts, &ev, &mut self.stack, &mut out);
+        let stepped = self.rules.step(&self.counts, ev.step(), &mut self.stack, &mut out);
         if let Err(e) = stepped {
             self.deltas = out;
             return Err(e);
@@ -505,22 +545,70 @@ impl Engine {
         Ok(engine)
     }
 
+    /// Forget the first element it was fed, as if it never had been: the state of an engine
+    /// fed only the rest. `fed`: every element it was fed since it was new, in order, none
+    /// outside the query (the first is the one forgotten). The partial matches of the first
+    /// element all start with it, so its share of the totals and of the counts is what that
+    /// element alone becomes through the later elements within its window, replayed as
+    /// [`Engine::expire`] does and subtracted: O(that window's events) steps of one
+    /// element's partial matches, O(1) if it starts none. `false` with MIN/MAX (extremes
+    /// have no inverse): nothing changed, the caller replays the rest into a blank engine.
+    pub fn forget_first(&mut self, fed: &[(usize, i64, u64, Box<[Value]>)]) -> Result<bool, Error> {
+        let Some(((letter, t0, value, attrs), later)) = fed.split_first() else {
+            return Err(Error::input("no element to forget"));
+        };
+        if self.rules.spec.extrema.is_some() || later.is_empty() || self.events != fed.len() as u64 || self.skipped != 0 {
+            return Ok(false); // a blank engine is as cheap when it was the only one
+        }
+        let first_held = self.held.len() == fed.len(); // else it has left the window already
+        if *letter >= self.rules.spec.conditions.len() {
+            return Err(Error::input(format!("letter {letter} outside the query")));
+        }
+        if let Some((q, key)) = self.rules.start(*letter, attrs, &mut self.stack)? {
+            let window = self.rules.spec.window as i128;
+            let rest = later.iter().take_while(|e| e.1 as i128 - *t0 as i128 <= window);
+            let steps = rest.map(|(letter, _, value, attrs)| Step { letter: *letter, value: *value, attrs });
+            let (alone, share) = self.rules.alone((q, key), *value, steps, &mut self.stack)?;
+            let lost = || Error::internal("a forgotten element's share exceeds the totals");
+            let mut totals = self.totals.clone();
+            totals.matches.sub_assign(&share.matches).map_err(|_| lost())?;
+            totals.partial = totals.partial.sub(&share.partial).map_err(|_| lost())?;
+            if first_held {
+                // its partial matches are still counted (all later elements are in its window)
+                for (q, table) in alone.tables.iter().enumerate() {
+                    for (key, d) in &table.keys {
+                        self.rules.sub(&mut self.counts, q, key, d)?;
+                    }
+                }
+            }
+            self.totals = totals;
+        }
+        if first_held {
+            self.held.pop_front();
+        }
+        self.events -= 1;
+        Ok(true)
+    }
+
+    /// Everything a later event or an evaluation reads, in a comparable form: the totals,
+    /// the counts by state and registers (sorted), the held events, the event counters.
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> EngineState {
+        let mut counts: Vec<String> = self.counts.tables.iter().enumerate().flat_map(|(q, t)| t.keys.iter().map(move |(k, d)| format!("{q} {k:?} {d:?}"))).collect();
+        counts.sort();
+        assert_eq!(counts.len(), self.counts.keys);
+        let held = self.held.iter().map(|h| (h.letter, h.t)).collect();
+        (self.totals.clone(), counts, held, self.events, self.skipped, self.last_timestamp)
+    }
+
     /// Drop the partial matches whose first element is more than the window before `t`.
     fn expire(&mut self, t: i64) -> Result<(), Error> {
         let window = self.rules.spec.window as i128;
         let expired = self.held.iter().take_while(|h| t as i128 - h.t as i128 > window).count();
         for i in 0..expired {
-            let Some((q, key)) = self.held[i].start.clone() else { continue };
-            let mut alone = self.rules.new_counts();
-            self.rules.add(&mut alone, q, key, &Dual::weight(self.held[i].value))?;
-            let mut out = Vec::new();
-            for later in self.held.range(i + 1..) {
-                out.clear();
-                self.rules.step(&alone, later, &mut self.stack, &mut out)?;
-                for (q, key, d) in out.drain(..) {
-                    self.rules.add(&mut alone, q, key, &d)?;
-                }
-            }
+            let Some(start) = self.held[i].start.clone() else { continue };
+            let later = self.held.range(i + 1..).map(Held::step);
+            let (alone, _) = self.rules.alone(start, self.held[i].value, later, &mut self.stack)?;
             for (q, table) in alone.tables.iter().enumerate() {
                 for (key, d) in &table.keys {
                     self.rules.sub(&mut self.counts, q, key, d)?;

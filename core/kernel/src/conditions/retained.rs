@@ -4,9 +4,10 @@
 //! exact window with its [`Closing`]).
 //!
 //! The counts are those of one engine fed exactly the retained elements, in time order.
-//! Keeping an element feeds it (the engine's cost per event); removing elements replays the
-//! rest into a blank engine, O(|S|) feeds, so no state but the elements and one engine over
-//! them is ever needed. [`Retained::through`] gives, per element, the matches through it (a
+//! Keeping an element feeds it (the engine's cost per event); removing the oldest elements
+//! takes their share out of the engine ([`Recount::forget_oldest`]: each alone replayed through
+//! the later elements of its window), removing others replays the rest into a blank engine,
+//! O(|S|) feeds, so no state but the elements and one engine over them is ever needed. [`Retained::through`] gives, per element, the matches through it (a
 //! summary's present benefit) by difference, in one pass.
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use super::count::Count;
 use super::engine::{Engine, Spec, Totals};
 use super::value::Value;
 use crate::automaton::dfa::Dfa;
-use crate::automaton::semantics::{AnyMatch, Ev};
+use crate::automaton::semantics::{expired, AnyMatch, Ev};
 use crate::exact::window::{split_closing, Closing, ExactWindow};
 use crate::numbers::dual::Dual;
 use crate::Error;
@@ -38,6 +39,11 @@ pub trait Recount: Clone {
     /// The window: a match's elements, and whatever decides it, lie within one window of each
     /// of its elements.
     fn window(&self) -> i64;
+    /// Forget the oldest of `fed` (exactly the elements fed, in order): the state of a blank
+    /// engine fed the rest. `false`: this engine cannot, nothing changed (the caller replays).
+    fn forget_oldest(&mut self, _fed: &[Element]) -> Result<bool, Error> {
+        Ok(false)
+    }
 }
 
 impl Recount for Engine {
@@ -55,6 +61,10 @@ impl Recount for Engine {
 
     fn window(&self) -> i64 {
         self.spec().window
+    }
+
+    fn forget_oldest(&mut self, fed: &[Element]) -> Result<bool, Error> {
+        self.forget_first(fed)
     }
 }
 
@@ -82,6 +92,14 @@ impl ClosingCount {
     }
 }
 
+#[cfg(test)]
+impl ClosingCount {
+    /// The totals and active sets per state and the raw window, whatever the tier.
+    fn state(&self) -> (Vec<Dual<BigUint>>, Vec<Dual<BigUint>>, Vec<Ev>) {
+        crate::on_tier!(&self.window.ladder, |w| (w.totals.iter().map(|d| d.to_big()).collect(), w.a.iter().map(|d| d.to_big()).collect(), w.window_events()))
+    }
+}
+
 impl Recount for ClosingCount {
     fn feed(&mut self, e: &Element) -> Result<(), Error> {
         let letters = self.window.dfa().k();
@@ -101,6 +119,15 @@ impl Recount for ClosingCount {
 
     fn window(&self) -> i64 {
         crate::on_tier!(&self.window.ladder, |w| w.tau)
+    }
+
+    fn forget_oldest(&mut self, fed: &[Element]) -> Result<bool, Error> {
+        let Some(first) = fed.first().filter(|_| fed.len() > 1) else { return Ok(false) };
+        let tau = self.window();
+        let ev = |e: &Element| Ev { sym: e.0 as u8, t: e.1, v: e.2, gap: 0 };
+        let first_window: Vec<Ev> = fed.iter().take_while(|e| !expired(first.1, e.1, tau)).map(ev).collect();
+        self.window.forget_first(&first_window, fed.len())?;
+        Ok(true)
     }
 }
 
@@ -158,6 +185,10 @@ impl<E: Recount> Retained<E> {
 
     /// Remove the elements at `positions` (any order, no repeats) and recount the rest.
     pub fn remove(&mut self, positions: &[usize]) -> Result<(), Error> {
+        if self.forgot_oldest(positions)? {
+            self.elems.drain(..positions.len());
+            return Ok(());
+        }
         let kept = self.without(positions)?;
         self.engine = self.replayed(&kept)?;
         self.elems = kept;
@@ -167,6 +198,20 @@ impl<E: Recount> Retained<E> {
     /// Remove the elements at `positions` and keep `e` (an eviction), with one recount; the
     /// totals ([`Retained::totals`]) before `e` joined. On an error nothing changes.
     pub fn replace(&mut self, positions: &[usize], e: Element) -> Result<Totals, Error> {
+        let oldest = oldest(positions, self.elems.len());
+        if oldest.is_some_and(|k| k < self.elems.len()) {
+            in_order(&self.elems, &e)?; // the last element stays
+        }
+        if self.forgot_oldest(positions)? {
+            let before = self.engine.counted();
+            if let Err(err) = self.engine.feed(&e) {
+                self.engine = self.replayed(&self.elems)?; // as it was
+                return Err(err);
+            }
+            self.elems.drain(..positions.len());
+            self.elems.push(e);
+            return Ok(before);
+        }
         let mut kept = self.without(positions)?;
         in_order(&kept, &e)?;
         let mut engine = self.replayed(&kept)?;
@@ -175,6 +220,24 @@ impl<E: Recount> Retained<E> {
         kept.push(e);
         (self.engine, self.elems) = (engine, kept);
         Ok(before)
+    }
+
+    /// When `positions` are the oldest elements but not all, the engine forgets them without
+    /// a replay if it can (the elements stay: the caller drops them). `false`: the engine is
+    /// to be replayed (it may have forgotten some). On an error it is as it was.
+    fn forgot_oldest(&mut self, positions: &[usize]) -> Result<bool, Error> {
+        let Some(k) = oldest(positions, self.elems.len()).filter(|&k| k < self.elems.len()) else { return Ok(false) };
+        for i in 0..k {
+            match self.engine.forget_oldest(&self.elems[i..]) {
+                Ok(true) => {}
+                Ok(false) => return Ok(false),
+                Err(err) => {
+                    self.engine = self.replayed(&self.elems)?;
+                    return Err(err);
+                }
+            }
+        }
+        Ok(true)
     }
 
     /// The elements but those at `positions`.
@@ -246,6 +309,19 @@ impl<E: Recount> Retained<E> {
         }
         Ok(out)
     }
+}
+
+/// `Some(k)` when `positions` are exactly the first k of `len` positions (k > 0, any order).
+fn oldest(positions: &[usize], len: usize) -> Option<usize> {
+    let k = positions.len();
+    let mut seen = vec![false; k];
+    for &p in positions {
+        match seen.get_mut(p) {
+            Some(s) if !*s && p < len => *s = true,
+            _ => return None,
+        }
+    }
+    (k > 0).then_some(k)
 }
 
 /// `e` may follow `elems`: no earlier than the last of them.
@@ -373,6 +449,80 @@ mod tests {
                 prop_assert_eq!(th.clone(), (&all.0 - &rest.0, &all.1 - &rest.1), "element {}", i);
             }
         }
+    }
+
+    /// Pushes, removals of the oldest elements (one or two, as `time_to_live` does) and
+    /// evictions of them (`ops`: element and operation); after each, `state` of the engine that
+    /// forgot them without a replay equals that of a replay of the elements left, and the
+    /// totals before an eviction's element joined are those of the elements left.
+    fn forget_like_a_replay<E: Recount, T: PartialEq + std::fmt::Debug>(
+        mut retained: Retained<E>,
+        ops: Vec<(Element, usize)>,
+        state: impl Fn(&E) -> T,
+    ) -> Result<(), TestCaseError> {
+        for (e, op) in ops {
+            let n = retained.len();
+            match op {
+                2 if n > 0 => retained.remove(&[0]).unwrap(),
+                3 if n > 1 => retained.remove(&[1, 0]).unwrap(),
+                4 | 5 if n > 1 => {
+                    let gone: &[usize] = if op == 4 { &[0] } else { &[1, 0] };
+                    let before = retained.replace(gone, e).unwrap();
+                    let kept = &retained.elements()[..retained.len() - 1];
+                    prop_assert_eq!(before, retained.replayed(kept).unwrap().counted());
+                }
+                _ => retained.push(e).unwrap(),
+            }
+            prop_assert_eq!(state(&retained.engine), state(&retained.replayed(retained.elements()).unwrap()));
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// The conditions engine forgets its oldest elements as a replay of the rest counts
+        /// them: totals, counts by state and registers, held events.
+        #[test]
+        fn forgetting_the_oldest_equals_a_replay(
+            raw in proptest::collection::vec((0usize..3, 0i64..3, 0u64..5, proptest::option::weighted(0.85, 0i64..4), 0usize..6), 0..18),
+            window in 0i64..6,
+            indexed in proptest::bool::ANY,
+        ) {
+            let mut t = 0;
+            let ops = raw.into_iter().map(|(l, gap, v, p, op)| { t += gap; (element(&(l, t, v, p)), op) }).collect();
+            forget_like_a_replay(Retained::new(rising_run(window, indexed)).unwrap(), ops, Engine::state)?;
+        }
+
+        /// With a negation at the end (`A B+ !C`): the window forgets its oldest elements as a
+        /// replay of the rest counts them: totals, active sets, raw window, every evaluation.
+        #[test]
+        fn a_closing_window_forgets_the_oldest_like_a_replay(
+            raw in proptest::collection::vec((0usize..3, 0i64..3, 0u64..5, 0usize..6), 0..18),
+            window in 0i64..5,
+        ) {
+            let mut t = 0;
+            let ops: Vec<_> = raw.into_iter().map(|(l, gap, v, op)| { t += gap; ((l, t, v, Box::default()), op) }).collect();
+            let dfa = absence();
+            let blank = ClosingCount::new(dfa.clone(), window, Closing::new(&dfa, vec![2], 3).unwrap()).unwrap();
+            let last = t;
+            forget_like_a_replay(Retained::over(blank), ops, |c: &ClosingCount| {
+                let evaluations: Vec<Totals> = (0..=last + window + 1).map(Some).chain([None]).map(|at| c.totals_at(at).unwrap()).collect();
+                (c.state(), evaluations)
+            })?;
+        }
+    }
+
+    #[test]
+    fn minmax_is_replayed() {
+        let mut spec = rising_run(5, true);
+        spec.extrema = Some(vec![true, true, true]);
+        let mut engine = Engine::new(spec).unwrap();
+        let fed: Vec<Element> = (0..3).map(|i| element(&(i, i as i64, 1, Some(4 - i as i64)))).collect();
+        for e in &fed {
+            Recount::feed(&mut engine, e).unwrap();
+        }
+        assert!(!engine.forget_first(&fed).unwrap());
+        assert_eq!(engine.totals().extrema, Some((1, 1)));
     }
 
     #[test]

@@ -185,6 +185,59 @@ impl<S: Scalar, P: Semantics> Window<S, P> {
         Ok(())
     }
 
+    /// Forget the first element pushed, as if it never had been: the state of a window pushed
+    /// only the rest (the same totals, active sets and raw window). `first_window`: that
+    /// element and the later ones within its window, in order; `pushed`: how many elements
+    /// were pushed since the window was new. Its sets all start with it, so its share is that
+    /// element alone pushed through the later ones of its window (the sets it forms, its own
+    /// pending sets counted when its window closed), subtracted: O(|first_window|) steps of
+    /// one vector, none if it starts no set (a negated element has nothing earlier to filter).
+    /// On an error nothing changed but the representation of the raw window.
+    pub fn forget_first(&mut self, first_window: &[Ev], pushed: usize) -> R<()> {
+        let Some((first, later)) = first_window.split_first() else { return Ok(()) };
+        let held = self.front.len() + self.back.len() == pushed; // else it has left the window
+        if held && self.front.is_empty() {
+            self.flip()?; // it is the front's first then
+        }
+        let init = self.dfa.init[first.sym as usize];
+        if init != NONE {
+            let (mut totals, mut a) = (self.totals.clone(), self.a.clone());
+            let mut alone = vec![Dual::zero(); self.dfa.n];
+            alone[init as usize] = Dual::weight(first.v);
+            let mut share = alone.clone(); // the sets it formed, per state
+            let mut formed = vec![Dual::zero(); self.dfa.n];
+            for ev in later {
+                P::formed(&self.dfa, &alone, ev, &mut formed)?;
+                let own = self.dfa.init[ev.sym as usize]; // {ev} alone is not one of its sets
+                if own != NONE {
+                    formed[own as usize].sub_assign(&Dual::weight(ev.v))?;
+                }
+                P::advance(&self.dfa, &mut alone, ev, &formed)?;
+                for (s, f) in share.iter_mut().zip(&formed) {
+                    s.add_assign(f)?;
+                }
+            }
+            for (t, s) in totals.iter_mut().zip(&share) {
+                t.sub_assign(s)?;
+            }
+            match &self.closing {
+                _ if held => a.iter_mut().zip(&alone).try_for_each(|(x, s)| x.sub_assign(s))?,
+                Some(k) => {
+                    let pending = k.pending.iter().try_fold(Dual::zero(), |sum, &q| sum.add(&alone[q as usize]))?;
+                    totals[k.closed as usize].sub_assign(&pending)?;
+                }
+                None => {}
+            }
+            (self.totals, self.a) = (totals, a);
+        }
+        if held {
+            if let Some((_, Some(c))) = self.front.pop_front() {
+                self.spare.push(c);
+            }
+        }
+        Ok(())
+    }
+
     /// The active sets in pending states (those a closing window counts).
     fn pending_sum(&self, closing: &Closing) -> R<Dual<S>> {
         let mut sum = Dual::zero();
@@ -304,6 +357,11 @@ impl<P: Semantics> ExactWindow<P> {
 
     pub fn dfa(&self) -> &Arc<Dfa> {
         crate::on_tier!(&self.ladder, |w| &w.dfa)
+    }
+
+    /// [`Window::forget_first`], widening the numbers if they overflow.
+    pub fn forget_first(&mut self, first_window: &[Ev], pushed: usize) -> Result<(), Error> {
+        crate::promoting!(&mut self.ladder, &(), |w| w.forget_first(first_window, pushed))
     }
 }
 
