@@ -6,7 +6,7 @@ The evaluator understands what such a condition joins its leaves with: ``OR AND 
 comparisons, ``IS [NOT] NULL``, ``[NOT] BETWEEN``, ``[NOT] IN (...)``, ``CASE``, ``+ - * / %``,
 unary minus, parentheses, literals (numbers, strings, TRUE, FALSE, NULL) and the functions in
 :data:`FUNCTIONS` (``abs coalesce nvl ifnull nullif greatest least if iff``), each with Spark's
-NULL rules. These values meet only here, in the Python matcher, where Spark's own functions do
+NULL rules. These values meet only here, in the matcher's call back into Python, where Spark's own functions do
 not run; any other function is refused by name when the statement is read (a function of one
 row's columns is computed by Spark before matching: see :mod:`suse.recognize.expressions`).
 Arithmetic follows Spark: integer division gives a double, a double mixed with a decimal gives
