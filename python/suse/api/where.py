@@ -208,11 +208,9 @@ class WhereCounter:
         extrema = [query.of is None or c in query.of for c in query.automaton.alphabet] if (
             query.aggregate in ("min", "max")) else None
         self.engine = _core.WhereEngine(automaton, layout, conditions, compared, query.window, max_keys, extrema)
-        self.letter_codes = np.full(256, 255, np.uint8)
-        for i, c in enumerate(query.automaton.alphabet):
-            self.letter_codes[ord(c)] = i
+        self.letter_codes = letter_codes(query.automaton.alphabet)
         self.late = 0
-        self.of_mask = None if query.of is None else np.array([c in query.of for c in map(chr, range(256))])
+        self.of_mask = of_mask(query)
 
     def extend(self, events: Any, chars: Any, timestamps: Any, values: Any, evaluate_at: Any,
                late: str) -> list[Evaluation]:
@@ -389,6 +387,19 @@ class WhereCounter:
         count, total, partial, extremes = engine.totals()
         low, high = extremes or (None, None)
         return count, total, partial, engine.skipped, engine.events, low, high
+
+
+def letter_codes(letters: Any) -> np.ndarray:
+    """Per byte, the index of its letter among ``letters``, 255 for a byte of none."""
+    codes = np.full(256, 255, np.uint8)
+    for i, c in enumerate(letters):
+        codes[ord(c)] = i
+    return codes
+
+
+def of_mask(query: Any) -> Optional[np.ndarray]:
+    """Per byte, whether its values count (``of``); None when every letter's do."""
+    return None if query.of is None else np.array([c in query.of for c in map(chr, range(256))])
 
 
 def _as_list(column: Any) -> list[Any]:

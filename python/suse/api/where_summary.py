@@ -59,7 +59,7 @@ from suse.api.locking import Locked, locked
 from suse.api.matching import RetainedMatches
 from suse.api.query import closing_dfa
 from suse.api.results import Evaluation, SummaryResult
-from suse.api.where import WhereCounter
+from suse.api.where import WhereCounter, letter_codes, of_mask
 from suse.api.where_matches import WhereMatchSet
 from suse.errors import InputError, LateEventError, QueryError, StateError
 
@@ -393,10 +393,8 @@ class ClosingElements:
     needed: dict[str, Any] = {}
 
     def __init__(self, query: Any):
-        self.letter_codes = np.full(256, 255, np.uint8)
-        for i, c in enumerate(query._exact_letters):
-            self.letter_codes[ord(c)] = i
-        self.of_mask = None if query.of is None else np.array([c in query.of for c in map(chr, range(256))])
+        self.letter_codes = letter_codes(query._exact_letters)
+        self.of_mask = of_mask(query)
 
     @staticmethod
     def parse(events: Any, chars: Any = None, timestamps: Any = None,
