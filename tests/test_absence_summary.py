@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import suse
 from negation_strategies import absence_queries, streams
-from oracle import absence_aggregate
+from oracle import absence_aggregate, absence_matches
 from suse.errors import InputError, QueryError
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -145,9 +145,26 @@ def test_what_it_does_not_do_is_refused_by_name():
     summary = suse.Summary(q, 5, "fifo")
     with pytest.raises(QueryError, match="negation at the end of the pattern"):
         suse.Query("A B+ !C", 10, where={"B": "B.p > 1"})
-    for refused in (lambda: summary.matches(), lambda: summary.to_bytes(), lambda: summary.with_query(q)):
+    for refused in (lambda: summary.to_bytes(), lambda: summary.with_query(q)):
         with pytest.raises(QueryError, match="not supported by a summary with a negation at the end"):
             refused()
     with pytest.raises(InputError, match="lateness"):
         suse.Summary(q, 5, "fifo", lateness=2)
     assert isinstance(summary, suse.Summary) and len(summary) == 0
+
+
+@settings(max_examples=60, **SLOW)
+@given(absence_queries, streams(chars="abcde"), st.integers(0, 6), st.integers(1, 5), st.sampled_from(STRATEGIES))
+def test_its_matches_are_the_oracles_over_the_retained_elements(query, stream, window, size, strategy):
+    """What the live page lists: the matches ``result()`` counts, each once, in order."""
+    query, events = query.upper(), numbered(stream)
+    summary = suse.Summary(suse.Query(query, window), size, strategy, seed=3)
+    summary.extend(events)
+    kept = retained_events(summary, events)
+    want = absence_matches(query, kept, window)
+    listed = summary.retained_matches()
+    assert [list(m) for m in listed.positions()] == [list(m) for m in want]
+    assert listed.count() == len(want) == summary.result().count
+    assert list(summary.matches()) == [[summary.elements()[i] for i in m] for m in want]
+    for drawn in summary.sample_matches(5, seed=1) if want else []:
+        assert tuple(summary.elements().index(e) for e in drawn) in set(map(tuple, want))

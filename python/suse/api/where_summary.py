@@ -56,7 +56,7 @@ from suse.api.checks import STRATEGIES, check_choice, check_int, check_memory_li
 from suse.api.events import coerce_events, eval_times, in_input_order
 from suse.api.feeding import PLACEMENTS, check_late_mode, drop_late, late_mask
 from suse.api.locking import Locked, locked
-from suse.api.matching import RetainedMatches
+from suse.api.matching import RetainedMatches, stream_set
 from suse.api.query import closing_dfa
 from suse.api.results import Evaluation, SummaryResult
 from suse.api.where import WhereCounter, letter_codes, of_mask
@@ -326,11 +326,12 @@ class WhereSummary(Locked):
                              "lateness, so every event is final")
 
     def retained_matches(self) -> RetainedMatches:
-        """The matches among the retained elements now (what ``result()`` counts): the
-        conditions' search over them (``suse.api.where_matches``)."""
-        if self.query.where is None:
-            raise self._refuse("listing matches")
+        """The matches among the retained elements now (what ``result()`` counts, the stream
+        over): the conditions' search over them (``suse.api.where_matches``), or with a
+        negation at the end the kernel's set over them, the negated elements among them."""
         elements = self.elements()
+        if self.query.where is None:
+            return RetainedMatches(elements, stream_set(self.query, elements, None, None))
         return RetainedMatches(elements, WhereMatchSet(self.query, elements))
 
     def matches(self, limit: Optional[int] = None) -> Iterator[list[tuple]]:
