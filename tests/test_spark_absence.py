@@ -94,3 +94,27 @@ def test_what_does_not_know_the_absence_refuses_it_by_name(spark, long_rows):
         aggregate(df, None, 10, CHARS, "t", queries={"closing": "A B+ !C", "plain": "A B"}, strategy="fifo")
     with pytest.raises(InputError, match=r"matches per row are not available for 'A B\+ !C' with negation"):
         aggregate(df, "A B+ !C", 10, CHARS, "t", strategy="fifo", matches=3)
+
+
+def test_the_live_page_refuses_it_by_name(tmp_path):
+    from suse.dashboard import serve
+
+    job = tmp_path / "job.toml"
+    job.write_text(f"""[input]
+path = "{tmp_path / 'in'}"
+format = "json"
+timestamp = "t"
+[characters]
+A = "c = 'A'"
+B = "c = 'B'"
+C = "c = 'C'"
+[query]
+regex = "A B+ !C"
+window = 5
+[summary]
+strategy = "fifo"
+[output]
+path = "{tmp_path / 'out'}"
+""")
+    with pytest.raises(InputError, match="the live page does not run a negation at the end of the pattern yet"):
+        serve(job, log=lambda line: None)

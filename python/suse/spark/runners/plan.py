@@ -176,8 +176,9 @@ def where_summary_evaluations(plan: Plan, summary: WhereSummary, chars: bytes, t
                               values: np.ndarray | None, attributes: Sequence[pa.Array],
                               times: Sequence[int]) -> list[suse.Evaluation]:
     """A summary with conditions (or a negation at the end of the pattern) fed one partition's
-    sorted events with their attributes, evaluated at ``times``; its elements as the ``elements`` column holds them (char,
-    timestamp, value: the attributes the conditions read stay out of the fixed column type)."""
+    sorted events with their attributes, evaluated at ``times``; its elements as the
+    ``elements`` column holds them (char, timestamp, value: the attributes the conditions read
+    stay out of the fixed column type)."""
     columns = [] if plan.spec.where is None else (  # (a negation at the end: no attributes)
         condition_columns(summary.counter, chars, ts, dict(zip(plan.attributes, attributes))))
     evaluations = summary.feed(chars, ts, values, columns, times, elements=True)

@@ -1,6 +1,7 @@
 """``aggregate_stream``: the same query over a streaming DataFrame, one summary per partition
-kept in Spark state (``transformWithStateInPandas``: a value state holding ``Summary.to_bytes``,
-the buffer of pending events and the counters; a processing-time timer drops the state of a
+kept in Spark state (``transformWithStateInPandas``: a value state holding the summary's saved
+form (``Summary.to_bytes``, or a tagged pickle: suse.spark.streaming.engines), the buffer of
+pending events and the counters; a processing-time timer drops the state of a
 partition idle for longer than ``idle_timeout``).
 
 Order and lateness, per partition (docs/SPARK.md, "Streaming semantics"):
