@@ -207,8 +207,10 @@ STREAMING = ('name = "checked"\n', 'name = "checked"\nmode = "streaming"\n'), "\
     ([('engine = "exact"', 'engine = "exact"\nexact = true')], "", "evaluate: exact = true adds"),
     ([('engine = "exact"', 'engine = "fast"')], "", "evaluate.engine: Input should be 'summary' or 'exact'"),
     ([STREAMING[0]], STREAMING[1], None),  # a streaming job counts conditions with the exact engine too
-    ([STREAMING[0], ('engine = "exact"', "")], STREAMING[1],
-     "query.where: a stream counts conditions with the exact engine only; set evaluate.engine"),
+    ([STREAMING[0], ('engine = "exact"', "")], STREAMING[1],  # and with the summaries that know them
+     "query.where: summary.strategy 'suse' scores elements by the probabilities"),
+    ([STREAMING[0], ('engine = "exact"', ""), ("[evaluate]", '[summary]\nstrategy = "random"\n[evaluate]')],
+     STREAMING[1], None),
 ])
 def test_conditions_in_a_job_file_are_checked_before_spark(changes, extra, message):
     text = ONE

@@ -128,12 +128,13 @@ def test_what_does_not_count_conditions_refuses_them_by_name(frame):
         aggregate(frame, QUERY, WINDOW, CHARS, "t", engine="fast")
 
 
-def test_a_stream_refuses_conditions_on_summaries_by_name(spark, tmp_path, rows):
-    # (streams count them with engine="exact": tests/test_spark_stream_where.py)
+def test_a_stream_refuses_conditions_on_summaries_that_ignore_them_by_name(spark, tmp_path, rows):
+    # (streams count them with engine="exact", tests/test_spark_stream_where.py, or with summaries
+    # of strategy fifo, random or present, tests/test_spark_stream_where_summary.py)
     stream = spark.readStream.schema("k string, t long, kind string, price double, label string, v long").json(
         str(tmp_path))
-    with pytest.raises(QueryError, match=r"where is not supported by the summaries on a stream yet"):
-        aggregate_stream(stream, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING)
+    with pytest.raises(QueryError, match=r"where is not supported by strategy 'adaptive' \(query 'AB\+C'\)"):
+        aggregate_stream(stream, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING, strategy="adaptive")
 
 
 # --- summaries with conditions (batch): each partition's events through suse.Summary ---------------

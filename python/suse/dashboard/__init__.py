@@ -102,6 +102,7 @@ def serve(
         from suse.dashboard.server import PageServer
     except ModuleNotFoundError as exc:
         raise InputError(f"`suse serve` needs {exc.name}: pip install 'suse[dashboard]'") from None
+    from suse import Query
     from suse.spark.jobs.load import load_config, parse_config, tomllib
 
     if (job is None) == (replay is None):
@@ -119,6 +120,9 @@ def serve(
         if q.where or cfg.evaluate.engine != "summary":  # it replays summaries, which do not count conditions
             raise InputError(f"query {q.label!r}: the live page runs summaries, which do not count conditions "
                              "between events (where) or run engine = 'exact' yet; run the job with `suse run`")
+        if "!" in q.regex and Query(q.regex, 1)._closing is not None:  # (their saved form is to_bytes)
+            raise InputError(f"query {q.label!r}: the live page does not run a negation at the end of the pattern "
+                             "yet; run the job with `suse run`")
     if cfg.mode == "streaming" and speed is not None:
         raise InputError("--speed applies to a replayed batch job; a streaming job runs at the pace its files arrive")
     names = [cfg.summary.strategy]

@@ -27,16 +27,12 @@ def spark_frame(df: object, caller: str) -> None:
         raise InputError(f"{caller} needs a Spark DataFrame, got a {kind}{hint}")
 
 
-def _compiled(query: QuerySpec, job: JobSpec, streaming: bool) -> suse.Query:
+def _compiled(query: QuerySpec, job: JobSpec) -> suse.Query:
     """The query checked (QueryError with a position), named in the message within a set."""
     try:
         compiled = query.compile()
-        if compiled.where is not None:  # not every engine counts them yet
-            _check_where(compiled, query, job, streaming)
-        if compiled._closing is not None and job.output.engine != "exact":  # (suse.Summary counts it, Spark's do not)
-            raise suse.QueryError("a negation at the end of the pattern is not supported by this engine yet: pass "
-                                  "engine='exact' to count each partition with the exact engine",
-                                  compiled.regex.find("!"), compiled.regex)
+        if compiled.where is not None or compiled._closing is not None:  # not every engine counts them yet
+            _check_where_summary(compiled, query, job)
         return compiled
     except suse.QueryError as exc:
         if not job.query_set:
@@ -44,25 +40,28 @@ def _compiled(query: QuerySpec, job: JobSpec, streaming: bool) -> suse.Query:
         raise suse.QueryError(f"query {query.label!r}: {exc.message}", exc.position, exc.query) from None
 
 
-def _check_where(compiled: suse.Query, query: QuerySpec, job: JobSpec, streaming: bool) -> None:
-    """Conditions between events (`where`) run on a single query: on the exact engine (batch
-    and streaming) and, in batch, on summaries whose strategy knows them (suse.api.where_summary);
-    everything else refuses them by name (it would ignore them)."""
+def _check_where_summary(compiled: suse.Query, query: QuerySpec, job: JobSpec) -> None:
+    """Conditions between events (`where`) and a negation at the end of the pattern run on a
+    single query, batch and streaming: on the exact engine and on summaries whose strategy
+    knows them (suse.api.where_summary); everything else refuses them by name (it would
+    ignore them)."""
+    if compiled.where is not None:
+        what, position, knows, alone = "where", 0, "the conditions", "the query with conditions"
+    else:
+        what, position, knows, alone = "a negation at the end of the pattern", compiled.regex.find("!"), (
+            "the absence"), "that query"
     if job.query_set:
-        why = "in a query set yet: run the query with conditions as a job of its own"
+        why = f"in a query set yet: run {alone} as a job of its own"
     elif job.output.engine == "exact":
         return
-    elif streaming:
-        why = ("by the summaries on a stream yet: pass engine='exact' to count each partition with the exact engine "
-               "(no summary, no elements)")
     else:
         strategy = job.summary_for(query).strategy
         if strategy in WHERE_STRATEGIES:
             return
         why = (f"by strategy {strategy!r} (query {query.label!r}), which scores elements by the probabilities of "
-               "future characters and knows nothing of the conditions: pass strategy='fifo', 'random' or "
-               "'present', or engine='exact'")
-    raise suse.QueryError(f"where is not supported {why}", 0, compiled.regex)
+               f"future characters and knows nothing of {knows}: pass strategy='fifo', 'random' or 'present', or "
+               "engine='exact'")
+    raise suse.QueryError(f"{what} is not supported {why}", position, compiled.regex)
 
 
 def _attributes(queries: list[suse.Query]) -> dict[str, tuple[str, ...]]:
@@ -122,7 +121,7 @@ def _check_data(df: DataFrame, job: JobSpec, parsed: list[suse.Query], streaming
 def prepare(df: DataFrame, job: JobSpec, streaming: bool = False) -> tuple[Events, Plan]:
     """A single query's job: validated on the driver, its event frame and executor plan."""
     query = job.query
-    parsed = _compiled(query, job, streaming)
+    parsed = _compiled(query, job)
     events = _events(df, job, [parsed], streaming)
     plan = _plan(job, query, events)
     _check_data(df, job, [parsed], streaming)
@@ -138,7 +137,7 @@ def prepare_multi(df: DataFrame, job: JobSpec, streaming: bool = False) -> tuple
     queries whose letters include its character, as its event does)."""
     if job.output.engine != "summary":
         raise InputError(f"engine={job.output.engine!r} runs a single query; a query set runs summaries")
-    parsed = [_compiled(q, job, streaming) for q in job.queries]
+    parsed = [_compiled(q, job) for q in job.queries]
     events = _events(df, job, parsed, streaming)
     plans = []
     for query, q in zip(job.queries, parsed):

@@ -153,7 +153,7 @@ def _matches_problems(cfg: JobConfig) -> list[str]:
     return []
 
 
-def _where_problems(cfg: JobConfig, q: Any, key: str, streaming: bool) -> list[str]:
+def _where_problems(cfg: JobConfig, q: Any, key: str) -> list[str]:
     """Conditions between events: malformed ones, and the jobs that cannot count them (as
     suse.spark.prepare refuses them once Spark runs)."""
     try:
@@ -164,8 +164,6 @@ def _where_problems(cfg: JobConfig, q: Any, key: str, streaming: bool) -> list[s
         return [f"{key}.where: conditions are not counted in a query set yet; run the query as a job of its own"]
     if cfg.evaluate.engine == "exact":
         return []
-    if streaming:
-        return [f"{key}.where: a stream counts conditions with the exact engine only; set evaluate.engine = 'exact'"]
     if cfg.summary.strategy not in WHERE_STRATEGIES:
         return [f"{key}.where: summary.strategy {cfg.summary.strategy!r} scores elements by the probabilities of "
                 "future characters and knows nothing of the conditions; set summary.strategy to 'fifo', 'random' "
@@ -187,7 +185,7 @@ def _query_problems(cfg: JobConfig, q: Any, key: str, kind: str | None, streamin
         except QueryError as exc:
             out.append(f"{key}.of: {exc.message}")
     if q.where:
-        out += _where_problems(cfg, q, key, streaming)
+        out += _where_problems(cfg, q, key)
     chars = cfg.characters
     if not isinstance(chars, str):
         try:

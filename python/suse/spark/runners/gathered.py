@@ -27,7 +27,7 @@ def serves(plan: object) -> bool:
     if getattr(plan, "multi", False):
         return not plan.exact and all(serves(p) for _, p, _ in plan.plans)
     return (isinstance(plan, Plan) and plan.summarised and not plan.exact and not plan.extrema
-            and plan.max_missing == 0 and plan.spec.where is None)  # conditions: the runner of sorted rows
+            and plan.max_missing == 0 and not plan.counts_with_where_summary)  # the runner of sorted rows
 
 
 def run_grouped(

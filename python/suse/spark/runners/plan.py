@@ -75,6 +75,12 @@ class Plan:
         return self.spec.compile()
 
     @property
+    def counts_with_where_summary(self) -> bool:
+        """Whether its summary is a ``WhereSummary`` (conditions, or a negation at the end of
+        the pattern): fed with attribute columns by the sorted layout, kept pickled on a stream."""
+        return self.summarised and (self.spec.where is not None or self.query()._closing is not None)
+
+    @property
     def extrema(self) -> bool:
         """Whether the output carries ``min``/``max`` columns."""
         return self.spec.aggregate in EXTREMA
@@ -169,10 +175,12 @@ def exact_evaluations(plan: Plan, chars: bytes, ts: np.ndarray, values: np.ndarr
 def where_summary_evaluations(plan: Plan, summary: WhereSummary, chars: bytes, ts: np.ndarray,
                               values: np.ndarray | None, attributes: Sequence[pa.Array],
                               times: Sequence[int]) -> list[suse.Evaluation]:
-    """A summary with conditions fed one partition's sorted events with their attributes,
-    evaluated at ``times``; its elements as the ``elements`` column holds them (char,
-    timestamp, value: the attributes the conditions read stay out of the fixed column type)."""
-    columns = condition_columns(summary.counter, chars, ts, dict(zip(plan.attributes, attributes)))
+    """A summary with conditions (or a negation at the end of the pattern) fed one partition's
+    sorted events with their attributes, evaluated at ``times``; its elements as the
+    ``elements`` column holds them (char, timestamp, value: the attributes the conditions read
+    stay out of the fixed column type)."""
+    columns = [] if plan.spec.where is None else (  # (a negation at the end: no attributes)
+        condition_columns(summary.counter, chars, ts, dict(zip(plan.attributes, attributes))))
     evaluations = summary.feed(chars, ts, values, columns, times, elements=True)
     return [dataclasses.replace(ev, elements=[element[:3] for element in ev.elements or ()]) for ev in evaluations]
 

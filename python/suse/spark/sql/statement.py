@@ -670,8 +670,8 @@ def sql(spark: Any, text: str):
     if df.isStreaming:  # counting rows per micro-batch is aggregate_stream's, not a statement's
         raise st.error(f"a counting statement reads a batch table, but {st.source if not st.source_is_query else 'the subquery'} "
                        "is streaming: count a stream with suse.spark.aggregate_stream (conditions between rows: where=... "
-                       "with engine='exact'), or leave the counting clauses out for the standard's streaming "
-                       "MATCH_RECOGNIZE", "FROM")
+                       "with engine='exact' or strategy 'fifo', 'random' or 'present'), or leave the counting "
+                       "clauses out for the standard's streaming MATCH_RECOGNIZE", "FROM")
     try:
         out = aggregate(df, **kwargs)
     except QueryError as exc:

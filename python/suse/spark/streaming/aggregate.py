@@ -1,6 +1,7 @@
 """``aggregate_stream``: the same query over a streaming DataFrame, one summary per partition
-kept in Spark state (``transformWithStateInPandas``: a value state holding ``Summary.to_bytes``,
-the buffer of pending events and the counters; a processing-time timer drops the state of a
+kept in Spark state (``transformWithStateInPandas``: a value state holding the summary's saved
+form (``Summary.to_bytes``, or a tagged pickle: suse.spark.streaming.engines), the buffer of
+pending events and the counters; a processing-time timer drops the state of a
 partition idle for longer than ``idle_timeout``).
 
 Order and lateness, per partition (docs/SPARK.md, "Streaming semantics"):
@@ -453,7 +454,7 @@ def advance(
         )
         if plan.summarised:
             row.update(detected_count=[str(ev.detected_count)],
-                       elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in estimate.elements()]])
+                       elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v, *_ in estimate.elements()]])
         if plan.max_missing:
             row.update(count_by_missing=[[str(c) for c in ev.count_by_missing]])
     row.update(events=[fed + len(pending)], late_events=[late], pending_events=[len(pending)],
@@ -513,6 +514,17 @@ def _summary_config(summary: suse.Summary) -> dict:
             "summary_size": summary.size, "strategy": summary.strategy, "seed": summary.seed}
 
 
+def _pickled_summary(config: dict) -> bool:
+    """Whether a configuration's summary is a ``WhereSummary`` (kept pickled): with
+    conditions, or with a negation at the end of the pattern."""
+    if config["engine"] != "summary":
+        return False
+    try:
+        return config["where"] is not None or suse.Query(config.get("query", ""), 1)._closing is not None
+    except suse.QueryError:
+        return False
+
+
 def reconcile(plan: Plan, config: dict, saved: dict | None, on_change: str, key: Any, state: Any) -> bool:
     """Compare a partition's saved configuration with the job's; on a difference raise
     (``on_change="error"``) or migrate the state by replay. True when migrated."""
@@ -529,11 +541,17 @@ def reconcile(plan: Plan, config: dict, saved: dict | None, on_change: str, key:
             f"partition {tuple(key)}: the checkpoint's state was written with another configuration: {what}. "
             "Restart with on_change=\"replay\" to migrate the state to the new configuration, or use a new "
             "checkpoint location")
+    unmigrated = None
     if "exact" in (saved["engine"], config["engine"]):
+        unmigrated = "the exact engine needs every event of the window, which no state keeps"
+    elif _pickled_summary(saved) or _pickled_summary(config):
+        unmigrated = ("not yet those of a summary with where or a negation at the end of the pattern (their "
+                      "attributes, their absence)")
+    if unmigrated:
         raise StateError(
             f"partition {tuple(key)}: the checkpoint's state was written with another configuration: {what}. "
-            "on_change=\"replay\" replays a summary's retained elements, but the exact engine needs every event "
-            "of the window, which no state keeps: use a new checkpoint location (the stream is then re-read)")
+            f"on_change=\"replay\" replays a summary's retained elements, but {unmigrated}: use a new checkpoint "
+            "location (the stream is then re-read)")
     summary = suse.Summary.from_bytes(bytes(blob))
     fresh = plan.new_summary()
     kept = [e for e in summary.elements() if e[0] in fresh.query.alphabet]

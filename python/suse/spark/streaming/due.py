@@ -88,5 +88,5 @@ def advance_due(
     )
     if plan.summarised:
         row.update(detected_count=[str(ev.detected_count) for ev in evaluations],
-                   elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v in ev.elements] for ev in evaluations])
+                   elements=[[{"char": c, "timestamp": t, "value": v} for c, t, v, *_ in ev.elements] for ev in evaluations])
     return pd.DataFrame(row)[[*keys, *output]]
