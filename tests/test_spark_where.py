@@ -109,11 +109,6 @@ def test_a_missing_or_unusable_column_is_named(spark, frame):
 
 
 def test_what_does_not_count_conditions_refuses_them_by_name(frame):
-    with pytest.raises(QueryError, match=r"where is not supported by strategy 'suse' \(query 'AB\+C'\), which "
-                       r"scores .* pass strategy='fifo', 'random' or 'present', or engine='exact'"):
-        aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING)
-    with pytest.raises(QueryError, match=r"where is not supported by strategy 'adaptive'"):
-        aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING, strategy="adaptive")
     with pytest.raises(InputError, match=r"matches per row are not available for 'AB\+C' with conditions"):
         aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING, strategy="fifo", matches=3)
     with pytest.raises(QueryError, match=r"query 'r': where is not supported in a query set"):
@@ -156,7 +151,7 @@ def summary_rows(frame, where, at, size: int, strategy: str, **options) -> list:
                      evaluate=at, summary_size=size, strategy=strategy, **options).collect()
 
 
-@pytest.mark.parametrize("strategy", ["fifo", "random", "present"])
+@pytest.mark.parametrize("strategy", ["fifo", "random", "present", "suse", "adaptive"])
 def test_summary_rows_equal_the_library_summary_over_each_partition(frame, rows, strategy):
     at, size = [8, 16, 23], 4
     out = summary_rows(frame, RISING, at, size, strategy, exact=True)

@@ -8,7 +8,6 @@ import dataclasses
 from pyspark.sql import DataFrame
 
 import suse
-from suse.api.where_summary import WHERE_STRATEGIES
 from suse.errors import InputError
 from suse.spark.events.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.events.rows import RANK, Events, to_events
@@ -46,22 +45,15 @@ def _compiled(query: QuerySpec, job: JobSpec, streaming: bool) -> suse.Query:
 
 def _check_where(compiled: suse.Query, query: QuerySpec, job: JobSpec, streaming: bool) -> None:
     """Conditions between events (`where`) run on a single query: on the exact engine (batch
-    and streaming) and, in batch, on summaries whose strategy knows them (suse.api.where_summary);
+    and streaming) and, in batch, on summaries of every strategy (suse.api.where_summary);
     everything else refuses them by name (it would ignore them)."""
     if job.query_set:
         why = "in a query set yet: run the query with conditions as a job of its own"
-    elif job.output.engine == "exact":
+    elif job.output.engine == "exact" or not streaming:
         return
-    elif streaming:
+    else:
         why = ("by the summaries on a stream yet: pass engine='exact' to count each partition with the exact engine "
                "(no summary, no elements)")
-    else:
-        strategy = job.summary_for(query).strategy
-        if strategy in WHERE_STRATEGIES:
-            return
-        why = (f"by strategy {strategy!r} (query {query.label!r}), which scores elements by the probabilities of "
-               "future characters and knows nothing of the conditions: pass strategy='fifo', 'random' or "
-               "'present', or engine='exact'")
     raise suse.QueryError(f"where is not supported {why}", 0, compiled.regex)
 
 

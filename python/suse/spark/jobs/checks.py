@@ -12,7 +12,6 @@ import re
 from typing import Any
 
 import suse
-from suse.api.where_summary import WHERE_STRATEGIES
 from suse.errors import QueryError, SuseError
 from suse.spark.events.letters import missing_predicates
 from suse.spark.events.timing import TimeAxis, is_duration
@@ -166,10 +165,6 @@ def _where_problems(cfg: JobConfig, q: Any, key: str, streaming: bool) -> list[s
         return []
     if streaming:
         return [f"{key}.where: a stream counts conditions with the exact engine only; set evaluate.engine = 'exact'"]
-    if cfg.summary.strategy not in WHERE_STRATEGIES:
-        return [f"{key}.where: summary.strategy {cfg.summary.strategy!r} scores elements by the probabilities of "
-                "future characters and knows nothing of the conditions; set summary.strategy to 'fifo', 'random' "
-                "or 'present', or evaluate.engine = 'exact'"]
     return []
 
 

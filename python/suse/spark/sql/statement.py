@@ -70,8 +70,7 @@ class Statement:
     window: Any = None
     summary_size: int = 500
     engine: str = "summary"  # SUMMARY EXACT: the exact engine alone
-    strategy: str = "suse"  # SUMMARY 24 FIFO: the summary's strategy (conditions between rows need one of
-    # suse.api.where_summary.WHERE_STRATEGIES)
+    strategy: str = "suse"  # SUMMARY 24 FIFO: the summary's strategy
     evaluate: Any = "end"
     policy: str = "any"
     at: dict[str, int] = field(default_factory=dict)  # clause or variable -> position
@@ -637,14 +636,7 @@ def _defines(st: Statement, columns: dict[str, str], over: str) -> tuple[dict[st
             where[st.letters[name]], cross[st.letters[name]] = condition.text, condition
     if not where:
         return characters, where
-    from suse.api.where_summary import WHERE_STRATEGIES
-
     first = min(c.anchors[0][1] for c in cross.values())
-    if st.engine != "exact" and st.strategy not in WHERE_STRATEGIES:
-        raise st.error("a DEFINE compares rows of the match (LAST, FIRST or another variable's column), which the "
-                       "exact engine counts (SUMMARY EXACT) or a summary with strategy FIFO, RANDOM or PRESENT "
-                       f"(SUMMARY {st.summary_size} FIFO); strategy {st.strategy.upper()} scores by the probabilities "
-                       "of future characters, which know nothing of the conditions", first)
     try:
         import suse
 
