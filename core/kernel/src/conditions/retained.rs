@@ -9,6 +9,7 @@
 //! the later elements of its window), removing others replays the rest into a blank engine,
 //! O(|S|) feeds, so no state but the elements and one engine over them is ever needed. [`Retained::through`] gives, per element, the matches through it (a
 //! summary's present benefit) by difference, in one pass.
+use std::sync::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -184,6 +185,10 @@ pub struct Retained<E: Recount = Engine> {
     elems: Vec<Element>,
     /// Fed exactly `elems`, in order.
     engine: E,
+    /// The last [`Retained::through`] with partial counts, and how many elements had left
+    /// the window at its `now`: the same answer while the elements and that number stay
+    /// (every change of the elements clears it).
+    through_cache: ThroughCache,
 }
 
 impl Retained<Engine> {
@@ -195,7 +200,7 @@ impl Retained<Engine> {
 impl<E: Recount> Retained<E> {
     /// Empty, counting with `blank` (never fed).
     pub fn over(blank: E) -> Retained<E> {
-        Retained { engine: blank.clone(), blank, elems: Vec::new() }
+        Retained { engine: blank.clone(), blank, elems: Vec::new(), through_cache: ThroughCache::default() }
     }
 
     /// The automaton the partial counts of [`Retained::through`] are numbered by
@@ -234,6 +239,7 @@ impl<E: Recount> Retained<E> {
     /// Keep an element no earlier than the retained ones. On an error nothing changes.
     pub fn push(&mut self, e: Element) -> Result<(), Error> {
         in_order(&self.elems, &e)?;
+        self.through_cache.clear();
         self.engine.feed(&e)?; // on an error it counts nothing
         self.elems.push(e);
         Ok(())
@@ -241,6 +247,7 @@ impl<E: Recount> Retained<E> {
 
     /// Remove the elements at `positions` (any order, no repeats) and recount the rest.
     pub fn remove(&mut self, positions: &[usize]) -> Result<(), Error> {
+        self.through_cache.clear();
         if self.forgot_oldest(positions)? {
             self.elems.drain(..positions.len());
             return Ok(());
@@ -254,6 +261,7 @@ impl<E: Recount> Retained<E> {
     /// Remove the elements at `positions` and keep `e` (an eviction), with one recount; the
     /// totals ([`Retained::totals`]) before `e` joined. On an error nothing changes.
     pub fn replace(&mut self, positions: &[usize], e: Element) -> Result<Totals, Error> {
+        self.through_cache.clear();
         let oldest = oldest(positions, self.elems.len());
         if oldest.is_some_and(|k| k < self.elems.len()) {
             in_order(&self.elems, &e)?; // the last element stays
@@ -338,6 +346,20 @@ impl<E: Recount> Retained<E> {
     /// more than a window before the last one, whose partial matches have all expired).
     pub fn through(&self, now: Option<i64>) -> Result<Vec<Through>, Error> {
         let window = self.blank.window() as i128;
+        // What `now` changes is only which first elements have left the window.
+        let left = now.map(|now| self.elems.iter().take_while(|e| (now as i128) - (e.1 as i128) > window).count());
+        if let Some(through) = left.and_then(|left| self.through_cache.get(left)) {
+            return Ok(through);
+        }
+        let out = self.through_uncached(now)?;
+        if let Some(left) = left {
+            self.through_cache.set(left, out.clone());
+        }
+        Ok(out)
+    }
+
+    fn through_uncached(&self, now: Option<i64>) -> Result<Vec<Through>, Error> {
+        let window = self.blank.window() as i128;
         let n = self.elems.len();
         let mut main = self.blank.clone();
         let mut after: Vec<Totals> = Vec::with_capacity(n); // main's totals after element k
@@ -412,6 +434,31 @@ impl<E: Recount> Retained<E> {
 pub struct Through {
     pub matches: (BigInt, BigInt),
     pub partial: Vec<(BigInt, BigInt)>,
+}
+
+/// [`Retained::through`]'s last answer with partial counts (a copy starts empty).
+#[derive(Default)]
+struct ThroughCache(Mutex<Option<(usize, Vec<Through>)>>);
+
+impl Clone for ThroughCache {
+    fn clone(&self) -> Self {
+        ThroughCache::default()
+    }
+}
+
+impl ThroughCache {
+    fn get(&self, left: usize) -> Option<Vec<Through>> {
+        let cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        cached.as_ref().filter(|(l, _)| *l == left).map(|(_, through)| through.clone())
+    }
+
+    fn set(&self, left: usize, through: Vec<Through>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((left, through));
+    }
+
+    fn clear(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
 }
 
 /// `a − b` per state, signed.
