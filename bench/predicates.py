@@ -147,7 +147,9 @@ def main() -> None:
                 n = args.summary_events if strategy in ("fifo", "random") else args.present_events
                 n = min(n, args.events - size)
                 seconds, count = timed_summary(events, window, size, strategy, n)
-                print(f"  summary W={window:>6,} |S|={size:>4} {strategy:<7}: {n / seconds:>10,.0f} events/s "
+                rate = n / seconds
+                shown = f"{rate:>10,.0f}" if rate >= 10 else f"{rate:>10.2f}"
+                print(f"  summary W={window:>6,} |S|={size:>4} {strategy:<7}: {shown} events/s "
                       f"({n:,} events once full, {seconds:.2f} s; count has {count.bit_length()} bits)")
 
     for pair in args.quality:
