@@ -13,9 +13,11 @@ every partial match, as the engines that enumerate do) gets in --budget seconds.
     .venv/bin/python bench/predicates.py                        # 100,000 events, W = 1,000 and 10,000
     .venv/bin/python bench/predicates.py --events 20000 --windows 100 1000
 
-Then summaries with the same conditions (|S| = --summary-sizes, strategies fifo, random and
-present): filled with the first |S| events, then timed over the next --summary-events
-(--present-events for present), where every event is an eviction or a rejection: events/s.
+Then summaries with the same conditions (|S| = --summary-sizes, --strategies): filled with the
+first |S| events, then timed over the next --summary-events (--present-events for the ranked
+strategies present, suse and adaptive), where every event is an eviction or a rejection:
+events/s. With --quality S:W ..., the retained count of each ranked strategy over the first
+--quality-events events, at 20 evaluation times spread over them: the mean of log10(count + 1).
 
 FlinkCEP 2.3 (IterativeConditions) and this enumerator side by side with suse on this stream:
 `bench/peer_flink.py --suite predicates`.
@@ -23,6 +25,7 @@ FlinkCEP 2.3 (IterativeConditions) and this enumerator side by side with suse on
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 import warnings
@@ -66,6 +69,16 @@ def timed_summary(events: list, window: int, size: int, strategy: str, n: int) -
     return time.perf_counter() - start, summary.result().count
 
 
+def retained_quality(events: list, window: int, size: int, strategy: str) -> float:
+    """The mean log10(count + 1) of a summary's retained matches at 20 times spread over
+    `events` (after the first window)."""
+    summary = suse.Summary(suse.Query(QUERY, window, where=WHERE), size, strategy, seed=1)
+    last = events[-1][1]
+    times = np.linspace(min(window, last // 2), last, 20).astype(int).tolist()
+    rows = summary.extend(events, evaluate_at=times)
+    return float(np.mean([math.log10(row.count + 1) for row in rows]))
+
+
 def enumerate_matches(events: list, window: int, deadline: float, query: str = QUERY,
                       conditions: dict | None = None) -> int | None:
     """Count by listing every partial match (depth-first, skip-till-any-match), judging each
@@ -105,7 +118,13 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=20.0, help="seconds the enumerator gets per window")
     ap.add_argument("--summary-sizes", type=int, nargs="*", default=[100, 500], help="|S| of the summaries timed")
     ap.add_argument("--summary-events", type=int, default=5_000, help="events timed once full: fifo and random")
-    ap.add_argument("--present-events", type=int, default=300, help="events timed once full: present")
+    ap.add_argument("--present-events", type=int, default=300,
+                    help="events timed once full: present, suse, adaptive")
+    ap.add_argument("--strategies", nargs="*", default=["fifo", "random", "present", "suse", "adaptive"])
+    ap.add_argument("--quality", nargs="*", default=[], metavar="S:W",
+                    help="(|S|, W) pairs whose retained counts are compared across strategies")
+    ap.add_argument("--quality-events", type=int, default=3_000)
+    ap.add_argument("--skip-enumerator", action="store_true", help="no oracle check and no enumerator")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     events = stream(args.events, args.a_share, args.c_share, args.values, args.seed)
@@ -124,12 +143,23 @@ def main() -> None:
 
     for window in args.windows:
         for size in args.summary_sizes:
-            for strategy, n in (("fifo", args.summary_events), ("random", args.summary_events),
-                                ("present", args.present_events)):
+            for strategy in args.strategies:
+                n = args.summary_events if strategy in ("fifo", "random") else args.present_events
                 n = min(n, args.events - size)
                 seconds, count = timed_summary(events, window, size, strategy, n)
-                print(f"  summary W={window:>6,} |S|={size:>4} {strategy:<7}: {n / seconds:>10,.0f} events/s "
+                rate = n / seconds
+                shown = f"{rate:>10,.0f}" if rate >= 10 else f"{rate:>10.2f}"
+                print(f"  summary W={window:>6,} |S|={size:>4} {strategy:<7}: {shown} events/s "
                       f"({n:,} events once full, {seconds:.2f} s; count has {count.bit_length()} bits)")
+
+    for pair in args.quality:
+        size, window = (int(x) for x in pair.split(":"))
+        scores = {strategy: retained_quality(events[:args.quality_events], window, size, strategy)
+                  for strategy in ("fifo", "present", "suse", "adaptive")}
+        print(f"  retained W={window:>6,} |S|={size:>4} over {args.quality_events:,} events, mean log10(count + 1): "
+              + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
+    if args.skip_enumerator:
+        return
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from oracle import where_aggregate

@@ -15,6 +15,8 @@ import itertools
 import re
 from typing import Callable, Iterable, Mapping
 
+import numpy as np
+
 from conditions_oracle import holds
 
 try:  # Python >= 3.11
@@ -969,3 +971,57 @@ def absence_aggregate(query: str, events, window: int, at=None) -> dict:
         elif closing.fullmatch(gaps + "<>") or gpa.can_continue(events, idx, ""):
             partial += 1
     return {"count": count, "sum": total, "partial_count": partial}
+
+
+# =========================================================================== expected benefit
+def expected_matches(automaton, probabilities, steps: int, finals=None):
+    """``h_n`` for n = 0..steps by the recurrence (numpy, count part): the expected matches one
+    set in state q forms over n future elements drawn from ``probabilities`` (one per letter of
+    ``automaton``, a ``compiled`` automaton), every set both skipping and taking each element."""
+    letters, width = len(automaton.alphabet), len(automaton.symbols)
+    table = automaton.table()
+    n = automaton.n_states
+    step = np.zeros((n, n))  # Q: the skip (identity) plus each letter's move, weighted
+    phi = np.zeros(n)
+    for q in range(n):
+        for c in range(letters):
+            p = probabilities[c]
+            step[q, q] += p
+            to = table[q * width + c]
+            if to >= 0:
+                step[q, to] += p
+                phi[q] += p if to in (automaton.finals if finals is None else finals) else 0.0
+    h = [np.zeros(n)]
+    for _ in range(steps):
+        h.append(phi + step @ h[-1])
+    return h
+
+
+def partial_sets(automaton, events, window: int, now: int, where=None, negated: str = ""):
+    """Every index set of ``events`` whose letters (the negated characters left out) lead the
+    automaton from its start to a state (final ones included), inside the window, whose first
+    element is still in the window at ``now``, satisfying ``where``: (index set, state). A
+    negated event after the set's last element moves it by its filter (a negation at the end)."""
+    width, letters = len(automaton.symbols), automaton.alphabet
+    table = automaton.table()
+    positions = [i for i, e in enumerate(events) if e[0] not in negated or e[0] in letters]
+    out = []
+    for size in range(1, len(positions) + 1):
+        for idx in itertools.combinations(positions, size):
+            first, last = events[idx[0]][1], events[idx[-1]][1]
+            if last - first > window or now - first > window:
+                continue
+            q, chosen = automaton.start, set(idx)
+            for i in range(idx[0], len(events)):  # each element of the set moves it, a negated event filters it
+                c = events[i][0]
+                if i in chosen:
+                    q = table[q * width + letters.index(c)]
+                elif i > idx[0] and c in negated:
+                    q = table[q * width + automaton.symbols.index("!" + c)]
+                if q < 0:
+                    break
+            if q < 0 or (where and not satisfies_where(events, idx, where)):
+                continue
+            if q >= 0:
+                out.append((idx, q))
+    return out

@@ -109,11 +109,6 @@ def test_a_missing_or_unusable_column_is_named(spark, frame):
 
 
 def test_what_does_not_count_conditions_refuses_them_by_name(frame):
-    with pytest.raises(QueryError, match=r"where is not supported by strategy 'suse' \(query 'AB\+C'\), which "
-                       r"scores .* pass strategy='fifo', 'random' or 'present', or engine='exact'"):
-        aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING)
-    with pytest.raises(QueryError, match=r"where is not supported by strategy 'adaptive'"):
-        aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING, strategy="adaptive")
     with pytest.raises(InputError, match=r"matches per row are not available for 'AB\+C' with conditions"):
         aggregate(frame, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING, strategy="fifo", matches=3)
     with pytest.raises(QueryError, match=r"query 'r': where is not supported in a query set"):
@@ -157,7 +152,7 @@ def summary_rows(frame, where, at, size: int, strategy: str, **options) -> list:
                      evaluate=at, summary_size=size, strategy=strategy, **options).collect()
 
 
-@pytest.mark.parametrize("strategy", ["fifo", "random", "present"])
+@pytest.mark.parametrize("strategy", ["fifo", "random", "present", "suse", "adaptive"])
 def test_summary_rows_equal_the_library_summary_over_each_partition(frame, rows, strategy):
     at, size = [8, 16, 23], 4
     out = summary_rows(frame, RISING, at, size, strategy, exact=True)
@@ -285,22 +280,20 @@ def test_sql_splits_each_define_into_the_row_predicate_and_where(spark, frame, r
     assert "elements" not in out[0]
 
 
-def test_sql_counts_a_define_between_rows_with_a_summary_of_a_strategy_that_knows_it(spark, frame, rows):
+@pytest.mark.parametrize("clause, strategy", [("SUMMARY 4 PRESENT", "present"), ("SUMMARY 4", "suse"),
+                                              ("SUMMARY 4 ADAPTIVE", "adaptive")])
+def test_sql_counts_a_define_between_rows_with_a_summary(spark, frame, rows, clause, strategy):
     import suse.spark
 
     frame.createOrReplaceTempView("where_rows")
-    out = suse.spark.sql(spark, STATEMENT.replace("SUMMARY EXACT", "SUMMARY 4 PRESENT")).collect()
-    want = library_rows(rows, RISING, [8, 16, 23], 4, "present")
+    out = suse.spark.sql(spark, STATEMENT.replace("SUMMARY EXACT", clause)).collect()
+    want = library_rows(rows, RISING, [8, 16, 23], 4, strategy)
     assert {(r["k"], r["evaluated_at"]): (r["n"], r["total"], [(e["char"], e["timestamp"], e["value"])
                                                                 for e in r["elements"]]) for r in out} == {
         key: (count, total, elements) for key, (count, total, _, _, elements) in want.items()}
 
 
 @pytest.mark.parametrize("change, message, at", [
-    ("SUMMARY EXACT", "a DEFINE compares rows of the match (LAST, FIRST or another variable's column), which the "
-     "exact engine counts (SUMMARY EXACT) or a summary with strategy FIFO, RANDOM or PRESENT (SUMMARY 10 FIFO); "
-     "strategy SUSE scores", "(LAST(B.price, 1) IS NULL"),
-    ("SUMMARY EXACT", "strategy ADAPTIVE scores", "(LAST(B.price, 1) IS NULL OR"),
     ("C.price < B.price", "DEFINE C: avg() over the match's rows is a condition over a whole prefix", "avg(B.price)"),
     ("C.price < B.price", "DEFINE C: LAST(price, 1) without a variable reads any row", "LAST(price, 1)"),
     ("C.price < B.price", "DEFINE C: ", "% 2"),
@@ -312,8 +305,7 @@ def test_sql_refuses_what_the_conditions_cannot_say_at_its_position(spark, frame
 
     frame.createOrReplaceTempView("where_rows")
     replacement = {"avg(B.price)": "C.price < avg(B.price)", "LAST(price, 1)": "C.price < LAST(price, 1)",
-                   "% 2": "C.price < B.price % 2", "LAST(B.price * 2, 1)": "C.price < LAST(B.price * 2, 1)",
-                   "(LAST(B.price, 1) IS NULL": "SUMMARY 10", "(LAST(B.price, 1) IS NULL OR": "SUMMARY 10 ADAPTIVE"}[at]
+                   "% 2": "C.price < B.price % 2", "LAST(B.price * 2, 1)": "C.price < LAST(B.price * 2, 1)"}[at]
     text = STATEMENT.replace(change, replacement)
     with pytest.raises(SqlError) as info:
         suse.spark.sql(spark, text)

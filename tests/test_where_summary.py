@@ -17,7 +17,7 @@ from test_where_exact import RISING, queries, streams
 
 pytestmark = pytest.mark.filterwarnings("ignore::suse.errors.SuseWarning")
 
-STRATEGIES = ["fifo", "random", "present"]
+STRATEGIES = ["fifo", "random", "present", "suse", "adaptive"]
 
 
 def conditioned(query):
@@ -146,12 +146,6 @@ def test_elements_carry_the_attributes_read_and_go_back_into_exact():
     summary.extend(frame)
     assert summary.elements() == [("B", 1, 2, {"p": 1}), ("B", 2, 3, {"p": 2}), ("C", 3, 4, {"p": 0})]
     assert suse.exact(query, summary.elements()).count == summary.result().count == 0
-
-
-@pytest.mark.parametrize("strategy", ["suse", "adaptive"])
-def test_strategies_scored_by_future_characters_are_refused_by_name(strategy):
-    with pytest.raises(QueryError, match=f"{strategy}.*fifo, random, present"):
-        suse.Summary(suse.Query("A B+ C", 10, where=RISING), 5, strategy)
 
 
 def test_what_a_summary_with_where_does_not_do_is_refused_by_name():

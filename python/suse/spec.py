@@ -87,8 +87,8 @@ class QuerySpec:
     summary: Optional[SummarySpec] = None
     evaluate: Any = None
     #: Conditions between a match's events, ``{letter: condition}``, kept as pairs so the spec
-    #: hashes (on Spark the exact engine counts them, and in batch the summaries with strategy
-    #: fifo, random or present; see docs/SPARK.md).
+    #: hashes (on Spark the exact engine counts them, and in batch the summaries of every
+    #: strategy; see docs/SPARK.md).
     where: Any = None
 
     def __post_init__(self) -> None:

@@ -8,6 +8,7 @@ use pyo3::types::{PyBool, PyString};
 use suse_kernel::conditions::count::Count;
 use suse_kernel::conditions::engine::{Compared, Engine, Ext, Saved, Spec, Totals};
 use suse_kernel::conditions::program::{Instr, Program, Slot};
+use suse_kernel::conditions::outlook::{Outlook, Part};
 use suse_kernel::conditions::retained::{ClosingCount, Element, Retained};
 use suse_kernel::exact::window::Closing;
 use suse_kernel::conditions::value::{CmpOp, Value};
@@ -261,6 +262,8 @@ impl WhereEngine {
 pub struct WhereRetained {
     inner: Kept,
     dead: Option<String>,
+    /// `suse`/`adaptive`: the estimator and expected-matches coefficients (see `expect`).
+    outlook: Option<Outlook>,
 }
 
 /// The engine the retained elements are counted with.
@@ -289,7 +292,7 @@ impl WhereRetained {
     #[new]
     fn new(engine: PyRef<'_, WhereEngine>) -> PyResult<Self> {
         let spec = engine.inner.spec().clone();
-        Ok(WhereRetained { inner: Kept::Where(Box::new(guard_ro(|| Retained::new(spec))?)), dead: None })
+        Ok(WhereRetained { inner: Kept::Where(Box::new(guard_ro(|| Retained::new(spec))?)), dead: None, outlook: None })
     }
 
     /// Empty, counting as the exact engine does a negation at the end of the pattern:
@@ -301,7 +304,7 @@ impl WhereRetained {
             let closing = Closing::new(&dfa.inner, pending, closed).map_err(Error::Input)?;
             ClosingCount::new(dfa.inner.clone(), window, closing)
         })?;
-        Ok(WhereRetained { inner: Kept::Closing(Box::new(Retained::over(count))), dead: None })
+        Ok(WhereRetained { inner: Kept::Closing(Box::new(Retained::over(count))), dead: None, outlook: None })
     }
 
     /// Keep an element (letter index, timestamp, value, attribute values) no earlier than the last.
@@ -347,7 +350,56 @@ impl WhereRetained {
     /// (negative for a negated character's element: the matches it keeps from counting).
     fn through(&self) -> PyResult<Vec<(BigInt, BigInt)>> {
         let inner = &self.inner;
-        guard_ro(|| each!(inner, |r| r.through()))
+        guard_ro(|| Ok(each!(inner, |r| r.through(None))?.into_iter().map(|th| th.matches).collect()))
+    }
+
+    /// Rank by `suse`'s benefit (or `adaptive`'s) from now on: `probabilities` one per letter
+    /// (normalised) or None to estimate them, `size` the summary's.
+    fn expect(&mut self, probabilities: Option<Vec<f64>>, size: usize, adaptive: bool) -> PyResult<()> {
+        let inner = &self.inner;
+        self.outlook = Some(guard_ro(|| Outlook::new(each!(inner, |r| r.outlook_dfa())?, probabilities, size, each!(inner, |r| r.window()), adaptive))?);
+        Ok(())
+    }
+
+    /// Learn an arriving element (letter index, timestamp, value) before deciding on it.
+    fn observe(&mut self, letter: usize, t: i64, v: u64) -> PyResult<()> {
+        let outlook = self.outlook_mut()?;
+        guard_ro(|| outlook.observe(letter, t, v))
+    }
+
+    /// Take back the last `observe` (its element changed nothing).
+    fn unobserve(&mut self) -> PyResult<()> {
+        self.outlook_mut()?.unobserve();
+        Ok(())
+    }
+
+    /// The retained element this one replaces (None: drop it): `suse`'s or `adaptive`'s
+    /// ranking at the element's time. `may_block`: a retained element may have a benefit
+    /// below 0; `sum`: rank by the matches' values.
+    fn choose(&mut self, letter: usize, t: i64, v: u64, attrs: Vec<Bound<'_, PyAny>>, may_block: bool, sum: bool) -> PyResult<Option<usize>> {
+        let outlook = self.outlook.as_mut().ok_or_else(no_outlook)?;
+        let inner = &self.inner;
+        let part = if sum { Part::Sum } else { Part::Count };
+        guard_ro(|| each!(inner, |r| outlook.choose(r, &element(letter, t, v, &attrs)?, may_block, part)))
+    }
+
+    /// Per retained element, (present, expected) benefit at time `now`.
+    fn benefits(&mut self, now: i64, sum: bool) -> PyResult<Vec<(f64, f64)>> {
+        let outlook = self.outlook.as_mut().ok_or_else(no_outlook)?;
+        let inner = &self.inner;
+        let part = if sum { Part::Sum } else { Part::Count };
+        guard_ro(|| each!(inner, |r| outlook.benefits(r, now, part)))
+    }
+
+    /// The estimator's state, to save (see `restore_outlook`).
+    fn outlook_state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let outlook = self.outlook.as_ref().ok_or_else(no_outlook)?;
+        Ok(pyo3::types::PyBytes::new(py, &outlook.saved()))
+    }
+
+    fn restore_outlook(&mut self, state: &[u8]) -> PyResult<()> {
+        let outlook = self.outlook_mut()?;
+        guard_ro(|| outlook.restore(state))
     }
 
     /// The retained elements as (letter index, timestamp, value, attribute values).
@@ -361,6 +413,16 @@ impl WhereRetained {
     fn __len__(&self) -> usize {
         each!(&self.inner, |r| r.len())
     }
+}
+
+impl WhereRetained {
+    fn outlook_mut(&mut self) -> PyResult<&mut Outlook> {
+        self.outlook.as_mut().ok_or_else(no_outlook)
+    }
+}
+
+fn no_outlook() -> PyErr {
+    crate::to_py(Error::input("no expectation: call expect() first"))
 }
 
 /// (time, count, sum, partial count, (min, max) or None)

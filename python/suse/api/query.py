@@ -69,7 +69,7 @@ class Query:
     `where={"B": "LAST(B.p, 1) IS NULL OR B.p > LAST(B.p, 1)"}` gives conditions between a
     match's elements (docs/QUERY.md): a match counts only if each element with a letter in
     `where` satisfies its condition. The exact engine (`exact`, `Exact`) and `Summary`
-    (strategies fifo, random, present) count them, with policy "any"; everything else refuses
+    (every strategy) count them, with policy "any"; everything else refuses
     a query with conditions by name.
 
     `max_missing=k` (approximate matching, ACEP) also counts the index sets whose word
@@ -118,8 +118,7 @@ class Query:
                              "suse.Exact) and suse.Summary count conditions between events", 0, self.regex)
         if self._closing is not None:
             raise QueryError("a negation at the end of the pattern is not supported by this engine yet: the exact "
-                             "engine (suse.exact, suse.Exact) and suse.Summary (strategies fifo, random, present) "
-                             "count it", self.regex.find("!"), self.regex)
+                             "engine (suse.exact, suse.Exact) and suse.Summary count it", self.regex.find("!"), self.regex)
         return self._native_dfa
 
     @property

@@ -38,9 +38,16 @@ A new element's gain is its change of that count (an element that only starts pe
 gains 0: the summary full, it replaces only a negated element that refutes matches, else it is
 dropped, as an initiator is without a negation).
 
-``suse`` and ``adaptive`` score with the probabilities of future characters, which know
-nothing of the conditions or of the absence: refused by name (a ``QueryError``) rather than
-run on a score that ignores them. Refused as well, by name: ``lateness``, ``with_query`` and ``to_bytes`` (a
+``suse`` (the default) and ``adaptive`` rank by present + expected benefit, as the base
+summary does: the present part is ``present``'s exact count, the expected part the partial
+matches through the element by automaton state (exact, with the conditions, from the same
+forks) dotted with the base summary's expected-matches coefficients over the letters'
+probabilities (given, or estimated online as the base does; ``suse_kernel::conditions::outlook``).
+The expectation knows nothing of the conditions or of the absence: it over-estimates the
+future matches, while the counters stay exact over the retained elements (docs/ENGINE.md,
+"Summaries with conditions"). With a negation at the end, given probabilities are the
+pattern's letters'; a negated character that is no letter then has probability 0.
+Refused by name: ``lateness``, ``with_query`` and ``to_bytes`` (a
 summary with conditions pickles instead). ``matches``/``sample_matches`` list the retained
 elements' matches with the conditions' search (``suse.api.where_matches``).
 """
@@ -63,8 +70,8 @@ from suse.api.where import WhereCounter, letter_codes, of_mask
 from suse.api.where_matches import WhereMatchSet
 from suse.errors import InputError, LateEventError, QueryError, StateError
 
-#: The strategies a summary with conditions runs.
-WHERE_STRATEGIES = ("fifo", "random", "present")
+#: The strategies that rank by benefits over the forks of ``Retained::through``.
+RANKED = ("present", "suse", "adaptive")
 
 
 class WhereSummary(Locked):
@@ -78,10 +85,6 @@ class WhereSummary(Locked):
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
         #: what the summary is of, in messages
         self._kind = "with where" if query.where is not None else "with a negation at the end of the pattern"
-        if self.strategy not in WHERE_STRATEGIES:
-            raise QueryError(f"strategy {self.strategy!r} scores elements by the probabilities of future characters, "
-                             f"which know nothing of the conditions or of the absence; a summary {self._kind} runs "
-                             f"the strategies {', '.join(WHERE_STRATEGIES)}", 0, query.regex)
         self.placement = check_choice("placement", placement, PLACEMENTS)
         if check_int("lateness", lateness):
             raise InputError(f"lateness is not supported by a summary {self._kind} yet: feed it events in time order")
@@ -104,6 +107,10 @@ class WhereSummary(Locked):
         else:
             self._counter = ClosingElements(query)
             self._kept = _core.WhereRetained.closing(closing_dfa(query.regex), query.window, query._closing)
+        if self.strategy in ("suse", "adaptive"):
+            given = None if self.probabilities is None else [
+                self.probabilities.get(c, 0.0) for c in query._exact_letters]
+            self._kept.expect(given, self.size, self.strategy == "adaptive")
         self._times: list[int] = []  # their timestamps (for time_to_live)
         self._last: Optional[int] = None
         self._events = self._skipped = self._late = self._evictions = 0
@@ -171,11 +178,16 @@ class WhereSummary(Locked):
     def _observe(self, code: int, t: int, v: int, attrs: list) -> None:
         if code != 255:  # else a character outside the query: no element
             draws = self._rng.bit_generator.state if self.strategy == "random" else None
+            expects = self.strategy in ("suse", "adaptive")
+            if expects:  # every element of a letter, before the decision (as the base summary learns)
+                self._kept.observe(code, t, v)
             try:
                 self._place(code, t, v, attrs)
             except BaseException:  # (a LimitError): the event changed nothing, the generator's draw included
                 if draws is not None:
                     self._rng.bit_generator.state = draws
+                if expects:
+                    self._kept.unobserve()
                 raise
         else:
             self._skipped += 1
@@ -186,8 +198,8 @@ class WhereSummary(Locked):
         """Keep the element, evicting one if full, or drop it."""
         expired = self._expired(t)
         full = len(self._times) - expired >= self.size
-        if expired and full and self.strategy == "present":
-            self._remove(list(range(expired)))  # `present` ranks what is left
+        if expired and full and self.strategy in RANKED:
+            self._remove(list(range(expired)))  # the ranking is of what is left
             expired = 0
         if not full:
             self._admit(list(range(expired)), code, t, v, attrs)
@@ -237,6 +249,8 @@ class WhereSummary(Locked):
             return start
         if self.strategy == "random":
             return start + int(self._rng.integers(len(self._times) - start))
+        if self.strategy != "present":  # suse, adaptive: in the kernel (the base's coefficients)
+            return self._kept.choose(code, t, v, attrs, self._may_block(), self._ranked_part == 1)
         part = self._ranked_part
         gain = self._kept.totals_with(code, t, v, attrs)[part] - self._kept.totals_at()[part]
         if not gain and not self._may_block():  # no benefit is below 0: it replaces none
@@ -257,6 +271,14 @@ class WhereSummary(Locked):
         matches of the retained elements minus those without it, the stream over (negative for
         a negated element that blocks matches; see the module's description)."""
         return [both[self._ranked_part] for both in self._kept.through()]
+
+    @locked
+    def benefits(self) -> list[tuple[float, float]]:
+        """With ``suse`` or ``adaptive``: per retained element (in time order), its (present,
+        expected) benefit at the latest event's time, as the ranking scores it (floats)."""
+        if self.strategy not in ("suse", "adaptive"):
+            raise self._refuse(f"expected benefits with strategy {self.strategy!r}")
+        return self._kept.benefits(self._last if self._last is not None else 0, self._ranked_part == 1)
 
     @property
     def _ranked_part(self) -> int:
@@ -355,6 +377,8 @@ class WhereSummary(Locked):
         state = {"retained": [list(e) for e in self._kept.elements()], "last": self._last, "events": self._events,
                  "skipped": self._skipped, "late": self._late, "evictions": self._evictions,
                  "detected": list(self._detected), "rng": self._rng.bit_generator.state}
+        if self.strategy in ("suse", "adaptive"):
+            state["outlook"] = self._kept.outlook_state()
         options = (self.size, self.strategy, self.probabilities, self.seed, self.time_to_live, self.memory_limit)
         return (_unpickle_where_summary, (self.query, options, state))
 
@@ -377,6 +401,8 @@ def _unpickle_where_summary(query: Any, options: tuple, state: dict) -> WhereSum
             summary._kept.push(code, t, v, list(attrs))
         summary._times = times
         summary._rng.bit_generator.state = state["rng"]
+        if summary.strategy in ("suse", "adaptive"):
+            summary._kept.restore_outlook(state["outlook"])
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
         raise StateError(f"a saved summary {summary._kind} is inconsistent: {exc}") from None
     summary._last = last

@@ -8,7 +8,6 @@ import dataclasses
 from pyspark.sql import DataFrame
 
 import suse
-from suse.api.where_summary import WHERE_STRATEGIES
 from suse.errors import InputError
 from suse.spark.events.letters import check_column_letters, check_predicates, warn_letters
 from suse.spark.events.rows import RANK, Events, to_events
@@ -42,26 +41,16 @@ def _compiled(query: QuerySpec, job: JobSpec) -> suse.Query:
 
 def _check_where_summary(compiled: suse.Query, query: QuerySpec, job: JobSpec) -> None:
     """Conditions between events (`where`) and a negation at the end of the pattern run on a
-    single query, batch and streaming: on the exact engine and on summaries whose strategy
-    knows them (suse.api.where_summary); everything else refuses them by name (it would
-    ignore them)."""
-    if compiled.where is not None:
-        what, position, knows, alone = "where", 0, "the conditions", "the query with conditions"
-    else:
-        what, position, knows, alone = "a negation at the end of the pattern", compiled.regex.find("!"), (
-            "the absence"), "that query"
-    if job.query_set:
-        why = f"in a query set yet: run {alone} as a job of its own"
-    elif job.output.engine == "exact":
+    single query, batch and streaming, on the exact engine and on summaries of every strategy
+    (suse.api.where_summary); a query set refuses them by name (it would ignore them)."""
+    if not job.query_set:
         return
+    if compiled.where is not None:
+        what, position, alone = "where", 0, "the query with conditions"
     else:
-        strategy = job.summary_for(query).strategy
-        if strategy in WHERE_STRATEGIES:
-            return
-        why = (f"by strategy {strategy!r} (query {query.label!r}), which scores elements by the probabilities of "
-               f"future characters and knows nothing of {knows}: pass strategy='fifo', 'random' or 'present', or "
-               "engine='exact'")
-    raise suse.QueryError(f"{what} is not supported {why}", position, compiled.regex)
+        what, position, alone = "a negation at the end of the pattern", compiled.regex.find("!"), "that query"
+    raise suse.QueryError(f"{what} is not supported in a query set yet: run {alone} as a job of its own", position,
+                          compiled.regex)
 
 
 def _attributes(queries: list[suse.Query]) -> dict[str, tuple[str, ...]]:

@@ -374,6 +374,25 @@ impl Engine {
         self.held.len()
     }
 
+    /// Per automaton state (final states included), the count and sum of the partial matches
+    /// whose first element is still in the window at `now` (no earlier than the last event):
+    /// what `now` leaves behind expires first, as an event at `now` would expire it.
+    pub fn partial_by_state(&mut self, now: i64) -> Result<Vec<D>, Error> {
+        if self.last_timestamp.is_some_and(|last| now < last) {
+            return Err(Error::input(format!("time {now} is earlier than the last event")));
+        }
+        self.expire(now)?;
+        let mut out = Vec::with_capacity(self.counts.tables.len());
+        for table in &self.counts.tables {
+            let mut total = D::zero();
+            for d in table.keys.values() {
+                total.add_assign(d).expect("counts cannot overflow");
+            }
+            out.push(total);
+        }
+        Ok(out)
+    }
+
     /// Take one event (`letter` None: a character outside the query, never an element).
     /// Timestamps must not decrease. On an error nothing of the event is counted.
     pub fn feed(&mut self, letter: Option<usize>, t: i64, value: u64, attrs: Box<[Value]>) -> Result<(), Error> {

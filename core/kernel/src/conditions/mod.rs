@@ -5,6 +5,7 @@ pub mod count;
 pub mod engine;
 pub mod hash;
 pub mod index;
+pub mod outlook;
 pub mod program;
 pub mod retained;
 pub mod value;

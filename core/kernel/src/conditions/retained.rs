@@ -9,6 +9,7 @@
 //! the later elements of its window), removing others replays the rest into a blank engine,
 //! O(|S|) feeds, so no state but the elements and one engine over them is ever needed. [`Retained::through`] gives, per element, the matches through it (a
 //! summary's present benefit) by difference, in one pass.
+use std::sync::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -44,6 +45,26 @@ pub trait Recount: Clone {
     fn forget_oldest(&mut self, _fed: &[Element]) -> Result<bool, Error> {
         Ok(false)
     }
+    /// Per automaton state (numbered as in [`Recount::outlook_dfa`]), (count, sum) of the
+    /// partial matches whose first element is still in the window at `now` (no earlier than
+    /// the last element fed). The engine first expires what `now` leaves behind, as an element
+    /// at `now` would: call it on a copy, or when nothing more is fed.
+    fn partial_at(&mut self, now: i64) -> Result<Vec<Dual<BigUint>>, Error>;
+    /// The automaton of the expected-matches recurrence over these states: one letter per
+    /// element letter, final where a set is a match (or, with a negation at the end, waits
+    /// for its window to close), no conditions and no negation.
+    fn outlook_dfa(&self) -> Result<Dfa, Error>;
+}
+
+/// A [`Dfa`] over `letters` letters (named by printable bytes) with `next(q, c)` its moves.
+fn plain_dfa(states: usize, letters: usize, start: usize, finals: Vec<bool>, next: impl Fn(usize, usize) -> Option<usize>) -> Result<Dfa, Error> {
+    let alphabet: Vec<u8> = (b'!'..=b'~').take(letters).collect();
+    if alphabet.len() < letters {
+        return Err(Error::input(format!("{letters} letters are too many for the expected benefit (at most 94)")));
+    }
+    let table = (0..states).flat_map(|q| (0..letters).map(move |c| (q, c))).map(|(q, c)| next(q, c).map_or(-1, |t| t as i64)).collect();
+    let spec = crate::automaton::dfa::DfaSpec { n: states, alphabet, negated: Vec::new(), start: start as u32, finals, table };
+    Dfa::new(spec).map_err(Error::Input)
 }
 
 impl Recount for Engine {
@@ -65,6 +86,15 @@ impl Recount for Engine {
 
     fn forget_oldest(&mut self, fed: &[Element]) -> Result<bool, Error> {
         self.forget_first(fed)
+    }
+
+    fn partial_at(&mut self, now: i64) -> Result<Vec<Dual<BigUint>>, Error> {
+        Ok(self.partial_by_state(now)?.iter().map(|d| Dual { c: d.c.to_biguint(), s: d.s.to_biguint() }).collect())
+    }
+
+    fn outlook_dfa(&self) -> Result<Dfa, Error> {
+        let spec = self.spec();
+        plain_dfa(spec.finals.len(), spec.conditions.len(), spec.start, spec.finals.clone(), |q, c| spec.delta[q][c])
     }
 }
 
@@ -129,6 +159,23 @@ impl Recount for ClosingCount {
         self.window.forget_first(&first_window, fed.len())?;
         Ok(true)
     }
+
+    fn partial_at(&mut self, now: i64) -> Result<Vec<Dual<BigUint>>, Error> {
+        crate::promoting!(&mut self.window.ladder, &(), |w| w.expire(now))?;
+        Ok(crate::on_tier!(&self.window.ladder, |w| w.a.iter().map(|d| d.to_big()).collect()))
+    }
+
+    /// The pattern's automaton with its pending states final (the matches a negation at the
+    /// end may still refute) and the negation left out: a negated character's element is a
+    /// letter with no move, so the recurrence lets every set skip it.
+    fn outlook_dfa(&self) -> Result<Dfa, Error> {
+        let dfa = self.window.dfa();
+        let mut finals = dfa.finals.clone();
+        for &q in self.window.closing().map_or(&[][..], |k| &k.pending[..]) {
+            finals[q as usize] = true;
+        }
+        plain_dfa(dfa.n, dfa.k(), dfa.start as usize, finals, |q, c| Some(dfa.step(q as u32, c as u8)).filter(|&t| t != crate::automaton::dfa::NONE).map(|t| t as usize))
+    }
 }
 
 #[derive(Clone)]
@@ -138,6 +185,10 @@ pub struct Retained<E: Recount = Engine> {
     elems: Vec<Element>,
     /// Fed exactly `elems`, in order.
     engine: E,
+    /// The last [`Retained::through`] with partial counts, and how many elements had left
+    /// the window at its `now`: the same answer while the elements and that number stay
+    /// (every change of the elements clears it).
+    through_cache: ThroughCache,
 }
 
 impl Retained<Engine> {
@@ -149,7 +200,17 @@ impl Retained<Engine> {
 impl<E: Recount> Retained<E> {
     /// Empty, counting with `blank` (never fed).
     pub fn over(blank: E) -> Retained<E> {
-        Retained { engine: blank.clone(), blank, elems: Vec::new() }
+        Retained { engine: blank.clone(), blank, elems: Vec::new(), through_cache: ThroughCache::default() }
+    }
+
+    /// The automaton the partial counts of [`Retained::through`] are numbered by
+    /// ([`Recount::outlook_dfa`]).
+    pub fn outlook_dfa(&self) -> Result<Dfa, Error> {
+        self.blank.outlook_dfa()
+    }
+
+    pub fn window(&self) -> i64 {
+        self.blank.window()
     }
 
     pub fn elements(&self) -> &[Element] {
@@ -178,6 +239,7 @@ impl<E: Recount> Retained<E> {
     /// Keep an element no earlier than the retained ones. On an error nothing changes.
     pub fn push(&mut self, e: Element) -> Result<(), Error> {
         in_order(&self.elems, &e)?;
+        self.through_cache.clear();
         self.engine.feed(&e)?; // on an error it counts nothing
         self.elems.push(e);
         Ok(())
@@ -185,6 +247,7 @@ impl<E: Recount> Retained<E> {
 
     /// Remove the elements at `positions` (any order, no repeats) and recount the rest.
     pub fn remove(&mut self, positions: &[usize]) -> Result<(), Error> {
+        self.through_cache.clear();
         if self.forgot_oldest(positions)? {
             self.elems.drain(..positions.len());
             return Ok(());
@@ -198,6 +261,7 @@ impl<E: Recount> Retained<E> {
     /// Remove the elements at `positions` and keep `e` (an eviction), with one recount; the
     /// totals ([`Retained::totals`]) before `e` joined. On an error nothing changes.
     pub fn replace(&mut self, positions: &[usize], e: Element) -> Result<Totals, Error> {
+        self.through_cache.clear();
         let oldest = oldest(positions, self.elems.len());
         if oldest.is_some_and(|k| k < self.elems.len()) {
             in_order(&self.elems, &e)?; // the last element stays
@@ -275,19 +339,37 @@ impl<E: Recount> Retained<E> {
     /// engine fed the elements before e is forked, takes the elements after e up to t_e + W,
     /// and its totals are subtracted from the main engine's at the same point. O(Σ_e
     /// |elements in (t_e, t_e + W]|) feeds and |S| forks.
-    pub fn through(&self) -> Result<Vec<(BigInt, BigInt)>, Error> {
+    ///
+    /// With `now` (no earlier than the last element), also the partial matches through e by
+    /// automaton state ([`Recount::partial_at`] at `now`, the main engine's minus the fork's):
+    /// those of the forks still open at the end (a fork closed earlier belongs to an element
+    /// more than a window before the last one, whose partial matches have all expired).
+    pub fn through(&self, now: Option<i64>) -> Result<Vec<Through>, Error> {
+        let window = self.blank.window() as i128;
+        // What `now` changes is only which first elements have left the window.
+        let left = now.map(|now| self.elems.iter().take_while(|e| (now as i128) - (e.1 as i128) > window).count());
+        if let Some(through) = left.and_then(|left| self.through_cache.get(left)) {
+            return Ok(through);
+        }
+        let out = self.through_uncached(now)?;
+        if let Some(left) = left {
+            self.through_cache.set(left, out.clone());
+        }
+        Ok(out)
+    }
+
+    fn through_uncached(&self, now: Option<i64>) -> Result<Vec<Through>, Error> {
         let window = self.blank.window() as i128;
         let n = self.elems.len();
         let mut main = self.blank.clone();
         let mut after: Vec<Totals> = Vec::with_capacity(n); // main's totals after element k
         let mut open: VecDeque<(usize, E)> = VecDeque::new(); // forks without element i
-        let mut out = vec![(BigInt::default(), BigInt::default()); n];
-        let close = |i: usize, fork: &E, with: &Totals, out: &mut Vec<(BigInt, BigInt)>| -> Result<(), Error> {
+        let mut out = vec![Through::default(); n];
+        let matches = |fork: &E, with: &Totals| -> Result<(BigInt, BigInt), Error> {
             let without = fork.totals_at(None)?;
             let (a, b) = (&with.matches, &without.matches);
             let signed = |x: &Count| BigInt::from(x.to_biguint());
-            out[i] = (signed(&a.c) - signed(&b.c), signed(&a.s) - signed(&b.s));
-            Ok(())
+            Ok((signed(&a.c) - signed(&b.c), signed(&a.s) - signed(&b.s)))
         };
         for (k, e) in self.elems.iter().enumerate() {
             while let Some((i, _)) = open.front() {
@@ -295,7 +377,7 @@ impl<E: Recount> Retained<E> {
                     break;
                 }
                 let (i, fork) = open.pop_front().expect("front exists");
-                close(i, &fork, &after[k - 1], &mut out)?;
+                out[i].matches = matches(&fork, &after[k - 1])?;
             }
             for (_, fork) in open.iter_mut() {
                 fork.feed(e)?;
@@ -304,11 +386,84 @@ impl<E: Recount> Retained<E> {
             main.feed(e)?;
             after.push(main.totals_at(None)?);
         }
-        for (i, fork) in open {
-            close(i, &fork, &after[n - 1], &mut out)?;
+        let now = match now {
+            Some(now) if self.elems.last().is_some_and(|last| now < last.1) => return Err(Error::input(format!("time {now} is earlier than the last retained element"))),
+            Some(now) => Some(now),
+            None => None,
+        };
+        let with = match now {
+            Some(now) => main.partial_at(now)?,
+            None => Vec::new(),
+        };
+        for (i, mut fork) in open {
+            out[i].matches = matches(&fork, &after[n - 1])?;
+            if let Some(now) = now {
+                out[i].partial = difference(&with, &fork.partial_at(now)?);
+            }
+        }
+        if now.is_some() {
+            let states = with.len();
+            out.iter_mut().filter(|th| th.partial.is_empty()).for_each(|th| th.partial = vec![(BigInt::default(), BigInt::default()); states]);
         }
         Ok(out)
     }
+
+    /// What keeping `e` too would add ([`Retained::through`] of it, `e` no earlier than the
+    /// retained elements): the matches, the stream over, and the partial matches by state at
+    /// `now` (no earlier than `e`). Nothing changes.
+    pub fn gain(&self, e: &Element, now: i64) -> Result<Through, Error> {
+        in_order(&self.elems, e)?;
+        if now < e.1 {
+            return Err(Error::input(format!("time {now} is earlier than the element")));
+        }
+        let (mut with, mut without) = (self.engine.clone(), self.engine.clone());
+        with.feed(e)?;
+        let (a, b) = (with.totals_at(None)?.matches, without.totals_at(None)?.matches);
+        let signed = |x: &Count| BigInt::from(x.to_biguint());
+        Ok(Through {
+            matches: (signed(&a.c) - signed(&b.c), signed(&a.s) - signed(&b.s)),
+            partial: difference(&with.partial_at(now)?, &without.partial_at(now)?),
+        })
+    }
+}
+
+/// What one retained element adds ([`Retained::through`]): (count, sum) of the matches through
+/// it, and per automaton state (count, sum) of the partial matches through it (empty when not
+/// asked for).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Through {
+    pub matches: (BigInt, BigInt),
+    pub partial: Vec<(BigInt, BigInt)>,
+}
+
+/// [`Retained::through`]'s last answer with partial counts (a copy starts empty).
+#[derive(Default)]
+struct ThroughCache(Mutex<Option<(usize, Vec<Through>)>>);
+
+impl Clone for ThroughCache {
+    fn clone(&self) -> Self {
+        ThroughCache::default()
+    }
+}
+
+impl ThroughCache {
+    fn get(&self, left: usize) -> Option<Vec<Through>> {
+        let cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        cached.as_ref().filter(|(l, _)| *l == left).map(|(_, through)| through.clone())
+    }
+
+    fn set(&self, left: usize, through: Vec<Through>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((left, through));
+    }
+
+    fn clear(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+/// `a − b` per state, signed.
+fn difference(a: &[Dual<BigUint>], b: &[Dual<BigUint>]) -> Vec<(BigInt, BigInt)> {
+    a.iter().zip(b).map(|(x, y)| (BigInt::from(x.c.clone()) - BigInt::from(y.c.clone()), BigInt::from(x.s.clone()) - BigInt::from(y.s.clone()))).collect()
 }
 
 /// `Some(k)` when `positions` are exactly the first k of `len` positions (k > 0, any order).
@@ -341,6 +496,75 @@ mod tests {
 
     fn element(&(letter, t, v, p): &(usize, i64, u64, Option<i64>)) -> Element {
         (letter, t, v, vec![p.map_or(Value::Null, Value::Int)].into())
+    }
+
+    /// Per state of the rising run (`A B+ C`: 0 start, 1 after A, 2 after a B, 3 final), the
+    /// (count, sum) of the index sets of `elems` that spell a prefix of a word, satisfy the
+    /// conditions, lie in the window and whose first element is in the window at `now`: by
+    /// enumeration.
+    fn brute_partials(elems: &[Element], window: i64, now: i64) -> Vec<(BigInt, BigInt)> {
+        let mut out = vec![(BigInt::default(), BigInt::default()); 4];
+        let p = |e: &Element| match e.3[0] {
+            Value::Int(x) => Some(x),
+            _ => None,
+        };
+        for mask in 1u32..(1 << elems.len()) {
+            let set: Vec<&Element> = (0..elems.len()).filter(|i| mask >> i & 1 == 1).map(|i| &elems[i]).collect();
+            let (first, last) = (set[0].1, set[set.len() - 1].1);
+            if last - first > window || now - first > window {
+                continue;
+            }
+            let (mut q, mut last_b): (usize, Option<&Element>) = (0, None);
+            let mut ok = true;
+            for e in &set {
+                let moved = match (q, e.0) {
+                    (0, 0) => Some(1),
+                    (1 | 2, 1) => last_b.is_none_or(|b| p(b).is_none() || matches!((p(e), p(b)), (Some(x), Some(y)) if x > y)).then_some(2),
+                    (2, 2) => matches!((p(e), last_b.and_then(p)), (Some(x), Some(y)) if x < y).then_some(3),
+                    _ => None,
+                };
+                match moved {
+                    Some(to) => q = to,
+                    None => ok = false,
+                }
+                if !ok {
+                    break;
+                }
+                if e.0 == 1 {
+                    last_b = Some(e);
+                }
+            }
+            if ok {
+                out[q].0 += 1;
+                out[q].1 += set.iter().map(|e| e.2).sum::<u64>();
+            }
+        }
+        out
+    }
+
+    /// The same for `A B+ !C` (0 start, 1 after A or refuted by a C, 2 pending, 3 closed):
+    /// sets of A and B elements spelling `A B*`, in state 2 when no C comes after their last
+    /// element, else 1.
+    fn brute_closing_partials(elems: &[Element], window: i64, now: i64) -> Vec<(BigInt, BigInt)> {
+        let mut out = vec![(BigInt::default(), BigInt::default()); 4];
+        let letters: Vec<usize> = (0..elems.len()).filter(|&i| elems[i].0 != 2).collect();
+        for mask in 1u32..(1 << letters.len()) {
+            let idx: Vec<usize> = (0..letters.len()).filter(|i| mask >> i & 1 == 1).map(|i| letters[i]).collect();
+            let (first, last) = (idx[0], idx[idx.len() - 1]);
+            let shape = elems[first].0 == 0 && idx[1..].iter().all(|&i| elems[i].0 == 1);
+            if !shape || elems[last].1 - elems[first].1 > window || now - elems[first].1 > window {
+                continue;
+            }
+            let refuted = elems[last + 1..].iter().any(|e| e.0 == 2);
+            let q = if idx.len() == 1 || refuted { 1 } else { 2 };
+            out[q].0 += 1;
+            out[q].1 += idx.iter().map(|&i| elems[i].2).sum::<u64>();
+        }
+        out
+    }
+
+    fn minus(a: &[(BigInt, BigInt)], b: &[(BigInt, BigInt)]) -> Vec<(BigInt, BigInt)> {
+        a.iter().zip(b).map(|(x, y)| (&x.0 - &y.0, &x.1 - &y.1)).collect()
     }
 
     fn counts(spec: &Spec, elems: &[Element]) -> (BigUint, BigUint) {
@@ -384,6 +608,8 @@ mod tests {
             raw in proptest::collection::vec((0usize..3, 0i64..3, 0u64..5, proptest::option::weighted(0.85, 0i64..4)), 0..10),
             removals in proptest::collection::vec(0usize..10, 0..4),
             window in 0i64..6,
+            later in 0i64..4,
+            next in (0usize..3, 0i64..3, 0u64..5, proptest::option::weighted(0.85, 0i64..4)),
         ) {
             let spec = rising_run(window, true);
             let mut t = 0;
@@ -402,13 +628,26 @@ mod tests {
             let all = counts(&spec, &left);
             let got = retained.totals();
             prop_assert_eq!((got.matches.c.to_biguint(), got.matches.s.to_biguint()), all.clone());
-            let through = retained.through().unwrap();
+            let last = left.last().map_or(0, |e| e.1);
+            let now = last + later;
+            let through = retained.through(Some(now)).unwrap();
+            prop_assert_eq!(retained.through(None).unwrap().iter().map(|th| th.matches.clone()).collect::<Vec<_>>(), through.iter().map(|th| th.matches.clone()).collect::<Vec<_>>());
+            let partials = brute_partials(&left, window, now);
             for (i, th) in through.iter().enumerate() {
                 let mut without = left.clone();
                 without.remove(i);
                 let rest = counts(&spec, &without);
-                prop_assert_eq!(th.clone(), (BigInt::from(&all.0 - &rest.0), BigInt::from(&all.1 - &rest.1)));
+                prop_assert_eq!(th.matches.clone(), (BigInt::from(&all.0 - &rest.0), BigInt::from(&all.1 - &rest.1)));
+                prop_assert_eq!(&th.partial, &minus(&partials, &brute_partials(&without, window, now)), "element {}", i);
             }
+            // a new element's gain: its matches and partial matches, by enumeration
+            let e = element(&(next.0, last + next.1, next.2, next.3));
+            let gain = retained.gain(&e, e.1 + later).unwrap();
+            let mut with = left.clone();
+            with.push(e.clone());
+            let more = counts(&spec, &with);
+            prop_assert_eq!(gain.matches, (BigInt::from(&more.0 - &all.0), BigInt::from(&more.1 - &all.1)));
+            prop_assert_eq!(gain.partial, minus(&brute_partials(&with, window, e.1 + later), &brute_partials(&left, window, e.1 + later)));
         }
 
         /// With a negation at the end (`A B+ !C`, letters 0, 1, 2): after pushes and removals,
@@ -442,11 +681,14 @@ mod tests {
             }
             let all = brute(&left, None);
             prop_assert_eq!(signed(&retained.totals_at(None).unwrap()), all.clone());
-            for (i, th) in retained.through().unwrap().iter().enumerate() {
+            let now = last + window / 2;
+            let partials = brute_closing_partials(&left, window, now);
+            for (i, th) in retained.through(Some(now)).unwrap().iter().enumerate() {
                 let mut without = left.clone();
                 without.remove(i);
                 let rest = brute(&without, None);
-                prop_assert_eq!(th.clone(), (&all.0 - &rest.0, &all.1 - &rest.1), "element {}", i);
+                prop_assert_eq!(th.matches.clone(), (&all.0 - &rest.0, &all.1 - &rest.1), "element {}", i);
+                prop_assert_eq!(&th.partial, &minus(&partials, &brute_closing_partials(&without, window, now)), "element {}", i);
             }
         }
     }

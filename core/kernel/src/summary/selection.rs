@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 mod adaptive;
 mod shadow;
-pub use adaptive::Adaptive;
+pub use adaptive::{decide, horizon, loop_growth, Adaptive};
 pub use shadow::Shadow;
 
 /// Every arrival, in time order, before any decision on it: `adaptive` keeps its record of
@@ -166,7 +166,7 @@ fn dots<F: Real>(al: &[Dual<F>], h1: &[Dual<F>], h2: &[Dual<F>], sum: bool) -> (
 /// the library call `round` is where the target has no rounding instruction (once per active
 /// initiator and decision).
 #[inline(always)]
-fn rounded_steps(x: f64, cap: f64) -> usize {
+pub(crate) fn rounded_steps(x: f64, cap: f64) -> usize {
     if !(x < cap) {
         return cap as usize; // NaN too: `min` takes the number
     }

@@ -12,7 +12,6 @@ import re
 from typing import Any
 
 import suse
-from suse.api.where_summary import WHERE_STRATEGIES
 from suse.errors import QueryError, SuseError
 from suse.spark.events.letters import missing_predicates
 from suse.spark.events.timing import TimeAxis, is_duration
@@ -162,12 +161,6 @@ def _where_problems(cfg: JobConfig, q: Any, key: str) -> list[str]:
         return [f"{key}.where: {exc.message} at position {exc.position} of {exc.query!r}"]
     if isinstance(cfg.query, list):
         return [f"{key}.where: conditions are not counted in a query set yet; run the query as a job of its own"]
-    if cfg.evaluate.engine == "exact":
-        return []
-    if cfg.summary.strategy not in WHERE_STRATEGIES:
-        return [f"{key}.where: summary.strategy {cfg.summary.strategy!r} scores elements by the probabilities of "
-                "future characters and knows nothing of the conditions; set summary.strategy to 'fifo', 'random' "
-                "or 'present', or evaluate.engine = 'exact'"]
     return []
 
 

@@ -79,8 +79,7 @@ class QueryConfig(_Strict):
     replicate: list[str] = []
     max_missing: int = Field(0, ge=0, description="approximate matching: pattern letters a match may miss")
     where: dict[str, str] = Field({}, description="conditions between a match's events, letter = condition "
-                                  "(docs/QUERY.md); counted with [evaluate] engine = 'exact', or in batch by "
-                                  "summaries with [summary] strategy 'fifo', 'random' or 'present'")
+                                  "(docs/QUERY.md); counted by the summaries and by [evaluate] engine = 'exact'")
 
     @property
     def label(self) -> str:

@@ -70,8 +70,7 @@ class Statement:
     window: Any = None
     summary_size: int = 500
     engine: str = "summary"  # SUMMARY EXACT: the exact engine alone
-    strategy: str = "suse"  # SUMMARY 24 FIFO: the summary's strategy (conditions between rows need one of
-    # suse.api.where_summary.WHERE_STRATEGIES)
+    strategy: str = "suse"  # SUMMARY 24 FIFO: the summary's strategy
     evaluate: Any = "end"
     policy: str = "any"
     at: dict[str, int] = field(default_factory=dict)  # clause or variable -> position
@@ -637,14 +636,7 @@ def _defines(st: Statement, columns: dict[str, str], over: str) -> tuple[dict[st
             where[st.letters[name]], cross[st.letters[name]] = condition.text, condition
     if not where:
         return characters, where
-    from suse.api.where_summary import WHERE_STRATEGIES
-
     first = min(c.anchors[0][1] for c in cross.values())
-    if st.engine != "exact" and st.strategy not in WHERE_STRATEGIES:
-        raise st.error("a DEFINE compares rows of the match (LAST, FIRST or another variable's column), which the "
-                       "exact engine counts (SUMMARY EXACT) or a summary with strategy FIFO, RANDOM or PRESENT "
-                       f"(SUMMARY {st.summary_size} FIFO); strategy {st.strategy.upper()} scores by the probabilities "
-                       "of future characters, which know nothing of the conditions", first)
     try:
         import suse
 
@@ -669,8 +661,8 @@ def sql(spark: Any, text: str):
     st, df, kwargs = translate(spark, text)
     if df.isStreaming:  # counting rows per micro-batch is aggregate_stream's, not a statement's
         raise st.error(f"a counting statement reads a batch table, but {st.source if not st.source_is_query else 'the subquery'} "
-                       "is streaming: count a stream with suse.spark.aggregate_stream (conditions between rows: where=... "
-                       "with engine='exact' or strategy 'fifo', 'random' or 'present'), or leave the counting "
+                       "is streaming: count a stream with suse.spark.aggregate_stream (conditions between rows: where=...), "
+                       "or leave the counting "
                        "clauses out for the standard's streaming MATCH_RECOGNIZE", "FROM")
     try:
         out = aggregate(df, **kwargs)
