@@ -82,7 +82,7 @@ def test_a_summary_larger_than_the_partitions_counts_as_the_exact_engine(spark, 
     assert all(r["count"] == r["exact_count"] for r in out) and any(r["count"] != "0" for r in out)
 
 
-def test_what_does_not_know_the_absence_refuses_it_by_name(spark, long_rows):
+def test_query_sets_and_matches_refuse_the_absence_by_name(spark, long_rows):
     df = spark.createDataFrame(long_rows)
     with pytest.raises(QueryError, match=r"query 'closing': a negation at the end of the pattern is not supported in "
                                          r"a query set yet"):

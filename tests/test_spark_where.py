@@ -14,7 +14,7 @@ pytest.importorskip("pyspark")
 import suse  # noqa: E402
 from oracle import where_aggregate  # noqa: E402
 from suse.errors import InputError, QueryError  # noqa: E402
-from suse.spark import aggregate, aggregate_stream  # noqa: E402
+from suse.spark import aggregate  # noqa: E402
 
 CHARS = {"A": "kind = 'a'", "B": "kind = 'b'", "C": "kind = 'c'"}
 QUERY, WINDOW = "AB+C", 8
@@ -121,15 +121,6 @@ def test_what_does_not_count_conditions_refuses_them_by_name(frame):
         aggregate(frame, QUERY, WINDOW, CHARS, "t", engine="exact", where=RISING, policy="next")
     with pytest.raises(InputError, match=r"engine must be one of 'summary', 'exact'"):
         aggregate(frame, QUERY, WINDOW, CHARS, "t", engine="fast")
-
-
-def test_a_stream_refuses_conditions_on_summaries_that_ignore_them_by_name(spark, tmp_path, rows):
-    # (streams count them with engine="exact", tests/test_spark_stream_where.py, or with summaries
-    # of strategy fifo, random or present, tests/test_spark_stream_where_summary.py)
-    stream = spark.readStream.schema("k string, t long, kind string, price double, label string, v long").json(
-        str(tmp_path))
-    with pytest.raises(QueryError, match=r"where is not supported by strategy 'adaptive' \(query 'AB\+C'\)"):
-        aggregate_stream(stream, QUERY, WINDOW, CHARS, "t", partition_by="k", where=RISING, strategy="adaptive")
 
 
 # --- summaries with conditions (batch): each partition's events through suse.Summary ---------------
