@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from suse.recognize import runner
-from suse.recognize.expressions import Agg, Classifier, MatchNumber, Nav
+from suse.recognize.expressions import Agg, Classifier, Nav
 from suse.recognize.matcher import Skip, compile_pattern
 from suse.recognize.pattern import variables
 from suse.recognize.runner import ERROR, KIND, Condition, Plan, run

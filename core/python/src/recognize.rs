@@ -154,7 +154,7 @@ pub fn recognize_run<'py>(
 /// The partition row `nav` reads over the whole match at `start` labelled `labels`.
 fn nav_row(nav: &PyNav, start: usize, labels: &[u32], n: usize) -> Option<usize> {
     let (members, first, index, physical) = nav;
-    stretch::nav_row(members, *first, *index, *physical, start, labels, labels.len(), n)
+    stretch::Nav { members, first: *first, index: *index, physical: *physical }.row(start, labels, labels.len(), n)
 }
 
 /// The position in the match that `FIRST`/`LAST(qual, index)` reads among its first `upto` rows

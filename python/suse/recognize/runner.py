@@ -138,7 +138,8 @@ def _kernel_measures(plan: Plan) -> Optional[list[Optional[tuple]]]:
     measures: list[Optional[tuple]] = []
     for leaf in plan.leaves:
         whole = getattr(leaf, "final", False) or not plan.all_rows
-        members = None if getattr(leaf, "qual", None) is None else sorted(plan.members[leaf.qual])
+        qual = getattr(leaf, "qual", None)
+        members = None if qual is None else sorted(plan.members[qual])
         if isinstance(leaf, MatchNumber):
             measures.append(None)
         elif isinstance(leaf, Nav) and leaf.expr in plan.expr_columns:
@@ -164,6 +165,7 @@ def _match_stretch(plan: Plan, table: pa.Table, bounds: Sequence[int], measures:
         (plan.all_rows, plan.empty), [m for m in measures if m is not None])
     if failed is not None:
         at, exc = failed
+        assert isinstance(exc, SuseError)  # a RecognizeError: an AFTER MATCH SKIP that cannot be followed
         yield error_batch(plan, table.slice(at), exc)
         return
     if not len(kinds):
@@ -172,14 +174,13 @@ def _match_stretch(plan: Plan, table: pa.Table, bounds: Sequence[int], measures:
     values = [numbers if m is None else next(by_leaf) for m in measures]
 
     def leaf_array(k: int, type_: pa.DataType) -> pa.Array:
-        column = values[k]
-        present = pa.array(column, pa.int64(), mask=column < 0)  # -1: NULL
-        what = measures[k][0] if measures[k] is not None else "number"
-        if what == "row":
-            return _as_type(table.column(plan.expr_columns[plan.leaves[k].expr]).take(present).combine_chunks(), type_)
-        if what == "classifier":
+        present = pa.array(values[k], pa.int64(), mask=values[k] < 0)  # -1: NULL
+        leaf = plan.leaves[k]
+        if isinstance(leaf, Nav):  # the rows it reads
+            return _as_type(table.column(plan.expr_columns[leaf.expr]).take(present).combine_chunks(), type_)
+        if isinstance(leaf, Classifier):  # the variables' indices
             return _as_type(pa.array(program.variables, pa.string()).take(present), type_)
-        return _as_type(present, type_)
+        return _as_type(present, type_)  # MATCH_NUMBER, a count
 
     yield _assemble(plan, table, pa.array(rows, pa.int64()), pa.array(kinds.astype(np.int32)), leaf_array)
 

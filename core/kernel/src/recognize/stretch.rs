@@ -58,13 +58,23 @@ fn counts<'a>(members: &'a Option<Vec<u32>>, labels: &'a [u32]) -> impl Fn(usize
     move |i| Ok(members.as_ref().is_none_or(|m| m.contains(&labels[i])))
 }
 
-/// The partition row (of `n`) that `FIRST`/`LAST(members, index)` then `physical` rows further
-/// reads among the first `upto` rows of the match at `start`; None outside the partition.
-pub fn nav_row(members: &Option<Vec<u32>>, first: bool, index: usize, physical: i64, start: usize, labels: &[u32],
-               upto: usize, n: usize) -> Option<usize> {
-    let at = nav_position(upto, first, index, counts(members, labels)).ok()??;
-    let row = (start + at) as i64 + physical;
-    (0..n as i64).contains(&row).then_some(row as usize)
+/// A navigation: `FIRST`/`LAST(qual, index)` among the rows of `members` (None: every row),
+/// then `physical` rows further.
+pub struct Nav<'a> {
+    pub members: &'a Option<Vec<u32>>,
+    pub first: bool,
+    pub index: usize,
+    pub physical: i64,
+}
+
+impl Nav<'_> {
+    /// The partition row (of `n`) it reads among the first `upto` rows of the match at `start`
+    /// labelled `labels`; None outside the partition.
+    pub fn row(&self, start: usize, labels: &[u32], upto: usize, n: usize) -> Option<usize> {
+        let at = nav_position(upto, self.first, self.index, counts(self.members, labels)).ok()??;
+        let row = (start + at) as i64 + self.physical;
+        (0..n as i64).contains(&row).then_some(row as usize)
+    }
 }
 
 impl Measure {
@@ -73,7 +83,8 @@ impl Measure {
     fn value(&self, start: usize, labels: &[u32], upto: usize, n: usize, offset: usize) -> i64 {
         let upto = if self.whole { labels.len() } else { upto };
         match self.what {
-            Reads::Row { first, index, physical } => nav_row(&self.members, first, index, physical, start, labels, upto, n)
+            Reads::Row { first, index, physical } => Nav { members: &self.members, first, index, physical }
+                .row(start, labels, upto, n)
                 .map_or(-1, |r| (offset + r) as i64),
             Reads::Count => {
                 labels[..upto].iter().filter(|l| self.members.as_ref().is_none_or(|m| m.contains(l))).count() as i64

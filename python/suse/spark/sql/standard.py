@@ -406,8 +406,9 @@ def sql_standard(spark: Any, text: str):
         ordered = ordered.sortWithinPartitions(*sort)
         # the matcher gets only what it reads (the keys, the rows' expressions, the conditions'
         # flags, the WITHIN time) and, for ALL ROWS PER MATCH, the input columns it copies
-        read = {*plan.keys, *plan.expr_columns.values(), *(c.column for c in conditions if c.column), *(within[:1] if within else ())}
-        kept = [c for c in prepared.columns if c in read or (st.all_rows and c in plan.passthrough)]
+        matcher_reads = {*plan.keys, *plan.expr_columns.values(), *(c.column for c in conditions if c.column),
+                         *(within[:1] if within else ())}
+        kept = [c for c in prepared.columns if c in matcher_reads or (st.all_rows and c in plan.passthrough)]
         out = ordered.select(*[F.col(f"`{c}`") for c in kept]).mapInArrow(lambda batches: run(plan, batches), out_schema)
     out = out.where(F.when(F.col(ERROR).isNotNull(), F.raise_error(F.col(ERROR))).otherwise(F.lit(True)))
     if streaming:
