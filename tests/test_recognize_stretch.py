@@ -84,3 +84,18 @@ def test_leaves_that_need_python_values_take_the_per_match_path():
     assert runner._kernel_measures(plan) is not None
     glue = plan.conditions[:1] + (Condition(tokens=("x",), text="x", leaves=()),) + plan.conditions[2:]
     assert runner._kernel_measures(Plan(**{**plan.__dict__, "conditions": glue})) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([None, 0, 1]), st.sampled_from([None, "a", "b"]), st.sampled_from([None, 0.0, -0.0, float("nan")])),
+                min_size=1, max_size=12))
+def test_partition_bounds_compare_keys_as_python_tuples(keys):
+    """NULL equals NULL, -0.0 equals 0.0, NaN differs from NaN (as two floats from to_pylist do),
+    on flat keys (Arrow's comparison) and nested ones (Python's)."""
+    table = pa.table({"i": pa.array([k[0] for k in keys], pa.int64()), "s": pa.array([k[1] for k in keys], pa.string()),
+                      "f": pa.array([k[2] for k in keys], pa.float64()),
+                      "l": pa.array([None if k[0] is None else [k[0]] for k in keys], pa.list_(pa.int64()))})
+    for names in (("i",), ("i", "s"), ("s", "f"), ("f",), ("l", "s"), ()):
+        rows = list(zip(*(table.column(k).to_pylist() for k in names))) if names else [()] * len(keys)
+        want = [0] + [i for i in range(1, len(rows)) if rows[i] != rows[i - 1]] + [len(rows)]
+        assert runner._group_bounds(table, names) == want
