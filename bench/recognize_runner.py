@@ -7,7 +7,8 @@ timed on the driver over the rows Spark sorted for it.
 The statement and the prices are those of bench/spark_recognize.py (the V shape, ONE ROW PER
 MATCH). The sorted input is collected once as Arrow batches; each run feeds them to the same
 function Spark's Python workers would call. Prints the best and the median rows/s of --repeat
-runs; --profile adds one run under cProfile (its 18 most expensive functions).
+runs and the least CPU time of one (steadier than the wall clock on a shared machine);
+--profile adds one run under cProfile (its 18 most expensive functions).
 """
 from __future__ import annotations
 
@@ -56,14 +57,15 @@ def main() -> None:
         (F.abs(F.xxhash64("id")) % 1000).alias("price"),
     ).createOrReplaceTempView("bench_prices")
     batches, body = captured_body(spark, STATEMENT)
-    times, out_rows = [], 0
+    times, cpu, out_rows = [], [], 0
     for _ in range(args.repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         out_rows = sum(b.num_rows for b in body(iter(batches)))
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     print(f"{args.rows:,} rows in {args.partitions:,} partitions, {len(batches)} Arrow batches, {out_rows:,} matches")
     print(f"run(): best {args.rows / min(times):,.0f} rows/s, median {args.rows / statistics.median(times):,.0f} rows/s "
-          f"({args.repeat} runs)")
+          f"({args.repeat} runs); CPU time best {min(cpu):.3f} s ({args.rows / min(cpu):,.0f} rows per CPU second)")
     if args.profile:
         profile = cProfile.Profile()
         profile.runcall(lambda: list(body(iter(batches))))

@@ -18,7 +18,7 @@ __all__ = [
     "sort_packed_groups", "Dfa", "ExactEngine", "MultiExactEngine", "OooExactEngine", "OooSummaryEngine", "SummaryEngine",
     "Evaluation", "Totals", "SummaryConfig", "STRATEGIES", "POLICIES", "AGGREGATES", "STATE_FORMAT",
     "DEFAULT_MEMORY_LIMIT", "MAX_SIZE", "MatchSet", "MatchCursor", "WhereEngine",
-    "WhereRetained", "recognize_run", "recognize_nav_position",
+    "WhereRetained", "recognize_run", "recognize_stretch", "recognize_nav_position",
 ]
 
 _Int64Array = NDArray[np.int64]
@@ -426,6 +426,14 @@ def recognize_run(
     navs: Sequence[tuple[Sequence[int] | None, bool, int, int]] = ...,
 ) -> tuple[list[tuple[bool, int, int, list[int], list[bool], tuple[int, int, int], list[int | None]]], object | None,
            tuple[int, int, int]]: ...
+def recognize_stretch(
+    program: tuple[Sequence[Sequence[int]], int, int],
+    table: Sequence[bytes],
+    bounds: Sequence[int],
+    options: tuple[str, int, int, str, Sequence[int], str],
+    shape: tuple[bool, str],
+    measures: Sequence[tuple[str, Sequence[int] | None, bool, bool, int, int]],
+) -> tuple[_Int64Array, NDArray[np.uint8], _Int64Array, list[_Int64Array], tuple[int, object] | None]: ...
 def recognize_nav_position(labels: Sequence[int], upto: int, members: object | None, first: bool, index: int) -> int | None: ...
 def sort_groups(
     offsets: _Int64Array,

@@ -1117,6 +1117,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grouped::sort_groups, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::sort_packed_groups, m)?)?;
     m.add_function(wrap_pyfunction!(recognize::recognize_run, m)?)?;
+    m.add_function(wrap_pyfunction!(recognize::recognize_stretch, m)?)?;
     m.add_function(wrap_pyfunction!(recognize::recognize_nav_position, m)?)?;
     m.add_class::<PyDfa>()?;
     m.add_class::<conditions::WhereEngine>()?;

@@ -21,9 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from suse import _core
 from suse.errors import SuseError
 from suse.recognize.evaluate import ConditionParser, Rows, leaf_reader, leaf_value, nav_row, nav_spec
-from suse.recognize.expressions import Leaf, Nav
+from suse.recognize.expressions import Agg, Classifier, Leaf, MatchNumber, Nav
 from suse.recognize.matcher import Beyond, Cursor, Match, Program, Skip, Unmatched, matches
 
 KIND_MATCH, KIND_EMPTY, KIND_UNMATCHED, KIND_LATE = 0, 1, 2, 3
@@ -66,7 +67,7 @@ def run(plan: Plan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
         if batch.num_rows == 0:
             continue
         table = pa.Table.from_batches([batch]) if pending is None else pa.concat_tables([pending, pa.Table.from_batches([batch])])
-        bounds = _group_bounds(_key_rows(table, plan.keys))
+        bounds = _group_bounds(table, plan.keys)
         last = bounds[-2]  # the last group may continue in the next batch
         if last > 0:
             yield from _match_groups(plan, table.slice(0, last), bounds[:-1])
@@ -81,14 +82,34 @@ def _key_rows(table: pa.Table, keys: Sequence[str]) -> list[tuple]:
     return list(zip(*(table.column(k).to_pylist() for k in keys)))
 
 
-def _group_bounds(keys: list[tuple]) -> list[int]:
-    """Where each run of equal keys starts, and the end."""
-    return [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + ([len(keys)] if keys else [])
+def _group_bounds(table: pa.Table, keys: Sequence[str]) -> list[int]:
+    """Where each run of equal keys starts, and the end (NULL equals NULL; NaN does not equal NaN,
+    as Python's tuples of the values compare)."""
+    n = table.num_rows
+    if n == 0:
+        return []
+    changes = np.zeros(n - 1, dtype=bool)
+    for k in keys:
+        column = table.column(k)
+        after, before = column.slice(1), column.slice(0, n - 1)
+        try:
+            differ = pc.not_equal(after, before)
+        except pa.ArrowNotImplementedError:  # nested types: compare the Python values
+            rows = _key_rows(table, keys)
+            return [0] + [i for i in range(1, n) if rows[i] != rows[i - 1]] + [n]
+        null_after, null_before = pc.is_null(after), pc.is_null(before)
+        differ = pc.if_else(pc.or_(null_after, null_before), pc.xor(null_after, null_before), differ)
+        changes |= differ.to_numpy(zero_copy_only=False).astype(bool)
+    return [0] + (np.flatnonzero(changes) + 1).tolist() + [n]
 
 
 def _match_groups(plan: Plan, table: pa.Table, bounds: Sequence[int]) -> Iterator[pa.RecordBatch]:
     """Match the partitions ``table[bounds[i]:bounds[i + 1]]``: one output batch for all of them."""
     bounds = [x for x in bounds if x <= table.num_rows]
+    measures = _kernel_measures(plan)
+    if measures is not None:
+        yield from _match_stretch(plan, table, bounds, measures)
+        return
     data = {expr: table.column(col).to_pylist() for expr, col in _python_columns(plan).items()}
     flags = _flags(plan, table)
     times = table.column(plan.within[0]).to_pylist() if plan.within else None
@@ -105,6 +126,81 @@ def _match_groups(plan: Plan, table: pa.Table, bounds: Sequence[int]) -> Iterato
             return
     if out.kinds:
         yield out.batch(table)
+
+
+def _kernel_measures(plan: Plan) -> Optional[list[Optional[tuple]]]:
+    """The MEASURES leaves as :func:`suse._core.recognize_stretch` reads them (None for
+    MATCH_NUMBER, which comes with every output row), when the kernel can give the whole output:
+    every DEFINE condition a column of flags (or none) and no WITHIN; otherwise None (the
+    per-match path, which reads Python's values)."""
+    if plan.within is not None or any(c.tokens for c in plan.conditions):
+        return None
+    measures: list[Optional[tuple]] = []
+    for leaf in plan.leaves:
+        whole = getattr(leaf, "final", False) or not plan.all_rows
+        qual = getattr(leaf, "qual", None)
+        members = None if qual is None else sorted(plan.members[qual])
+        if isinstance(leaf, MatchNumber):
+            measures.append(None)
+        elif isinstance(leaf, Nav) and leaf.expr in plan.expr_columns:
+            measures.append(("row", members, whole, leaf.logical == "FIRST", leaf.index, leaf.physical))
+        elif isinstance(leaf, Agg) and leaf.func == "count" and leaf.expr is None:
+            measures.append(("count", members, whole, False, 0, 0))
+        elif isinstance(leaf, Classifier):
+            measures.append(("classifier", members, whole, False, 0, 0))
+        else:
+            return None
+    return measures
+
+
+def _match_stretch(plan: Plan, table: pa.Table, bounds: Sequence[int], measures: list[Optional[tuple]]) -> Iterator[pa.RecordBatch]:
+    """:func:`_match_groups` in one call of the kernel, whose flat columns become the batch."""
+    flags = _flags(plan, table)
+    n = table.num_rows
+    program = plan.program
+    rows, kinds, numbers, columns, failed = _core.recognize_stretch(
+        (program.code, program.registers, len(program.variables)),
+        [flags[c.column] if c.column is not None else b"\x01" * n for c in plan.conditions], list(bounds),
+        ("partition", plan.max_steps, 0, plan.skip.mode, sorted(plan.skip.targets), plan.skip.name),
+        (plan.all_rows, plan.empty), [m for m in measures if m is not None])
+    if failed is not None:
+        at, exc = failed
+        assert isinstance(exc, SuseError)  # a RecognizeError: an AFTER MATCH SKIP that cannot be followed
+        yield error_batch(plan, table.slice(at), exc)
+        return
+    if not len(kinds):
+        return
+    by_leaf = iter(columns)
+    values = [numbers if m is None else next(by_leaf) for m in measures]
+
+    def leaf_array(k: int, type_: pa.DataType) -> pa.Array:
+        present = pa.array(values[k], pa.int64(), mask=values[k] < 0)  # -1: NULL
+        leaf = plan.leaves[k]
+        if isinstance(leaf, Nav):  # the rows it reads
+            return _as_type(table.column(plan.expr_columns[leaf.expr]).take(present).combine_chunks(), type_)
+        if isinstance(leaf, Classifier):  # the variables' indices
+            return _as_type(pa.array(program.variables, pa.string()).take(present), type_)
+        return _as_type(present, type_)  # MATCH_NUMBER, a count
+
+    yield _assemble(plan, table, pa.array(rows, pa.int64()), pa.array(kinds.astype(np.int32)), leaf_array)
+
+
+def _assemble(plan: Plan, table: pa.Table, take: pa.Array, kinds: pa.Array, leaf_array) -> pa.RecordBatch:
+    """The output batch: ``take`` the input row each output row stands for (the partition key
+    for ONE ROW PER MATCH, the row itself for ALL ROWS), ``kinds`` its kind, and
+    ``leaf_array(k, type)`` the column of MEASURES leaf ``k``."""
+    arrays = []
+    leaf_fields = {f"_suse_l{k}": k for k in range(len(plan.leaves))}
+    for f in plan.schema:
+        if f.name == KIND:
+            arrays.append(_as_type(kinds, f.type))
+        elif f.name in (ERROR, LATE):
+            arrays.append(pa.nulls(len(kinds), f.type))
+        elif f.name in leaf_fields:
+            arrays.append(leaf_array(leaf_fields[f.name], f.type))
+        else:  # an input column: the partition key (ONE ROW) or the row itself (ALL ROWS)
+            arrays.append(table.column(f.name).take(take).combine_chunks())
+    return pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
 
 
 class _Output:
@@ -147,25 +243,14 @@ class _Output:
                 values.append(reader(rows, start, labels, whole if final else upto, number))
 
     def batch(self, table: pa.Table) -> pa.RecordBatch:
-        arrays = []
-        leaf_fields = {f"_suse_l{k}": k for k in range(len(self.plan.leaves))}
-        take = pa.array(self.rows, pa.int64())
-        for f in self.plan.schema:
-            if f.name == KIND:
-                arrays.append(pa.array(self.kinds, f.type))
-            elif f.name in (ERROR, LATE):
-                arrays.append(pa.nulls(len(self.kinds), f.type))
-            elif f.name in leaf_fields:
-                k = leaf_fields[f.name]
-                leaf = self.plan.leaves[k]
-                if isinstance(leaf, Nav):  # the rows it reads (None: NULL)
-                    column = table.column(self.plan.expr_columns[leaf.expr]).take(pa.array(self.values[k], pa.int64()))
-                    arrays.append(_as_type(column.combine_chunks(), f.type))
-                else:
-                    arrays.append(pa.array(self.values[k], f.type))
-            else:  # an input column: the partition key (ONE ROW) or the row itself (ALL ROWS)
-                arrays.append(table.column(f.name).take(take).combine_chunks())
-        return pa.RecordBatch.from_arrays(arrays, schema=self.plan.schema)
+        def leaf_array(k: int, type_: pa.DataType) -> pa.Array:
+            leaf = self.plan.leaves[k]
+            if isinstance(leaf, Nav):  # the rows it reads (None: NULL)
+                column = table.column(self.plan.expr_columns[leaf.expr]).take(pa.array(self.values[k], pa.int64()))
+                return _as_type(column.combine_chunks(), type_)
+            return pa.array(self.values[k], type_)
+
+        return _assemble(self.plan, table, pa.array(self.rows, pa.int64()), pa.array(self.kinds, pa.int32()), leaf_array)
 
 
 def _as_type(array: pa.Array, type_: pa.DataType) -> pa.Array:

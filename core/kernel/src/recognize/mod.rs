@@ -128,7 +128,54 @@ enum MemoKey {
     Registers(u32, usize, Box<[i64]>),
 }
 
-type Memo = HashSet<MemoKey, BuildHasherDefault<Fx>>;
+/// The states (instruction, row, registers) already tried. Without registers and for a small
+/// enough program times partition, a dense table of stamps: clearing it is one increment.
+enum Memo {
+    Dense { stamps: Vec<u32>, stamp: u32 },
+    Sparse(HashSet<MemoKey, BuildHasherDefault<Fx>>),
+}
+
+/// The most cells a dense memo takes (4 bytes each).
+const DENSE_MEMO: usize = 1 << 22;
+
+impl Memo {
+    fn new(program: &Program, n: usize) -> Memo {
+        let cells = program.code.len().saturating_mul(n + 1);
+        if program.registers == 0 && cells <= DENSE_MEMO {
+            Memo::Dense { stamps: vec![0; cells], stamp: 1 }
+        } else {
+            Memo::Sparse(HashSet::default())
+        }
+    }
+
+    /// Whether the state is new (and remember it).
+    fn insert(&mut self, pc: usize, pos: usize, stride: u64, regs: &[i64]) -> bool {
+        match self {
+            Memo::Dense { stamps, stamp } => {
+                let cell = &mut stamps[pc * stride as usize + pos];
+                let new = *cell != *stamp;
+                *cell = *stamp;
+                new
+            }
+            Memo::Sparse(seen) if regs.is_empty() => seen.insert(MemoKey::Plain(pc as u64 * stride + pos as u64)),
+            Memo::Sparse(seen) => seen.insert(MemoKey::Registers(pc as u32, pos, regs.to_vec().into_boxed_slice())),
+        }
+    }
+
+    /// Forget every state.
+    fn clear(&mut self) {
+        match self {
+            Memo::Dense { stamps, stamp } => {
+                *stamp = stamp.wrapping_add(1);
+                if *stamp == 0 {
+                    stamps.fill(0);
+                    *stamp = 1;
+                }
+            }
+            Memo::Sparse(seen) => seen.clear(),
+        }
+    }
+}
 
 /// A match's rows by their variables, and whether each sits in `{- -}`.
 type Labelled = (Vec<u32>, Vec<bool>);
@@ -142,7 +189,6 @@ fn match_at<E>(program: &Program, start: usize, n: usize, acc: &mut impl Accepto
     let (mut labels, mut excluded): (Vec<u32>, Vec<bool>) = (Vec::new(), Vec::new());
     let mut stack: Vec<(usize, usize, Vec<i64>, u32)> = Vec::new();
     let mut steps: u64 = 0;
-    let plain = program.registers == 0;
     let stride = n as u64 + 1;
     let mut memo = memo;
     acc.truncated(0);
@@ -160,12 +206,7 @@ fn match_at<E>(program: &Program, start: usize, n: usize, acc: &mut impl Accepto
         let mut ok = true;
         if let Some(seen) = memo.as_deref_mut() {
             if op <= SPLIT {
-                let key = if plain {
-                    MemoKey::Plain(pc as u64 * stride + pos as u64)
-                } else {
-                    MemoKey::Registers(pc as u32, pos, regs.clone().into_boxed_slice())
-                };
-                ok = seen.insert(key);
+                ok = seen.insert(pc, pos, stride, &regs);
             }
         }
         if ok {
@@ -259,10 +300,12 @@ pub fn run<E>(program: &Program, n: usize, acc: &mut impl Acceptor<E>, opts: &Op
               -> (Vec<(Item, Cursor)>, End<E>, Cursor) {
     let mut cur = cursor;
     let mut items = Vec::new();
-    let mut memo: Option<Memo> = (opts.memo != MemoScope::None).then(Memo::default);
+    let mut memo: Option<Memo> = (opts.memo != MemoScope::None).then(|| Memo::new(program, n));
     while cur.pos < n {
         if opts.memo == MemoScope::Start {
-            memo = Some(Memo::default());
+            if let Some(m) = memo.as_mut() {
+                m.clear();
+            }
         }
         let pos = cur.pos;
         let found = match match_at(program, pos, n, acc, memo.as_mut(), opts) {
@@ -288,7 +331,9 @@ pub fn run<E>(program: &Program, n: usize, acc: &mut impl Acceptor<E>, opts: &Op
             }
         };
         if opts.memo == MemoScope::Partition {
-            memo = Some(Memo::default()); // states on the accepting path did not fail
+            if let Some(m) = memo.as_mut() {
+                m.clear(); // states on the accepting path did not fail
+            }
         }
         (cur.number, cur.pos) = (number, target);
         if !labels.is_empty() {
@@ -299,6 +344,7 @@ pub fn run<E>(program: &Program, n: usize, acc: &mut impl Acceptor<E>, opts: &Op
     (items, End::Done, cur)
 }
 
+pub mod stretch;
 #[cfg(test)]
 mod tests;
 

@@ -75,3 +75,89 @@ fn nav_position_counts_the_rows_of_the_qualifier_from_either_end() {
     assert_eq!(nav_position(5, false, 4, |_| Ok::<bool, ()>(true)), Ok(Some(0)));
     assert_eq!(nav_position(5, true, 5, |_| Ok::<bool, ()>(true)), Ok(None));
 }
+
+mod stretches {
+    use super::*;
+    use crate::recognize::stretch::{run_stretch, Measure, Output, Reads, Shape, KIND_EMPTY, KIND_MATCH, KIND_UNMATCHED};
+
+    fn row(first: bool, physical: i64, members: Option<Vec<u32>>, whole: bool) -> Measure {
+        Measure { what: Reads::Row { first, index: 0, physical }, members, whole }
+    }
+
+    /// LAST(B) row, FIRST(A) row one row back, count(B.*), CLASSIFIER(): over the match so far.
+    fn measures(whole: bool) -> Vec<Measure> {
+        vec![
+            row(false, 0, Some(vec![B]), whole),
+            row(true, -1, Some(vec![A]), whole),
+            Measure { what: Reads::Count, members: Some(vec![B]), whole },
+            Measure { what: Reads::Classifier, members: None, whole },
+        ]
+    }
+
+    fn stretch_of(program: &Program, words: &[&str], shape: Shape, measures: &[Measure]) -> Output {
+        let text: String = words.concat();
+        let (a, b) = flags(&text);
+        let mut bounds = vec![0];
+        for w in words {
+            bounds.push(bounds.last().unwrap() + w.len());
+        }
+        run_stretch(program, &[&a, &b], &bounds, &options(SkipMode::PastLastRow), shape, measures).unwrap()
+    }
+
+    #[test]
+    fn one_row_per_match_reads_the_whole_match_in_each_partition() {
+        // partitions "abbxab" (rows 0..6) and "xab" (rows 6..9)
+        let out = stretch_of(&a_b_plus(true), &["abbxab", "xab"], Shape::OneRow, &measures(false));
+        assert_eq!(out.rows, vec![0, 0, 6]); // the partition's first row
+        assert_eq!(out.kinds, vec![KIND_MATCH; 3]);
+        assert_eq!(out.numbers, vec![1, 2, 1]); // numbered within each partition
+        assert_eq!(out.measures[0], vec![2, 5, 8]);
+        assert_eq!(out.measures[1], vec![-1, 3, 6]); // row -1 is outside the first partition
+        assert_eq!(out.measures[2], vec![2, 1, 1]);
+        assert_eq!(out.measures[3], vec![B as i64; 3]);
+    }
+
+    #[test]
+    fn all_rows_per_match_reads_running_or_final_values_and_shows_unmatched_rows_when_asked() {
+        let all = Shape::AllRows { show_empty: true, unmatched: true };
+        let out = stretch_of(&a_b_plus(true), &["abbxab"], all, &measures(false));
+        assert_eq!(out.rows, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(out.kinds, vec![KIND_MATCH, KIND_MATCH, KIND_MATCH, KIND_UNMATCHED, KIND_MATCH, KIND_MATCH]);
+        assert_eq!(out.numbers, vec![1, 1, 1, -1, 2, 2]);
+        assert_eq!(out.measures[0], vec![-1, 1, 2, -1, -1, 5]); // running LAST(B): none yet at the A row
+        assert_eq!(out.measures[2], vec![0, 1, 2, -1, 0, 1]);
+        assert_eq!(out.measures[3], vec![A as i64, B as i64, B as i64, -1, A as i64, B as i64]);
+        let out = stretch_of(&a_b_plus(true), &["abbxab"], Shape::AllRows { show_empty: true, unmatched: false }, &measures(true));
+        assert_eq!(out.rows, vec![0, 1, 2, 4, 5]); // no unmatched row
+        assert_eq!(out.measures[0], vec![2, 2, 2, 5, 5]); // FINAL LAST(B)
+        assert_eq!(out.measures[2], vec![2, 2, 2, 1, 1]);
+    }
+
+    #[test]
+    fn empty_matches_are_shown_or_omitted_and_excluded_rows_left_out() {
+        // B*: an empty match at each a, a match of the b's
+        let b_star = Program { code: vec![(SPLIT, 1, 3), (VAR, B, 0), (JMP, 0, 0), (MATCH, 0, 0)], registers: 0 };
+        let count = [Measure { what: Reads::Count, members: None, whole: false }];
+        let out = stretch_of(&b_star, &["abb"], Shape::OneRow, &count);
+        assert_eq!((out.rows, out.kinds, out.numbers, out.measures[0].clone()),
+                   (vec![0, 0], vec![KIND_EMPTY, KIND_MATCH], vec![1, 2], vec![0, 2]));
+        let out = stretch_of(&b_star, &["abb"], Shape::AllRows { show_empty: true, unmatched: false }, &count);
+        assert_eq!((out.rows, out.kinds), (vec![0, 1, 2], vec![KIND_EMPTY, KIND_MATCH, KIND_MATCH]));
+        let out = stretch_of(&b_star, &["abb"], Shape::AllRows { show_empty: false, unmatched: false }, &count);
+        assert_eq!((out.rows, out.numbers), (vec![1, 2], vec![2, 2]));
+        // A {- B+ -}: the B rows are excluded from ALL ROWS PER MATCH, still counted
+        let code = vec![(VAR, A, 0), (EXCL_ON, 0, 0), (VAR, B, 0), (SPLIT, 4, 5), (JMP, 2, 0), (EXCL_OFF, 0, 0), (MATCH, 0, 0)];
+        let excl = Program { code, registers: 0 };
+        let out = stretch_of(&excl, &["abb"], Shape::AllRows { show_empty: true, unmatched: false }, &measures(true));
+        assert_eq!((out.rows, out.measures[2].clone()), (vec![0], vec![2]));
+    }
+
+    #[test]
+    fn a_failure_names_the_first_row_of_its_partition() {
+        let (a, b) = flags("abab");
+        let skip = SkipMode::ToFirst { targets: vec![A], name: "A".into() };
+        let opts = Options { skip, ..options(SkipMode::PastLastRow) };
+        let failed = run_stretch(&a_b_plus(true), &[&a, &b], &[0, 1, 4], &opts, Shape::OneRow, &[]).unwrap_err();
+        assert!(matches!(failed, (1, Failure::Skip(m)) if m.contains("own first row")));
+    }
+}

@@ -404,7 +404,12 @@ def sql_standard(spark: Any, text: str):
         ordered = prepared.repartition(*parts) if parts else prepared.repartition(1)
         sort = parts + [_sort_column(F.col(f"`{c}`"), a, nf) for c, a, nf in st.order_by]
         ordered = ordered.sortWithinPartitions(*sort)
-        out = ordered.mapInArrow(lambda batches: run(plan, batches), out_schema)
+        # the matcher gets only what it reads (the keys, the rows' expressions, the conditions'
+        # flags, the WITHIN time) and, for ALL ROWS PER MATCH, the input columns it copies
+        matcher_reads = {*plan.keys, *plan.expr_columns.values(), *(c.column for c in conditions if c.column),
+                         *(within[:1] if within else ())}
+        kept = [c for c in prepared.columns if c in matcher_reads or (st.all_rows and c in plan.passthrough)]
+        out = ordered.select(*[F.col(f"`{c}`") for c in kept]).mapInArrow(lambda batches: run(plan, batches), out_schema)
     out = out.where(F.when(F.col(ERROR).isNotNull(), F.raise_error(F.col(ERROR))).otherwise(F.lit(True)))
     if streaming:
         from suse.spark.streaming.recognize import observe_late_rows
