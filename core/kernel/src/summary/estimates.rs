@@ -64,7 +64,7 @@ impl<F: Real> Estimates<F> {
 /// Which row of a per-element table whose rows before the active window are all zero to take
 /// out when element `p` leaves: `p` itself if it is active, else the last row before the
 /// window (a zero row like `p`'s), which moves only the active rows after it, not every row
-/// after `p` (a summary much larger than its active window mostly evicts old elements).
+/// after `p` (in a summary much larger than its active window most rows lie before it).
 pub fn zero_row_to_drop(p: usize, active_start: usize) -> usize {
     if p < active_start {
         active_start - 1
