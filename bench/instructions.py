@@ -27,7 +27,7 @@ def count(cmd: list[str]) -> tuple[int, int]:
         out = os.path.join(tmp, "callgrind.out")
         subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cmd],
                        check=True, capture_output=True)
-        text = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", out],
+        text = subprocess.run(["callgrind_annotate", "--inclusive=no", "--auto=no", "--threshold=100", out],
                               check=True, capture_output=True, text=True).stdout
     total, strings = 0, 0
     for line in text.splitlines():

@@ -102,9 +102,10 @@ fn step_in<S: Scalar, const LAYOUT: u8>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut 
         }
         return Ok(());
     }
+    // Per transition, the state each side stands for (`dst` gains from `src`).
     let ends = |&(q, q2): &(u32, u32)| match dir {
-        Dir::Forward => (q2 as usize * state_stride, q as usize * state_stride),
-        Dir::Backward => (q as usize * state_stride, q2 as usize * state_stride),
+        Dir::Forward => (q2 as usize, q as usize),
+        Dir::Backward => (q as usize, q2 as usize),
     };
     let ordered = match dir {
         Dir::Forward => &dfa.col_order[c],
@@ -114,14 +115,7 @@ fn step_in<S: Scalar, const LAYOUT: u8>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut 
         Some(order) => {
             for t in order {
                 let (dst, src) = ends(t);
-                for k in 0..width {
-                    let from = &m[src + k * k_stride];
-                    if from.is_zero() {
-                        continue;
-                    }
-                    let add = from.take(v)?;
-                    m[dst + k * k_stride].add_assign(&add)?;
-                }
+                gain_in_place::<S, LAYOUT>(m, dst, src, z, v)?;
             }
         }
         None => {
@@ -129,17 +123,87 @@ fn step_in<S: Scalar, const LAYOUT: u8>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut 
             scratch.extend_from_slice(m);
             for t in &dfa.by_sym[c] {
                 let (dst, src) = ends(t);
-                for k in 0..width {
-                    let from = &scratch[src + k * k_stride];
-                    if from.is_zero() {
-                        continue;
-                    }
-                    m[dst + k * k_stride].add_assign(&from.take(v)?)?;
-                }
+                gain_from::<S, LAYOUT>(m, scratch, dst, src, z, v)?;
             }
         }
     }
     Ok(())
+}
+
+/// `to += from·(1+vε)` unless `from` is zero (then adding would change nothing).
+#[inline(always)]
+fn gain<S: Scalar>(to: &mut Dual<S>, from: &Dual<S>, v: u64) -> R<()> {
+    if from.is_zero() {
+        return Ok(());
+    }
+    let add = from.take(v)?;
+    to.add_assign(&add)
+}
+
+/// State `dst` of `m` gains from state `src` of the same `m` (old values: in the
+/// dependency-safe order no cell is read after it gained, and a self-loop's cell reads itself
+/// first). Slices instead of index arithmetic, so the hot loops carry no bounds checks.
+#[inline(always)]
+fn gain_in_place<S: Scalar, const LAYOUT: u8>(m: &mut [Dual<S>], dst: usize, src: usize, z: usize, v: u64) -> R<()> {
+    match LAYOUT {
+        VECTOR => {
+            let from = m[src].clone();
+            gain(&mut m[dst], &from, v)
+        }
+        ROWS => {
+            if dst == src {
+                for cell in &mut m[dst * z..(dst + 1) * z] {
+                    let from = cell.clone();
+                    gain(cell, &from, v)?;
+                }
+                return Ok(());
+            }
+            let (to, from) = if dst < src {
+                let (a, b) = m.split_at_mut(src * z);
+                (&mut a[dst * z..(dst + 1) * z], &b[..z])
+            } else {
+                let (a, b) = m.split_at_mut(dst * z);
+                (&mut b[..z], &a[src * z..(src + 1) * z])
+            };
+            for (t, f) in to.iter_mut().zip(from) {
+                gain(t, f, v)?;
+            }
+            Ok(())
+        }
+        _ => {
+            if dst >= z || src >= z {
+                return Ok(()); // no such state (never: transitions stay inside the automaton)
+            }
+            for row in m[..z * z].chunks_exact_mut(z) {
+                let from = row[src].clone();
+                gain(&mut row[dst], &from, v)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// State `dst` of `m` gains from state `src` of `old` (a copy of `m` before the step).
+#[inline(always)]
+fn gain_from<S: Scalar, const LAYOUT: u8>(m: &mut [Dual<S>], old: &[Dual<S>], dst: usize, src: usize, z: usize, v: u64) -> R<()> {
+    match LAYOUT {
+        VECTOR => gain(&mut m[dst], &old[src], v),
+        ROWS => {
+            for (t, f) in m[dst * z..(dst + 1) * z].iter_mut().zip(&old[src * z..(src + 1) * z]) {
+                gain(t, f, v)?;
+            }
+            Ok(())
+        }
+        _ => {
+            if dst >= z || src >= z {
+                return Ok(()); // never, as above
+            }
+            for (row, old_row) in m[..z * z].chunks_exact_mut(z).zip(old.chunks_exact(z)) {
+                gain(&mut row[dst], &old_row[src], v)?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// The `(from, to)` state pairs of taking element `ev`: the symbol's transitions for a plain

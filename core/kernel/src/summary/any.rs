@@ -288,7 +288,9 @@ fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: 
     for (g, l) in c.g.iter_mut().zip(&local) {
         g.sub_assign(l)?;
     }
-    c.v.drain(p * z..(p + 1) * z);
+    // Only active initiators have a non-zero row.
+    let row = super::estimates::zero_row_to_drop(p, r.active_start);
+    c.v.drain(row * z..(row + 1) * z);
     match tail {
         // Without kills or negation, leaving merges no gap that changes an operator: the
         // elements after `p` keep theirs, and their product is `tail`.

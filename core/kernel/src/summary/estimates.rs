@@ -26,14 +26,16 @@ pub struct Estimates<F: Real> {
 }
 
 impl<F: Real> Estimates<F> {
-    pub fn drop_element(&mut self, p: usize, z: usize) {
+    /// Element `p` leaves; `active_start` is where the active window starts before it does.
+    pub fn drop_element(&mut self, p: usize, z: usize, active_start: usize) {
         self.pres.remove(p);
         if self.al_dirty {
             // Every active row is recomputed before it is read and the rows before the active
             // window are all zero, so one row fewer at the end is the same as moving the rest.
             self.al.truncate(self.al.len() - z);
         } else {
-            self.al.drain(p * z..(p + 1) * z);
+            let row = zero_row_to_drop(p, active_start);
+            self.al.drain(row * z..(row + 1) * z);
         }
     }
 
@@ -56,6 +58,18 @@ impl<F: Real> Estimates<F> {
     fn convert<G: Real>(&self) -> Estimates<G> {
         let f = |d: &Dual<F>| Dual { c: G::from_xf(d.c.to_xf()), s: G::from_xf(d.s.to_xf()) };
         Estimates { pres: self.pres.iter().map(f).collect(), al: self.al.iter().map(f).collect(), al_dirty: self.al_dirty, ..Estimates::default() }
+    }
+}
+
+/// Which row of a per-element table whose rows before the active window are all zero to take
+/// out when element `p` leaves: `p` itself if it is active, else the last row before the
+/// window (a zero row like `p`'s), which moves only the active rows after it, not every row
+/// after `p` (in a summary much larger than its active window most rows lie before it).
+pub fn zero_row_to_drop(p: usize, active_start: usize) -> usize {
+    if p < active_start {
+        active_start - 1
+    } else {
+        p
     }
 }
 
@@ -121,8 +135,8 @@ impl Est {
         }
     }
 
-    pub fn drop_element(&mut self, p: usize, z: usize) {
-        on_est!(self, e => e.drop_element(p, z))
+    pub fn drop_element(&mut self, p: usize, z: usize, active_start: usize) {
+        on_est!(self, e => e.drop_element(p, z, active_start))
     }
 
     pub fn validate(&self, n: usize, z: usize) -> Result<(), String> {

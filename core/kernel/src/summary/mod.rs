@@ -415,7 +415,7 @@ impl<P: SummaryPolicy> Summary<P> {
             Some(next) => next.gap |= merged,
             None => self.pending_gap |= merged,
         }
-        self.est.drop_element(p, self.dfa.n);
+        self.est.drop_element(p, self.dfa.n, self.active_start);
         if p < self.active_start {
             self.active_start -= 1;
         }

@@ -263,41 +263,42 @@ pub fn joint_matches_in<S: Scalar>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64,
     // P(p+1..K) · 1_F without kills, 1_F + Σ_{y=p+1..K} P(p+1..y−1)·(taking y)·1_F with them.
     let ends_mode = counts_at_ends(dfa, skip);
     zeroed(psi, (hi - p + 1) * z);
-    set_identity(c_mat, z);
-    // Without kills ψ is read only at the ends K(i) of the initiators before x (rising with i):
-    // the sweep computes it there and stops at the last.
-    let mut read_at = (lo..p).filter(|&i| is_init(i)).map(|i| k_of[i - lo]).peekable();
-    for k in p..=hi {
-        if !ends_mode {
-            let Some(&next) = read_at.peek() else { break };
-            if k > p {
-                step(dfa, &el[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
+    // Without kills ψ is read only at the ends K(i) of the initiators before x (rising with i),
+    // and `P(p+1..K)` is the product the forward sweep of `D` below builds (the same steps in
+    // the same order, so the same bits): ψ is taken from it there, at those ends.
+    let mut read_at = (lo..p).filter(|&i| !ends_mode && is_init(i)).map(|i| k_of[i - lo]).peekable();
+    let psi_at = |k: usize, product: &[Dual<S>], read_at: &mut std::iter::Peekable<_>, psi: &mut Vec<Dual<S>>| -> R<()> {
+        if read_at.peek() == Some(&k) {
+            while read_at.next_if_eq(&k).is_some() {}
+            for r in 0..z {
+                psi[(k - p) * z + r] = final_sum(dfa, &product[r * z..(r + 1) * z])?;
             }
-            if next == k {
-                while read_at.next_if_eq(&k).is_some() {}
-                for r in 0..z {
-                    psi[(k - p) * z + r] = final_sum(dfa, &c_mat[r * z..(r + 1) * z])?;
+        }
+        Ok(())
+    };
+    set_identity(d, z);
+    psi_at(p, &d[..], &mut read_at, psi)?;
+    if ends_mode {
+        set_identity(c_mat, z);
+        for k in p..=hi {
+            if k == p {
+                for r in (0..z).filter(|&r| dfa.finals[r]) {
+                    psi[r] = Dual::one();
                 }
+                continue;
             }
-            continue;
-        }
-        if k == p {
-            for r in (0..z).filter(|&r| dfa.finals[r]) {
-                psi[r] = Dual::one();
-            }
-            continue;
-        }
-        let done = completes::<S>(dfa, &el[k], skip);
-        for r in 0..z {
-            let mut acc = psi[(k - p - 1) * z + r].clone();
-            for q in 0..z {
-                if !done[q].is_zero() && !c_mat[r * z + q].is_zero() {
-                    acc.add_assign(&c_mat[r * z + q].mul(&done[q])?)?;
+            let done = completes::<S>(dfa, &el[k], skip);
+            for r in 0..z {
+                let mut acc = psi[(k - p - 1) * z + r].clone();
+                for q in 0..z {
+                    if !done[q].is_zero() && !c_mat[r * z + q].is_zero() {
+                        acc.add_assign(&c_mat[r * z + q].mul(&done[q])?)?;
+                    }
                 }
+                psi[(k - p) * z + r] = acc;
             }
-            psi[(k - p) * z + r] = acc;
+            step(dfa, &el[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
         }
-        step(dfa, &el[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
     }
 
     // Neighbours after x: backward sweep of Γ_y, then forward sweep of D_y = P(p+1..y-1).
@@ -374,7 +375,6 @@ pub fn joint_matches_in<S: Scalar>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64,
                 gammas.extend_from_slice(gamma);
             }
         }
-        set_identity(d, z);
         for y in p + 1..=hi {
             let wy = Dual::<S>::weight(el[y].v);
             let g = &gammas[g_of(y)..g_of(y) + zz];
@@ -387,6 +387,7 @@ pub fn joint_matches_in<S: Scalar>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64,
             }
             joint_out[y - lo] = joint.mul(&wy)?;
             step(dfa, &el[y], skip, d, Dir::Forward, Layout::Cols, scratch)?;
+            psi_at(y, &d[..], &mut read_at, psi)?;
         }
     }
 
