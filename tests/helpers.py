@@ -51,3 +51,22 @@ def in_partition_order(rows: list[dict], keys: list[str]) -> list[dict]:
     def key(r):
         return (r.get("query") or "", *[(r[k] is not None, r[k] if r[k] is not None else "") for k in keys])
     return sorted(rows, key=key)
+
+
+def live_page_job(tmp_path: Path, characters: dict[str, str], query: str) -> Path:
+    """A job file for `suse serve` over an empty JSON input: the given characters and the
+    lines of its [query] table (its regex, window, ...)."""
+    job = tmp_path / "job.toml"
+    chars = "\n".join(f'{letter} = "{predicate}"' for letter, predicate in characters.items())
+    job.write_text(f"""[input]
+path = "{tmp_path / 'in'}"
+format = "json"
+timestamp = "t"
+[characters]
+{chars}
+[query]
+{query}
+[output]
+path = "{tmp_path / 'out'}"
+""")
+    return job

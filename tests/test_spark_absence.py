@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 import suse  # noqa: E402
+from helpers import live_page_job  # noqa: E402
 from suse.errors import InputError, QueryError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
 
@@ -94,22 +95,6 @@ def test_query_sets_and_matches_refuse_the_absence_by_name(spark, long_rows):
 def test_the_live_page_refuses_it_by_name(tmp_path):
     from suse.dashboard import serve
 
-    job = tmp_path / "job.toml"
-    job.write_text(f"""[input]
-path = "{tmp_path / 'in'}"
-format = "json"
-timestamp = "t"
-[characters]
-A = "c = 'A'"
-B = "c = 'B'"
-C = "c = 'C'"
-[query]
-regex = "A B+ !C"
-window = 5
-[summary]
-strategy = "fifo"
-[output]
-path = "{tmp_path / 'out'}"
-""")
+    job = live_page_job(tmp_path, CHARS, 'regex = "A B+ !C"\nwindow = 5\n[summary]\nstrategy = "fifo"')
     with pytest.raises(InputError, match="the live page does not run a negation at the end of the pattern yet"):
         serve(job, log=lambda line: None)

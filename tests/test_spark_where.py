@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 import suse  # noqa: E402
+from helpers import live_page_job  # noqa: E402
 from oracle import where_aggregate  # noqa: E402
 from suse.errors import InputError, QueryError  # noqa: E402
 from suse.spark import aggregate  # noqa: E402
@@ -307,22 +308,7 @@ def test_sql_refuses_what_the_conditions_cannot_say_at_its_position(spark, frame
 def test_the_live_page_refuses_conditions_by_name(tmp_path):
     from suse.dashboard import serve
 
-    job = tmp_path / "job.toml"
-    job.write_text(f"""[input]
-path = "{tmp_path / 'in'}"
-format = "json"
-timestamp = "t"
-[characters]
-A = "kind = 'a'"
-B = "kind = 'b'"
-[query]
-regex = "AB"
-window = 5
-where = {{ B = "B.price > A.price" }}
-[evaluate]
-engine = "exact"
-[output]
-path = "{tmp_path / 'out'}"
-""")
-    with pytest.raises(InputError, match="the live page runs summaries, which do not count conditions"):
+    job = live_page_job(tmp_path, {"A": "kind = 'a'", "B": "kind = 'b'"},
+                        'regex = "AB"\nwindow = 5\nwhere = { B = "B.price > A.price" }')
+    with pytest.raises(InputError, match=r"the live page does not run conditions between events \(where\)"):
         serve(job, log=lambda line: None)

@@ -117,10 +117,11 @@ def serve(
         if q.aggregate in ("min", "max") or q.of is not None:
             raise InputError(f"query {q.label!r}: the live page does not show aggregate min/max or `of` yet; "
                              "run the job with `suse run`")
-        if q.where or cfg.evaluate.engine != "summary":  # it replays summaries, which do not count conditions
-            raise InputError(f"query {q.label!r}: the live page runs summaries, which do not count conditions "
-                             "between events (where) or run engine = 'exact' yet; run the job with `suse run`")
-        if "!" in q.regex and Query(q.regex, 1)._closing is not None:  # (their saved form is to_bytes)
+        # It replays summaries of plain events saved with to_bytes: no attributes, no WhereSummary.
+        if q.where or cfg.evaluate.engine != "summary":
+            raise InputError(f"query {q.label!r}: the live page does not run conditions between events (where) "
+                             "or engine = 'exact' yet; run the job with `suse run`")
+        if "!" in q.regex and Query(q.regex, 1)._closing is not None:
             raise InputError(f"query {q.label!r}: the live page does not run a negation at the end of the pattern "
                              "yet; run the job with `suse run`")
     if cfg.mode == "streaming" and speed is not None:
