@@ -199,7 +199,6 @@ def test_sampling_astronomically_many_matches_with_a_negation_at_the_end():
 @pytest.mark.parametrize("make, what", [
     (lambda: suse.Query("A B+ !C", 10, policy="next"), "policy 'next'"),
     (lambda: suse.Query("A B+ !C", 10, where={"B": "B.p > 1"}), "where"),
-    (lambda: suse.Summary(suse.Query("A B+ !C", 10), size=4, strategy="fifo").matches(), "listing matches"),
     (lambda: suse.api.matching.RetainedMatches.of_elements(suse.Query("A B+ !C", 10), [("A", 1, 1), ("B", 2, 1)]),
      "listing a summary's retained matches"),
 ])

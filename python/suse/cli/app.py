@@ -95,7 +95,7 @@ def read_text_file(path: Path, what: str) -> str:
     an InputError naming ``what`` it was."""
     try:
         return path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # (ValueError: not UTF-8, or a NUL in the name)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InputError(f"cannot read {what} {str(path)!r}: {reason}") from None
 

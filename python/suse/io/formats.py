@@ -277,8 +277,8 @@ class _Input:
             return cls(stdin, "standard input", False)
         try:
             return cls(open(path_or_dash, "rb"), repr(os.fspath(path_or_dash)), True)
-        except OSError as e:
-            raise InputError(f"cannot read {os.fspath(path_or_dash)!r}: {e.strerror or e}") from None
+        except (OSError, ValueError) as e:  # (ValueError: a NUL in the name, which no file has)
+            raise InputError(f"cannot read {os.fspath(path_or_dash)!r}: {getattr(e, 'strerror', None) or e}") from None
 
     @classmethod
     def of_text(cls, text: str) -> _Input:
