@@ -206,17 +206,6 @@ def test_define_errors_on_spark_name_the_construct(spark, orders):
         sql(spark, V_SHAPE.replace("totalprice < PREV(totalprice),", "stddev(B.totalprice) > 1,"))
 
 
-def test_defines_share_one_window_column_per_navigation(spark, orders):
-    """B, C and D all read PREV(totalprice): Spark computes one lag for the three (it does not
-    share equal window expressions itself); an error inside a PREV names its DEFINE."""
-    from suse.spark import sql
-
-    plan = sql(spark, V_SHAPE)._jdf.queryExecution().optimizedPlan().toString()
-    assert plan.count("lag(") == 1, plan
-    with pytest.raises(SqlError, match=r"line 11, column 15: DEFINE B: cannot compute the condition: .*no_such"):
-        sql(spark, V_SHAPE.replace("totalprice < PREV(totalprice),", "totalprice < PREV(no_such(totalprice)),"))
-
-
 def test_spark_equals_the_oracle_on_a_random_table(spark):
     """ALL ROWS PER MATCH labels of a random table against the oracle, for a pattern with
     alternation, reluctance, anchors-free nesting and an empty-matching star."""

@@ -90,7 +90,7 @@ class Split:
 
     def render_row(self, window: str) -> str:
         """A ``row_local`` condition as Spark SQL: qualifiers dropped, PREV/NEXT as lag/lead."""
-        return self.render(lambda leaf: row_text(leaf, window))
+        return self.render(lambda leaf: _row_text(leaf, window))
 
 
 def current_row(leaf: Leaf, var: str, members: dict) -> bool:
@@ -100,8 +100,7 @@ def current_row(leaf: Leaf, var: str, members: dict) -> bool:
     return leaf.qual is None or leaf.qual == var or (leaf.qual in members and members[var] <= members[leaf.qual])
 
 
-def row_text(leaf: Leaf, window: str) -> str:
-    """A ``row_local`` leaf as Spark SQL: its expression, PREV/NEXT as lag/lead over ``window``."""
+def _row_text(leaf: Leaf, window: str) -> str:
     assert isinstance(leaf, Nav)  # row_local: every leaf is a Nav
     if leaf.physical == 0:
         return f"({leaf.expr})"

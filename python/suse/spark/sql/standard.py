@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from suse.errors import SqlError
-from suse.recognize.expressions import CLASSIFIER_VALUE, Agg, Classifier, Extractor, MatchNumber, Nav, Split, row_text
+from suse.recognize.expressions import CLASSIFIER_VALUE, Agg, Classifier, Extractor, MatchNumber, Nav, Split
 from suse.recognize.matcher import RecognizeError, Skip, compile_pattern
 from suse.recognize.pattern import (
     Alt,
@@ -306,17 +306,6 @@ def sql_standard(spark: Any, text: str):
     for expr, col in exprs.items():
         helper.append((F.expr(expr).alias(col), expr_at[expr], f"cannot compute {expr!r}"))
 
-    # Each distinct PREV/NEXT of the row-local DEFINEs is one window column, computed before
-    # the conditions that read it: Spark does not share equal window expressions (`price <
-    # PREV(price)` and `price > PREV(price)` would compute `lag(price)` twice).
-    shifted: dict[str, tuple[str, int, str]] = {}  # lag/lead text -> its column, the first DEFINE's position and name
-
-    def shared_text(leaf, at: int, v: str) -> str:
-        text = row_text(leaf, window)
-        if leaf.physical == 0:
-            return text
-        return f"`{shifted.setdefault(text, (f'_suse_n{len(shifted)}', at, v))[0]}`"
-
     conditions = []
     for v in st.variables:
         if v not in defines:
@@ -326,7 +315,7 @@ def sql_standard(spark: Any, text: str):
         row_local = sp.row_local(v, members)
         if row_local and not (streaming and any(getattr(leaf, "physical", 0) for leaf in sp.leaves)):  # no lag() in streaming
             col = f"_suse_d{var_index[v]}"
-            text_v = sp.render(lambda leaf, at=at, v=v: shared_text(leaf, at, v))
+            text_v = sp.render_row(window)
             helper.append((F.expr(text_v).alias(col), at, f"DEFINE {v}: cannot compute the condition"))
             conditions.append(Condition(column=col))
         else:
@@ -360,25 +349,19 @@ def sql_standard(spark: Any, text: str):
         helper.append((F.unix_micros(F.col(f"`{st.order_by[0][0]}`")).alias("_suse_t"), st.at.get("ORDER", 0), "ORDER BY"))
 
     source_cols = [F.col(f"`{c}`") for c in df.columns]
-    navs = [(F.expr(text).alias(col), at, f"DEFINE {v}: cannot compute the condition") for text, (col, at, v) in shifted.items()]
     try:
         with analysing():
-            with_navs = df.select(*source_cols, *[n[0] for n in navs])
-            prepared = with_navs.select(*[F.col(f"`{c}`") for c in with_navs.columns], *[h[0] for h in helper])
+            prepared = df.select(*source_cols, *[h[0] for h in helper])
             if streaming:  # the matcher drops late rows itself (as aggregate_stream's due times do)
                 prepared = prepared.select(*[F.col(f"`{f.name}`").alias(f.name, metadata={}) for f in prepared.schema.fields])
             prepared.schema
     except PySparkException:
-        base = df
-        for extra in (navs, helper):  # the window columns, then the rest next to them
-            for colexpr, at, what in extra:  # find the one that fails, for its position
-                try:
-                    with analysing():  # next to the source's columns, as above: an aggregate such as stddev(x) fails there
-                        base.select(*[F.col(f"`{c}`") for c in base.columns], colexpr).schema
-                except PySparkException as exc:
-                    raise st.error(f"{what}: {spark_message(exc)}", at) from None
-            with analysing():
-                base = df.select(*source_cols, *[n[0] for n in navs])
+        for colexpr, at, what in helper:  # find the one that fails, for its position
+            try:
+                with analysing():  # next to the source's columns, as above: an aggregate such as stddev(x) fails there
+                    df.select(*source_cols, colexpr).schema
+            except PySparkException as exc:
+                raise st.error(f"{what}: {spark_message(exc)}", at) from None
         raise
     for v, cond in zip(st.variables, conditions):
         if cond.column is not None and not isinstance(prepared.schema[cond.column].dataType, (T.BooleanType, T.NullType)):
