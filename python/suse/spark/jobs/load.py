@@ -26,10 +26,10 @@ def load_config(path: str | Path) -> JobConfig:
         data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # -sig: a leading BOM is not TOML
     except FileNotFoundError:
         raise ConfigError(f"no such job file: {path}") from None
+    except tomllib.TOMLDecodeError as exc:  # (a ValueError: before the clause below)
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     except (OSError, ValueError) as exc:  # a directory, no permission, not UTF-8, a NUL in the name
         raise ConfigError(f"cannot read job file {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     return parse_config(data, str(path))
 
 
