@@ -30,8 +30,8 @@ def _compiled(query: QuerySpec, job: JobSpec) -> suse.Query:
     """The query checked (QueryError with a position), named in the message within a set."""
     try:
         compiled = query.compile()
-        if compiled.where is not None or compiled._closing is not None:  # not every engine counts them yet
-            _check_where_summary(compiled, query, job)
+        if compiled.where is not None or compiled._closing is not None:  # query sets do not count them yet
+            _refuse_in_a_query_set(compiled, query, job)
         return compiled
     except suse.QueryError as exc:
         if not job.query_set:
@@ -39,7 +39,7 @@ def _compiled(query: QuerySpec, job: JobSpec) -> suse.Query:
         raise suse.QueryError(f"query {query.label!r}: {exc.message}", exc.position, exc.query) from None
 
 
-def _check_where_summary(compiled: suse.Query, query: QuerySpec, job: JobSpec) -> None:
+def _refuse_in_a_query_set(compiled: suse.Query, query: QuerySpec, job: JobSpec) -> None:
     """Conditions between events (`where`) and a negation at the end of the pattern run on a
     single query, batch and streaming, on the exact engine and on summaries of every strategy
     (suse.api.where_summary); a query set refuses them by name (it would ignore them)."""
