@@ -72,6 +72,8 @@ from suse.errors import InputError, LateEventError, QueryError, StateError
 
 #: The strategies that rank by benefits over the forks of ``Retained::through``.
 RANKED = ("present", "suse", "adaptive")
+#: The strategies that add the expected matches (the kernel's outlook) to the ranking.
+EXPECTING = ("suse", "adaptive")
 
 
 class WhereSummary(Locked):
@@ -107,7 +109,7 @@ class WhereSummary(Locked):
         else:
             self._counter = ClosingElements(query)
             self._kept = _core.WhereRetained.closing(closing_dfa(query.regex), query.window, query._closing)
-        if self.strategy in ("suse", "adaptive"):
+        if self.strategy in EXPECTING:
             given = None if self.probabilities is None else [
                 self.probabilities.get(c, 0.0) for c in query._exact_letters]
             self._kept.expect(given, self.size, self.strategy == "adaptive")
@@ -178,7 +180,7 @@ class WhereSummary(Locked):
     def _observe(self, code: int, t: int, v: int, attrs: list) -> None:
         if code != 255:  # else a character outside the query: no element
             draws = self._rng.bit_generator.state if self.strategy == "random" else None
-            expects = self.strategy in ("suse", "adaptive")
+            expects = self.strategy in EXPECTING
             if expects:  # every element of a letter, before the decision (as the base summary learns)
                 self._kept.observe(code, t, v)
             try:
@@ -276,7 +278,7 @@ class WhereSummary(Locked):
     def benefits(self) -> list[tuple[float, float]]:
         """With ``suse`` or ``adaptive``: per retained element (in time order), its (present,
         expected) benefit at the latest event's time, as the ranking scores it (floats)."""
-        if self.strategy not in ("suse", "adaptive"):
+        if self.strategy not in EXPECTING:
             raise self._refuse(f"expected benefits with strategy {self.strategy!r}")
         return self._kept.benefits(self._last if self._last is not None else 0, self._ranked_part == 1)
 
@@ -377,7 +379,7 @@ class WhereSummary(Locked):
         state = {"retained": [list(e) for e in self._kept.elements()], "last": self._last, "events": self._events,
                  "skipped": self._skipped, "late": self._late, "evictions": self._evictions,
                  "detected": list(self._detected), "rng": self._rng.bit_generator.state}
-        if self.strategy in ("suse", "adaptive"):
+        if self.strategy in EXPECTING:
             state["outlook"] = self._kept.outlook_state()
         options = (self.size, self.strategy, self.probabilities, self.seed, self.time_to_live, self.memory_limit)
         return (_unpickle_where_summary, (self.query, options, state))
@@ -401,7 +403,7 @@ def _unpickle_where_summary(query: Any, options: tuple, state: dict) -> WhereSum
             summary._kept.push(code, t, v, list(attrs))
         summary._times = times
         summary._rng.bit_generator.state = state["rng"]
-        if summary.strategy in ("suse", "adaptive"):
+        if summary.strategy in EXPECTING:
             summary._kept.restore_outlook(state["outlook"])
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
         raise StateError(f"a saved summary {summary._kind} is inconsistent: {exc}") from None
