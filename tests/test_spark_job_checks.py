@@ -228,3 +228,12 @@ def test_conditions_in_a_query_set_are_refused_by_name():
         'at = "end"', 'at = "end"\nengine = "exact"')
     with pytest.raises(ConfigError, match=r"query\[1\].where: conditions are not counted in a query set yet"):
         parse_config(_config(text=text))
+
+
+def test_a_trailing_negation_in_a_query_set_is_refused_before_spark():
+    text = JOB.replace('regex = "A*B"', 'regex = "A B+ !A"').replace('at = "end"', 'at = "end"\nengine = "exact"')
+    with pytest.raises(ConfigError, match=r"query\[1\].regex: a negation at the end of the pattern is not counted in a "
+                                          r"query set yet"):
+        parse_config(_config(text=text))
+    alone = text.replace('[[query]]\nname = "first"\nregex = "AB+"\nwindow = 20\n', "").replace("[[query]]", "[query]")
+    assert parse_config(_config(text=alone)).queries[0].regex == "A B+ !A"

@@ -179,6 +179,9 @@ def _query_problems(cfg: JobConfig, q: Any, key: str, kind: str | None, streamin
             out.append(f"{key}.of: {exc.message}")
     if q.where:
         out += _where_problems(cfg, q, key)
+    elif query._closing is not None and isinstance(cfg.query, list):
+        out.append(f"{key}.regex: a negation at the end of the pattern is not counted in a query set yet; run the query "
+                   "as a job of its own")
     chars = cfg.characters
     if not isinstance(chars, str):
         try:
