@@ -3,7 +3,8 @@ this mode for a statement written with standard clauses only (docs/SPARK.md).
 
 Plan: Spark computes every row-local part (each row expression that a navigation or aggregate
 reads, each DEFINE condition that depends on its row alone, ``PREV``/``NEXT`` of the current
-row as ``lag``/``lead``), shuffles by the partition keys and sorts by (keys, ORDER BY); a
+row as ``lag``/``lead``, except the comparisons :mod:`suse.recognize.columnar` decides in the
+worker without that window), shuffles by the partition keys and sorts by (keys, ORDER BY); a
 ``mapInArrow`` body (:mod:`suse.recognize.runner`) matches each partition in Python and returns
 the values that depend on the match; Spark then evaluates the MEASURES expressions over them.
 """
