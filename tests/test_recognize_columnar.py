@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recognize_oracle import oracle_matches
-from suse.recognize.columnar import FLOATING, INTEGRAL, columnar_condition, decide
+from suse.recognize.columnar import FLOATING, INTEGRAL, Neighbours, columnar_condition
 from suse.recognize.expressions import Extractor
 from suse.spark.sql.standard import glue_tokens, tokenize
 
@@ -75,13 +75,14 @@ def test_conditions_decide_as_spark_does(spark):
     table = pa.table({name: pa.array([r[2 + n] for r in ordered], pa.int64() if COLUMNS[name] == INTEGRAL else pa.float64())
                       for n, name in enumerate(COLUMNS)})
     bounds = [0] + [n for n in range(1, len(ordered)) if ordered[n][0] != ordered[n - 1][0]] + [len(ordered)]
+    neighbours = Neighbours(table, bounds)  # one for every condition, as the runner has it
     decided = 0
     for n, (text, sp) in enumerate(zip(texts, splits)):
         cond = columnar_condition(glue_tokens(sp)[1], sp.leaves, {f"`{c}`": c for c in COLUMNS}, COLUMNS)
         if cond is None:
             continue
         decided += 1
-        mine = list(decide(cond, table, bounds))
+        mine = list(neighbours.decide(cond))
         theirs = [1 if r[f"c{n}"] is True else 0 for r in got_spark]
         assert mine == theirs, text
     assert decided >= 300  # the random conditions mix an integer with a double now and then: those stay with Spark
@@ -112,7 +113,7 @@ def test_any_text_is_decided_or_left_to_spark(words):
     if cond is not None:
         table = pa.table({"i": pa.array([1, None, 3], pa.int64()), "j": pa.array([0, 0, 0], pa.int64()),
                           "d": pa.array([math.nan, 1.0, None]), "e": pa.array([0.0, 0.0, 0.0])})
-        assert len(decide(cond, table, [0, 2, 3])) == 3
+        assert len(Neighbours(table, [0, 2, 3]).decide(cond)) == 3
 
 
 def test_statement_with_neighbours_equals_the_oracle_across_short_batches(spark):

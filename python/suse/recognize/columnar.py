@@ -225,42 +225,56 @@ Values = tuple[np.ndarray, np.ndarray]  # (values, valid)
 Truth = tuple[np.ndarray, np.ndarray]  # (true, known): true only where known
 
 
-def decide(cond: ColumnarCondition, table: pa.Table, bounds: Sequence[int]) -> bytes:
-    """One byte per row of ``table`` (1 where the condition is TRUE), whose partitions are
-    ``table[bounds[i]:bounds[i + 1]]``: a neighbour outside its row's partition is NULL."""
-    n = table.num_rows
-    starts = np.asarray(bounds[:-1], dtype=np.int64)
-    lengths = np.asarray(bounds[1:], dtype=np.int64) - starts
-    position = np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)  # within the partition
-    size = np.repeat(lengths, lengths)
-    cache: dict = {}
+class Neighbours:
+    """The rows of ``table`` whose partitions are ``table[bounds[i]:bounds[i + 1]]``, for
+    deciding conditions: each column, and each shift of it, is read once for all of them."""
 
-    def values(o: Operand) -> Values:
+    def __init__(self, table: pa.Table, bounds: Sequence[int]):
+        self.table = table
+        self.n = table.num_rows
+        starts = np.asarray(bounds[:-1], dtype=np.int64)
+        lengths = np.asarray(bounds[1:], dtype=np.int64) - starts
+        self.position = np.arange(self.n, dtype=np.int64) - np.repeat(starts, lengths)  # within the partition
+        self.remaining = np.repeat(lengths, lengths) - self.position  # rows from this one to the partition's end
+        self.cache: dict = {}
+
+    def decide(self, cond: ColumnarCondition) -> bytes:
+        """One byte per row: 1 where the condition is TRUE (a neighbour outside its row's
+        partition is NULL)."""
+        true, known = _truth(cond.test, self.values, self.n)
+        return (true & known).astype(np.uint8).tobytes()
+
+    def values(self, o: Operand) -> Values:
         key = (o.column, o.shift, o.kind)
-        if key not in cache:
-            cache[key] = _shifted(_column(table.column(o.column), o.kind), o.shift, position, size)
-        return cache[key]
+        if key not in self.cache:
+            if o.shift == 0:
+                self.cache[key] = _column(self.table.column(o.column), o.kind)
+            else:
+                self.cache[key] = self.shifted(self.values(Operand(o.column, 0, o.kind)), o.shift)
+        return self.cache[key]
 
-    true, known = _truth(cond.test, values, n)
-    return (true & known).astype(np.uint8).tobytes()
+    def shifted(self, vals: Values, shift: int) -> Values:
+        """Row i holds row i + shift of its partition, NULL where that is outside it."""
+        data, valid = vals
+        k = min(abs(shift), self.n)
+        if shift < 0:
+            data = np.concatenate([data[:k], data[:self.n - k]])
+            inside = self.position >= k
+            valid = np.concatenate([valid[:k], valid[:self.n - k]]) & inside
+        else:
+            data = np.concatenate([data[k:], data[self.n - k:]])
+            inside = self.remaining > k
+            valid = np.concatenate([valid[k:], valid[self.n - k:]]) & inside
+        return data, valid
 
 
 def _column(column: pa.ChunkedArray, kind: str) -> Values:
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    array = array.cast(pa.int64() if kind == INTEGRAL else pa.float64())
+    if array.null_count == 0:
+        return np.asarray(array.to_numpy(zero_copy_only=False)), np.ones(len(array), dtype=bool)
     valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    target = pa.int64() if kind == INTEGRAL else pa.float64()
-    filled = pc.fill_null(array.cast(target), 0)
-    return np.asarray(filled.to_numpy(zero_copy_only=False)), valid
-
-
-def _shifted(vals: Values, shift: int, position: np.ndarray, size: np.ndarray) -> Values:
-    data, valid = vals
-    if shift == 0:
-        return data, valid
-    n = len(data)
-    at = np.clip(np.arange(n, dtype=np.int64) + shift, 0, max(n - 1, 0))
-    inside = (position + shift >= 0) & (position + shift < size)
-    return data[at], valid[at] & inside
+    return np.asarray(pc.fill_null(array, 0).to_numpy(zero_copy_only=False)), valid
 
 
 def _truth(test: Test, values, n: int) -> Truth:

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from suse import _core
 from suse.errors import SuseError
-from suse.recognize.columnar import ColumnarCondition, decide
+from suse.recognize.columnar import ColumnarCondition, Neighbours
 from suse.recognize.evaluate import ConditionParser, Rows, leaf_reader, leaf_value, nav_row, nav_spec
 from suse.recognize.expressions import Agg, Classifier, Leaf, MatchNumber, Nav
 from suse.recognize.matcher import Beyond, Cursor, Match, Program, Skip, Unmatched, matches
@@ -365,11 +365,13 @@ def _flags(plan: Plan, table: pa.Table, bounds: Sequence[int]) -> list[Optional[
     """Per variable, its DEFINE decided for every row of ``table`` (partitions
     ``table[bounds[i]:bounds[i + 1]]``), one byte per row: 1 where TRUE (NULL and FALSE: 0);
     None where it is decided per match or there is none."""
+    neighbours = Neighbours(table, bounds) if any(c.columnar for c in plan.conditions) else None
+
     def flags(c: Condition) -> Optional[bytes]:
         if c.column is not None:
             return pc.fill_null(table.column(c.column), False).to_numpy(zero_copy_only=False).astype(np.uint8).tobytes()
-        if c.columnar is not None:
-            return decide(c.columnar, table, bounds)
+        if c.columnar is not None and neighbours is not None:
+            return neighbours.decide(c.columnar)
         return None
 
     return [flags(c) for c in plan.conditions]
