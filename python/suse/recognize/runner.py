@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from suse import _core
 from suse.errors import SuseError
+from suse.recognize.columnar import ColumnarCondition, Neighbours
 from suse.recognize.evaluate import ConditionParser, Rows, leaf_reader, leaf_value, nav_row, nav_spec
 from suse.recognize.expressions import Agg, Classifier, Leaf, MatchNumber, Nav
 from suse.recognize.matcher import Beyond, Cursor, Match, Program, Skip, Unmatched, matches
@@ -34,10 +35,13 @@ LATE = "_suse_late"  # streaming: a KIND_LATE row carries the number of rows dro
 
 @dataclass(frozen=True)
 class Condition:
-    """How a variable's DEFINE is decided: a boolean column (``column``), always true (both
-    None), or a condition over leaves (``tokens`` of ``text``, parsed on the worker)."""
+    """How a variable's DEFINE is decided: a boolean column Spark computed (``column``), a
+    condition over neighbouring rows decided here over whole columns (``columnar``), a condition
+    over leaves (``tokens`` of ``text``, parsed on the worker, evaluated per match), or always
+    true (none of these)."""
 
     column: Optional[str] = None
+    columnar: Optional[ColumnarCondition] = None
     leaves: tuple = ()
     tokens: tuple = ()
     text: str = ""
@@ -111,14 +115,14 @@ def _match_groups(plan: Plan, table: pa.Table, bounds: Sequence[int]) -> Iterato
         yield from _match_stretch(plan, table, bounds, measures)
         return
     data = {expr: table.column(col).to_pylist() for expr, col in _python_columns(plan).items()}
-    flags = _flags(plan, table)
+    flags = _flags(plan, table, bounds)
     times = table.column(plan.within[0]).to_pylist() if plan.within else None
     out = _Output(plan)
     for a, b in zip(bounds, bounds[1:]):
         if a == b:
             continue
         rows = Rows(b - a, {e: v[a:b] for e, v in data.items()}, plan.program.variables, plan.members)
-        accept, scope = _acceptor(plan, {c: f[a:b] for c, f in flags.items()}, times[a:b] if times else None, rows)
+        accept, scope = _acceptor(plan, [None if f is None else f[a:b] for f in flags], times[a:b] if times else None, rows)
         try:
             _match_partition(plan, rows, accept, scope, out, a)
         except SuseError as exc:
@@ -155,12 +159,12 @@ def _kernel_measures(plan: Plan) -> Optional[list[Optional[tuple]]]:
 
 def _match_stretch(plan: Plan, table: pa.Table, bounds: Sequence[int], measures: list[Optional[tuple]]) -> Iterator[pa.RecordBatch]:
     """:func:`_match_groups` in one call of the kernel, whose flat columns become the batch."""
-    flags = _flags(plan, table)
+    flags = _flags(plan, table, bounds)
     n = table.num_rows
     program = plan.program
     rows, kinds, numbers, columns, failed = _core.recognize_stretch(
         (program.code, program.registers, len(program.variables)),
-        [flags[c.column] if c.column is not None else b"\x01" * n for c in plan.conditions], list(bounds),
+        [b"\x01" * n if f is None else f for f in flags], list(bounds),
         ("partition", plan.max_steps, 0, plan.skip.mode, sorted(plan.skip.targets), plan.skip.name),
         (plan.all_rows, plan.empty), [m for m in measures if m is not None])
     if failed is not None:
@@ -317,7 +321,7 @@ def advance(plan: Plan, table: pa.Table, final: int, resume: Resume, frontier: O
     no later step needs."""
     part = table.slice(0, final)
     data = {expr: part.column(col).to_pylist() for expr, col in _python_columns(plan).items()}
-    flags = _flags(plan, part)
+    flags = _flags(plan, part, [0, final])
     times = part.column(plan.within[0]).to_pylist() if plan.within else None
     rows = Rows(final, data, plan.program.variables, plan.members, open=True)
     accept, scope = _acceptor(plan, flags, times, rows)
@@ -357,19 +361,30 @@ def _evaluator(cond: Condition):
     return ConditionParser(cond.tokens, cond.text, "DEFINE").parse()
 
 
-def _flags(plan: Plan, table: pa.Table) -> dict[str, bytes]:
-    """The DEFINE conditions Spark decided, one byte per row: 1 where TRUE (NULL and FALSE: 0)."""
-    return {c.column: pc.fill_null(table.column(c.column), False).to_numpy(zero_copy_only=False).astype(np.uint8).tobytes()
-            for c in plan.conditions if c.column is not None}
+def _flags(plan: Plan, table: pa.Table, bounds: Sequence[int]) -> list[Optional[bytes]]:
+    """Per variable, its DEFINE decided for every row of ``table`` (partitions
+    ``table[bounds[i]:bounds[i + 1]]``), one byte per row: 1 where TRUE (NULL and FALSE: 0);
+    None where it is decided per match or there is none."""
+    neighbours = Neighbours(table, bounds) if any(c.columnar for c in plan.conditions) else None
+
+    def flags(c: Condition) -> Optional[bytes]:
+        if c.column is not None:
+            return pc.fill_null(table.column(c.column), False).to_numpy(zero_copy_only=False).astype(np.uint8).tobytes()
+        if c.columnar is not None and neighbours is not None:
+            return neighbours.decide(c.columnar)
+        return None
+
+    return [flags(c) for c in plan.conditions]
 
 
-def _acceptor(plan: Plan, flags: dict[str, bytes], times: Optional[list], rows: Rows):
-    """accept(variable, row, start, labels) and the memo scope it allows."""
+def _acceptor(plan: Plan, flags: list[Optional[bytes]], times: Optional[list], rows: Rows):
+    """accept(variable, row, start, labels) and the memo scope it allows; ``flags`` as
+    :func:`_flags` gives them."""
     checks: list[Any] = []
     local = True  # every condition depends on its row alone
-    for cond in plan.conditions:
-        if cond.column is not None:
-            checks.append(("column", flags[cond.column]))
+    for cond, flag in zip(plan.conditions, flags):
+        if flag is not None:
+            checks.append(("column", flag))
         elif cond.tokens:
             local = local and cond.row_local
             checks.append(("glue", (cond.leaves, _evaluator(cond))))

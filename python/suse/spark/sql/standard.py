@@ -3,7 +3,8 @@ this mode for a statement written with standard clauses only (docs/SPARK.md).
 
 Plan: Spark computes every row-local part (each row expression that a navigation or aggregate
 reads, each DEFINE condition that depends on its row alone, ``PREV``/``NEXT`` of the current
-row as ``lag``/``lead``), shuffles by the partition keys and sorts by (keys, ORDER BY); a
+row as ``lag``/``lead``, except the comparisons :mod:`suse.recognize.columnar` decides in the
+worker without that window), shuffles by the partition keys and sorts by (keys, ORDER BY); a
 ``mapInArrow`` body (:mod:`suse.recognize.runner`) matches each partition in Python and returns
 the values that depend on the match; Spark then evaluates the MEASURES expressions over them.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from suse.errors import SqlError
+from suse.recognize.columnar import FLOATING, INTEGRAL, columnar_condition
 from suse.recognize.expressions import CLASSIFIER_VALUE, Agg, Classifier, Extractor, MatchNumber, Nav, Split
 from suse.recognize.matcher import RecognizeError, Skip, compile_pattern
 from suse.recognize.pattern import (
@@ -245,10 +247,51 @@ def evaluated_condition(sp: Split, row_local: bool):
     from suse.recognize.evaluate import ConditionParser
     from suse.recognize.runner import Condition
 
-    glue = "".join(p if isinstance(p, str) else f" _suse_leaf{p} " for p in sp.pieces)
-    toks = tuple(tokenize(glue)[:-1])
+    glue, toks = glue_tokens(sp)
     ConditionParser(toks, glue, "DEFINE").parse()
     return Condition(leaves=sp.leaves, tokens=toks, text=glue, row_local=row_local)
+
+
+def glue_tokens(sp: Split) -> tuple[str, tuple]:
+    """The text of ``sp`` with each leaf as the identifier ``_suse_leafK``, and its tokens."""
+    glue = "".join(p if isinstance(p, str) else f" _suse_leaf{p} " for p in sp.pieces)
+    return glue, tuple(tokenize(glue)[:-1])
+
+
+def _kind(dtype) -> Optional[str]:
+    """The kind :mod:`suse.recognize.columnar` compares a column of Spark type ``dtype`` as."""
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return INTEGRAL
+    if isinstance(dtype, T.DoubleType):  # not FLOAT: an integer meets it as a FLOAT, which rounds
+        return FLOATING
+    return None
+
+
+def _analysed(st: StandardStatement, df: Any, source_cols: list, helper: list, streaming: bool) -> Any:
+    """``df`` with the ``helper`` columns (column, position, what), analysed; an expression
+    Spark cannot compute is a ``SqlError`` at its position."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+
+    from suse.spark.events.rows import analysing, spark_message
+
+    try:
+        with analysing():
+            prepared = df.select(*source_cols, *[h[0] for h in helper])
+            if streaming:  # the matcher drops late rows itself (as aggregate_stream's due times do)
+                prepared = prepared.select(*[F.col(f"`{f.name}`").alias(f.name, metadata={}) for f in prepared.schema.fields])
+            prepared.schema
+            return prepared
+    except PySparkException:
+        for colexpr, at, what in helper:  # find the one that fails, for its position
+            try:
+                with analysing():  # next to the source's columns, as above: an aggregate such as stddev(x) fails there
+                    df.select(*source_cols, colexpr).schema
+            except PySparkException as exc:
+                raise st.error(f"{what}: {spark_message(exc)}", at) from None
+        raise
 
 
 def parse_standard(text: str) -> StandardStatement:
@@ -305,6 +348,9 @@ def sql_standard(spark: Any, text: str):
     helper: list = []
     for expr, col in exprs.items():
         helper.append((F.expr(expr).alias(col), expr_at[expr], f"cannot compute {expr!r}"))
+    source_cols = [F.col(f"`{c}`") for c in df.columns]
+    typed = _analysed(st, df, source_cols, helper, streaming).schema
+    kinds = {col: _kind(typed[col].dataType) for col in exprs.values()}
 
     conditions = []
     for v in st.variables:
@@ -313,6 +359,13 @@ def sql_standard(spark: Any, text: str):
             continue
         sp, at = defines[v]
         row_local = sp.row_local(v, members)
+        if row_local and not streaming and any(getattr(leaf, "physical", 0) for leaf in sp.leaves):
+            # PREV/NEXT: the worker reads the neighbour from the sorted partition, where it can
+            # decide the condition exactly; this spares Spark its lag/lead window
+            columnar = columnar_condition(glue_tokens(sp)[1], sp.leaves, exprs, kinds)
+            if columnar is not None:
+                conditions.append(Condition(columnar=columnar))
+                continue
         if row_local and not (streaming and any(getattr(leaf, "physical", 0) for leaf in sp.leaves)):  # no lag() in streaming
             col = f"_suse_d{var_index[v]}"
             text_v = sp.render_row(window)
@@ -348,21 +401,7 @@ def sql_standard(spark: Any, text: str):
     elif streaming:  # the event time, in microseconds, that the watermark is compared with
         helper.append((F.unix_micros(F.col(f"`{st.order_by[0][0]}`")).alias("_suse_t"), st.at.get("ORDER", 0), "ORDER BY"))
 
-    source_cols = [F.col(f"`{c}`") for c in df.columns]
-    try:
-        with analysing():
-            prepared = df.select(*source_cols, *[h[0] for h in helper])
-            if streaming:  # the matcher drops late rows itself (as aggregate_stream's due times do)
-                prepared = prepared.select(*[F.col(f"`{f.name}`").alias(f.name, metadata={}) for f in prepared.schema.fields])
-            prepared.schema
-    except PySparkException:
-        for colexpr, at, what in helper:  # find the one that fails, for its position
-            try:
-                with analysing():  # next to the source's columns, as above: an aggregate such as stddev(x) fails there
-                    df.select(*source_cols, colexpr).schema
-            except PySparkException as exc:
-                raise st.error(f"{what}: {spark_message(exc)}", at) from None
-        raise
+    prepared = _analysed(st, df, source_cols, helper, streaming)
     for v, cond in zip(st.variables, conditions):
         if cond.column is not None and not isinstance(prepared.schema[cond.column].dataType, (T.BooleanType, T.NullType)):
             raise st.error(f"DEFINE {v}: the condition gives {prepared.schema[cond.column].dataType.simpleString()}, not a boolean",
