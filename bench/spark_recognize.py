@@ -12,6 +12,7 @@ best of --repeat runs is printed with rows/s and the ratio. The baseline is
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 from pyspark.sql import functions as F
@@ -28,15 +29,41 @@ STATEMENT = """SELECT * FROM bench_prices MATCH_RECOGNIZE (
   DEFINE B AS price < PREV(price), C AS price > PREV(price))"""
 
 
-def timed(label: str, df, repeat: int, rows: int) -> float:
+def cpu_seconds(root: int) -> float:
+    """User + system CPU time of process ``root`` and every process below it, with their
+    finished children (Linux /proc)."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+    total = 0.0
+    for pid, t in times.items():
+        p = pid
+        while p > 1 and p != root:
+            p = parents.get(p, 0)
+        total += t if p == root else 0.0
+    return total
+
+
+def timed(label: str, df, repeat: int, rows: int, jvm: int) -> tuple[float, float]:
     df.write.format("noop").mode("overwrite").save()  # warm-up
-    best = float("inf")
+    best, best_cpu = float("inf"), float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds(jvm)
         df.write.format("noop").mode("overwrite").save()
         best = min(best, time.perf_counter() - start)
-    print(f"{label:<48} {best:8.2f} s   {rows / best:12,.0f} rows/s")
-    return best
+        best_cpu = min(best_cpu, cpu_seconds(jvm) - cpu)
+    print(f"{label:<48} {best:8.2f} s   {rows / best:12,.0f} rows/s   CPU {best_cpu:7.2f} s")
+    return best, best_cpu
 
 
 def main() -> None:
@@ -55,16 +82,18 @@ def main() -> None:
     df.count()
     df.createOrReplaceTempView("bench_prices")
     print(f"{args.rows:,} rows in {args.partitions:,} partitions, master {args.master}")
+    jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
     base = timed("bare shuffle + sort (repartition, sortWithinPartitions)",
-                 df.repartition("ticker").sortWithinPartitions("ticker", "t"), args.repeat, args.rows)
+                 df.repartition("ticker").sortWithinPartitions("ticker", "t"), args.repeat, args.rows, jvm)
     lag = timed("shuffle + sort + lag window (PREV in Spark)",
                 df.withColumn("p", F.expr("lag(price) OVER (PARTITION BY ticker ORDER BY t)"))
-                .repartition("ticker").sortWithinPartitions("ticker", "t"), args.repeat, args.rows)
+                .repartition("ticker").sortWithinPartitions("ticker", "t"), args.repeat, args.rows, jvm)
     out = suse_sql(spark, STATEMENT)
     matches = out.count()
-    mr = timed("suse.spark.sql standard MATCH_RECOGNIZE", out, args.repeat, args.rows)
+    mr = timed("suse.spark.sql standard MATCH_RECOGNIZE", out, args.repeat, args.rows, jvm)
     print(f"matches: {matches:,}")
-    print(f"ratio MATCH_RECOGNIZE / bare shuffle+sort: {mr / base:.2f}   / shuffle+sort+lag: {mr / lag:.2f}")
+    print(f"ratio MATCH_RECOGNIZE / bare shuffle+sort: {mr[0] / base[0]:.2f} (CPU {mr[1] / base[1]:.2f})   "
+          f"/ shuffle+sort+lag: {mr[0] / lag[0]:.2f} (CPU {mr[1] / lag[1]:.2f})")
 
 
 if __name__ == "__main__":
