@@ -125,18 +125,18 @@ class _Reader:
         return t is not None and t.kind == "op" and t.text == text
 
     def disjunction(self) -> Test:
-        parts = [self.conjunction()]
-        while self.word() == "OR":
-            self.i += 1
-            parts.append(self.conjunction())
-        return parts[0] if len(parts) == 1 else Junction(tuple(parts), True)
+        return self.junction("OR", self.conjunction)
 
     def conjunction(self) -> Test:
-        parts = [self.negation()]
-        while self.word() == "AND":
+        return self.junction("AND", self.negation)
+
+    def junction(self, word: str, part) -> Test:
+        """``part`` joined by ``word`` (OR binds looser than AND: its parts are conjunctions)."""
+        parts = [part()]
+        while self.word() == word:
             self.i += 1
-            parts.append(self.negation())
-        return parts[0] if len(parts) == 1 else Junction(tuple(parts), False)
+            parts.append(part())
+        return parts[0] if len(parts) == 1 else Junction(tuple(parts), word == "OR")
 
     def negation(self) -> Test:
         if self.word() == "NOT":
