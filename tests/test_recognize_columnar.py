@@ -17,16 +17,18 @@ from suse.recognize.expressions import Extractor
 from suse.spark.sql.standard import glue_tokens, tokenize
 
 COLUMNS = {"i": INTEGRAL, "j": INTEGRAL, "d": FLOATING, "e": FLOATING}
-DOUBLES = [float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1.0, 2.0, -1.0, 1.5, None]
+DOUBLES = [float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1.0, 2.0, -1.0, 1.5, None, 2.0 ** 53, 2.0 ** 63]
+BIG = [2 ** 53 + 1, 2 ** 53, 2 ** 63 - 1, -(2 ** 63)]  # where a long rounds on its way to a double
 
 
 def random_table(rng: random.Random) -> list[tuple]:
     rows = []
     for k in range(6):
         for t in range(rng.randint(0, 9)):
-            def ints():
-                return None if rng.random() < 0.15 else rng.randint(-2, 2)
-            rows.append((k, t, ints(), ints(), rng.choice(DOUBLES), rng.choice(DOUBLES)))
+            def ints(big):
+                roll = rng.random()
+                return None if roll < 0.15 else rng.choice(big) if roll < 0.25 else rng.randint(-2, 2)
+            rows.append((k, t, ints(BIG), ints([2 ** 31 - 1, -(2 ** 31)]), rng.choice(DOUBLES), rng.choice(DOUBLES)))
     return rows
 
 
@@ -34,7 +36,7 @@ def operand(rng: random.Random, kind: str) -> str:
     roll = rng.random()
     if roll < 0.25:
         return str(rng.randint(-3, 3))
-    name = rng.choice([c for c, k in COLUMNS.items() if k == kind] if rng.random() < 0.9 else list(COLUMNS))
+    name = rng.choice([c for c, k in COLUMNS.items() if k == kind] if rng.random() < 0.7 else list(COLUMNS))
     if roll < 0.55:
         return name
     nav = rng.choice(["PREV", "NEXT"])
@@ -85,16 +87,16 @@ def test_conditions_decide_as_spark_does(spark):
         mine = list(neighbours.decide(cond))
         theirs = [1 if r[f"c{n}"] is True else 0 for r in got_spark]
         assert mine == theirs, text
-    assert decided >= 300  # the random conditions mix an integer with a double now and then: those stay with Spark
+    assert decided == len(texts)
 
 
 def test_what_is_left_to_spark():
     kinds = dict(COLUMNS, s=None)
-    for text in ("i + 1 < PREV(i)", "d < 1.5", "i < PREV(d)", "s = PREV(s)", "abs(i) < PREV(i)", "i < 10000000000000000000",
+    for text in ("i + 1 < PREV(i)", "d < 1.5", "s = PREV(s)", "abs(i) < PREV(i)", "i < 10000000000000000000",
                  "i <=> PREV(i)", "i < 1L", "i", "i IN (1, 2)"):
         sp = Extractor(tokenize(text)[:-1], text, set(kinds), {"B"}, "DEFINE").split()
         assert columnar_condition(glue_tokens(sp)[1], sp.leaves, {f"`{c}`": c for c in kinds}, kinds) is None, text
-    for text in ("-9223372036854775808 < PREV(i)", "((i) < (PREV(i)))", "NOT NOT i >= NEXT(i, 2)"):
+    for text in ("-9223372036854775808 < PREV(i)", "((i) < (PREV(i)))", "NOT NOT i >= NEXT(i, 2)", "i < PREV(d)"):
         sp = split(text)
         assert columnar_condition(glue_tokens(sp)[1], sp.leaves, {f"`{c}`": c for c in COLUMNS}, COLUMNS) is not None, text
 

@@ -5,11 +5,11 @@ Spark computes ``PREV``/``NEXT`` as ``lag``/``lead`` over a window, which costs 
 sorted pass over the partition (about a fifth of a standard MATCH_RECOGNIZE on 10 M rows). The
 worker already holds each partition whole and in order, so a neighbour is a shifted column.
 Only what can be decided exactly as Spark decides it comes here: comparisons
-(``= == <> != < <= > >=``) of row expressions of integral or floating type and integer
+(``= == <> != < <= > >=``) of row expressions of integral or DOUBLE type and integer
 literals, ``IS [NOT] NULL``, ``AND``/``OR``/``NOT`` and parentheses, with Spark's rules (an
 integer meets a double as a double; NaN equals NaN and is greater than every other number; a
 NULL operand makes a comparison NULL; AND/OR are three-valued). Anything else (arithmetic,
-decimals, strings, an integer compared with a FLOAT, functions) stays with Spark:
+decimals, FLOAT columns, strings, functions) stays with Spark:
 :func:`columnar_condition` returns None and the caller keeps the ``lag`` column.
 """
 from __future__ import annotations
@@ -143,13 +143,17 @@ class _Reader:
             self.i += 1
             return Not(self.negation())
         if self.is_op("(") and not self._parenthesised_operand():
-            self.i += 1
-            test = self.disjunction()
-            if not self.is_op(")"):
-                raise _NotColumnar
-            self.i += 1
-            return test
+            return self.parenthesised(self.disjunction)
         return self.comparison()
+
+    def parenthesised(self, inner):
+        """What ``inner`` reads between the '(' here and its ')'."""
+        self.i += 1
+        read = inner()
+        if not self.is_op(")"):
+            raise _NotColumnar
+        self.i += 1
+        return read
 
     def _parenthesised_operand(self) -> bool:
         """Whether the '(' here opens a parenthesised operand, ``(x) < 3``, not a condition."""
@@ -176,29 +180,16 @@ class _Reader:
             if self.word() != "NULL":
                 raise _NotColumnar
             self.i += 1
-            if left.column is None:
-                raise _NotColumnar
             return IsNull(left, negated)
         t = self.peek()
         if t is None or t.kind != "op" or t.text not in _COMPARISONS:
             raise _NotColumnar
         self.i += 1
-        right = self.operand()
-        if left.column is None and right.column is None:
-            raise _NotColumnar
-        kinds = {o.kind for o in (left, right) if o.column is not None}
-        if FLOATING in kinds and INTEGRAL in kinds:
-            raise _NotColumnar  # Spark may compare in FLOAT, which rounds the integer: left to Spark
-        return Compare(t.text, left, right)
+        return Compare(t.text, left, self.operand())
 
     def operand(self) -> Operand:
         if self.is_op("("):
-            self.i += 1
-            inner = self.operand()
-            if not self.is_op(")"):
-                raise _NotColumnar
-            self.i += 1
-            return inner
+            return self.parenthesised(self.operand)
         sign = 1
         if self.is_op("-"):
             self.i += 1
@@ -281,7 +272,7 @@ def _truth(test: Test, values, n: int) -> Truth:
     if isinstance(test, Compare):
         return _compare(test, values, n)
     if isinstance(test, IsNull):
-        _, valid = values(test.operand)
+        valid = values(test.operand)[1] if test.operand.column is not None else np.ones(n, dtype=bool)
         return (valid if test.negated else ~valid), np.ones(n, dtype=bool)
     if isinstance(test, Not):
         true, known = _truth(test.part, values, n)
@@ -302,7 +293,8 @@ def _compare(test: Compare, values, n: int) -> Truth:
 
     def side(o: Operand) -> Values:
         if o.column is not None:
-            return values(o)
+            data, valid = values(o)
+            return (data.astype(np.float64) if floating else data), valid  # Spark: an integer meets a double as a double
         return np.full(n, float(o.literal) if floating else o.literal), np.ones(n, dtype=bool)
 
     (a, va), (b, vb) = side(test.left), side(test.right)
