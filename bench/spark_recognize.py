@@ -2,9 +2,12 @@
 sort of the same rows.
 
     python bench/spark_recognize.py [--rows 1000000] [--partitions 10000] [--repeat 2] [--master local[2]]
+                                    [--statement v_shape|cascade]
 
-The statement is the "V shape" over prices (a row, falling prices, rising prices). Prices are
-pseudo-random (xxhash64 of the row id), so V shapes of every length occur. Each side is written
+The statements: the "V shape" over prices (a row, falling prices, rising prices; prices are
+pseudo-random, xxhash64 of the row id, so V shapes of every length occur), and a flights
+cascade (an aircraft's on-time departure, then at least two delayed ones, each delayed at least
+as long as the one before; delays pseudo-random, one in eight NULL). Each side is written
 to Spark's no-op sink from a cached input; JVM start-up and a warm-up run are not counted; the
 best of --repeat runs is printed with rows/s and the ratio. The baseline is
 `repartition(ticker).sortWithinPartitions(ticker, t)`: what any per-partition ordered pass costs.
@@ -27,6 +30,13 @@ STATEMENT = """SELECT * FROM bench_prices MATCH_RECOGNIZE (
   ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
   PATTERN (A B+ C+)
   DEFINE B AS price < PREV(price), C AS price > PREV(price))"""
+
+CASCADE = """SELECT * FROM bench_flights MATCH_RECOGNIZE (
+  PARTITION BY tailnum ORDER BY t
+  MEASURES FIRST(t) AS on_time_at, LAST(D.t) AS last_delay_at, LAST(D.dep_delay) AS worst, count(D.*) AS delays
+  ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+  PATTERN (A D{2,})
+  DEFINE A AS dep_delay <= 15, D AS dep_delay > 15 AND dep_delay >= PREV(dep_delay))"""
 
 
 def cpu_seconds(root: int) -> float:
@@ -72,6 +82,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--statement", choices=["v_shape", "cascade"], default="v_shape")
     args = ap.parse_args()
     spark = get_session(args.master, "bench-recognize", {"spark.sql.shuffle.partitions": "8"})
     df = spark.range(args.rows).select(
@@ -81,14 +92,20 @@ def main() -> None:
     ).cache()
     df.count()
     df.createOrReplaceTempView("bench_prices")
-    print(f"{args.rows:,} rows in {args.partitions:,} partitions, master {args.master}")
+    key, value, statement = "ticker", "price", STATEMENT
+    if args.statement == "cascade":
+        df = df.select(F.col("ticker").alias("tailnum"), "t",
+                       F.when(F.col("price") % 8 == 0, F.lit(None)).otherwise(F.col("price") % 120 - 20).alias("dep_delay"))
+        df.createOrReplaceTempView("bench_flights")
+        key, value, statement = "tailnum", "dep_delay", CASCADE
+    print(f"{args.statement}: {args.rows:,} rows in {args.partitions:,} partitions, master {args.master}")
     jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
     base = timed("bare shuffle + sort (repartition, sortWithinPartitions)",
-                 df.repartition("ticker").sortWithinPartitions("ticker", "t"), args.repeat, args.rows, jvm)
+                 df.repartition(key).sortWithinPartitions(key, "t"), args.repeat, args.rows, jvm)
     lag = timed("shuffle + sort + lag window (PREV in Spark)",
-                df.withColumn("p", F.expr("lag(price) OVER (PARTITION BY ticker ORDER BY t)"))
-                .repartition("ticker").sortWithinPartitions("ticker", "t"), args.repeat, args.rows, jvm)
-    out = suse_sql(spark, STATEMENT)
+                df.withColumn("p", F.expr(f"lag({value}) OVER (PARTITION BY {key} ORDER BY t)"))
+                .repartition(key).sortWithinPartitions(key, "t"), args.repeat, args.rows, jvm)
+    out = suse_sql(spark, statement)
     matches = out.count()
     mr = timed("suse.spark.sql standard MATCH_RECOGNIZE", out, args.repeat, args.rows, jvm)
     print(f"matches: {matches:,}")

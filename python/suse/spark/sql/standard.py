@@ -342,12 +342,17 @@ def sql_standard(spark: Any, text: str):
                 if expr is not None and expr != CLASSIFIER_VALUE and expr not in exprs:
                     exprs[expr] = f"_suse_e{len(exprs)}"
                     expr_at[expr] = at
+    for expr in exprs:  # a plain column is read as itself: no copy of it through the shuffle
+        name = expr[1:-1].replace("``", "`") if expr.startswith("`") and expr.endswith("`") else expr
+        if name.lower() in columns and (expr.startswith("`") or name.isidentifier()):
+            exprs[expr] = columns[name.lower()].name
     keys = [f"`{k}`" for k in st.partition_by]
     order = ", ".join(f"`{c}` {'ASC' if a else 'DESC'} NULLS {'FIRST' if nf else 'LAST'}" for c, a, nf in st.order_by)
     window = (f"PARTITION BY {', '.join(keys)} " if keys else "") + f"ORDER BY {order}"
     helper: list = []
     for expr, col in exprs.items():
-        helper.append((F.expr(expr).alias(col), expr_at[expr], f"cannot compute {expr!r}"))
+        if col.startswith("_suse_e"):
+            helper.append((F.expr(expr).alias(col), expr_at[expr], f"cannot compute {expr!r}"))
     source_cols = [F.col(f"`{c}`") for c in df.columns]
     typed = _analysed(st, df, source_cols, helper, streaming).schema
     kinds = {col: _kind(typed[col].dataType) for col in exprs.values()}
