@@ -368,22 +368,35 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
         let ev = s.elems[y];
         let w = Dual::<F>::weight(ev.v);
         let row = &mut est.al[y * z..(y + 1) * z];
-        row.iter_mut().for_each(|d| *d = Dual::zero());
+        // The first term is written, the others added (zero plus a term is the term, bit for
+        // bit, so the row needs no clearing first unless no term comes).
+        let mut written = false;
+        let mut gain = |u: &Dual<F>, from: &[Dual<F>]| {
+            if written {
+                for (r, m) in row.iter_mut().zip(from) {
+                    *r = r.plus(&u.times(m));
+                }
+            } else {
+                for (r, m) in row.iter_mut().zip(from) {
+                    *r = u.times(m);
+                }
+                written = true;
+            }
+        };
         let before = &fwd[(y - start) * z..(y - start + 1) * z];
         for &(q, q2) in takes(&dfa, &ev, P::SKIP).iter() {
             let u = before[q as usize].times(&w);
             if u.is_zero() {
                 continue;
             }
-            for (r, m) in row.iter_mut().zip(&b[q2 as usize * z..(q2 as usize + 1) * z]) {
-                *r = r.plus(&u.times(m));
-            }
+            gain(&u, &b[q2 as usize * z..(q2 as usize + 1) * z]);
         }
         let q0 = dfa.init[ev.sym as usize];
         if kill && q0 != NONE {
-            for (r, m) in row.iter_mut().zip(&b[q0 as usize * z..(q0 as usize + 1) * z]) {
-                *r = r.plus(&w.times(m)); // the sets that start at y
-            }
+            gain(&w, &b[q0 as usize * z..(q0 as usize + 1) * z]); // the sets that start at y
+        }
+        if !written {
+            row.iter_mut().for_each(|d| *d = Dual::zero());
         }
         let _ = step(&dfa, &ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch);
     }
