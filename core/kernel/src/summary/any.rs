@@ -248,7 +248,8 @@ fn exact_locals<P: SummaryPolicy>(s: &Summary<P>) -> Result<Vec<Dual<BigUint>>, 
 fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev: &Ev) -> R<()> {
     let dfa = r.dfa;
     let z = dfa.n;
-    let mut formed = vec![Dual::<N>::zero(); z];
+    let mut formed = std::mem::take(&mut c.formed);
+    formed.resize(z, Dual::zero()); // every cell is set by `formed`
     P::formed(dfa, &c.a, ev, &mut formed)?;
     let mut found = Dual::zero();
     for (q, f) in formed.iter().enumerate() {
@@ -272,6 +273,7 @@ fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev:
         c.v[n * z + init as usize] = Dual::weight(ev.v);
     }
     c.detected = c.detected.add(&found)?;
+    c.formed = formed;
     Ok(())
 }
 

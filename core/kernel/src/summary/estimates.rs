@@ -125,7 +125,8 @@ macro_rules! with_est_taken {
     ($s:ident, $e:ident => $body:expr) => {{
         let mut taken = std::mem::take(&mut $s.est);
         let out = $crate::on_est!(&mut taken, $e => { let $s = &*$s; $body });
-        $s.est = taken;
+        // What stood in holds no allocation: forgetting it skips a drop of ~20 empty buffers.
+        std::mem::forget(std::mem::replace(&mut $s.est, taken));
         out
     }};
 }
