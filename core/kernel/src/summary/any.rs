@@ -83,12 +83,14 @@ fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -
 }
 
 /// The rows of the initiators in `range`, swept backward from `after` (the product over the
-/// elements after the range, which ends as the product from its start): each initiator's row
-/// is `(1+v_iε)·e_{δ(q0,c_i)} · after` and `a` gains it.
+/// elements after the range; left as the product from the range's second element, as no
+/// caller reads further): each initiator's row is `(1+v_iε)·e_{δ(q0,c_i)} · after` and `a`
+/// gains it.
 fn sweep_active_rows<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, range: std::ops::Range<usize>, after: &mut [Dual<N>]) -> R<()> {
     let dfa = r.dfa;
     let z = dfa.n;
     let mut scratch = Vec::new();
+    let first = range.start;
     for i in range.rev() {
         let ev = &r.elems[i];
         let q = dfa.init[ev.sym as usize];
@@ -99,7 +101,9 @@ fn sweep_active_rows<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>
                 c.v[i * z + j] = d;
             }
         }
-        step(dfa, ev, P::SKIP, after, Dir::Backward, Layout::Rows, &mut scratch)?;
+        if i > first {
+            step(dfa, ev, P::SKIP, after, Dir::Backward, Layout::Rows, &mut scratch)?;
+        }
     }
     Ok(())
 }
@@ -346,7 +350,8 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
     if !kill {
         fwd[dfa.start as usize] = Dual::one();
     }
-    for y in start..n {
+    // The row after the last element is never read.
+    for y in start..n.saturating_sub(1).max(start) {
         // Each row starts as a copy of the one before (cell by cell: |Z| is small, and a
         // library copy per row cost more than the copying).
         let (done, rest) = fwd.split_at_mut((y - start + 1) * z);
@@ -400,7 +405,9 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
         if !written {
             row.iter_mut().for_each(|d| *d = Dual::zero());
         }
-        let _ = step(&dfa, &ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch);
+        if y > start {
+            let _ = step(&dfa, &ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch); // (the product from `start` is never read)
+        }
     }
     (est.fwd, est.back, est.scratch) = (fwd, b, scratch);
 }

@@ -134,7 +134,9 @@ pub fn local_sets_and_tail_in<S: Scalar>(work: &mut LocalWork<S>, dfa: &Dfa, tau
                 }
             }
         }
-        step(dfa, ev, skip, cur, Dir::Backward, Layout::Rows, scratch)?;
+        if y > lo {
+            step(dfa, ev, skip, cur, Dir::Backward, Layout::Rows, scratch)?; // (the product from `lo` is never read)
+        }
     }
     zeroed(local, z);
     set_identity(c_mat, z);
