@@ -117,10 +117,16 @@ pub trait Semantics: Clone + Copy + Default + Send + Sync + 'static {
     /// The sets (matches, partial matches) `ev` forms per state, given the active vector `a`:
     /// every active set that takes it, and `{ev}` itself.
     fn formed<S: Scalar>(dfa: &Dfa, a: &[Dual<S>], ev: &Ev, formed: &mut [Dual<S>]) -> R<()> {
+        Self::formed_from(dfa, a, ev, formed, Dual::clone)
+    }
+    /// [`Semantics::formed`] from active counters of another number type, each one read
+    /// through `view` (only those of the states `ev` is taken from).
+    #[inline(always)]
+    fn formed_from<S: Scalar, T: Scalar>(dfa: &Dfa, a: &[Dual<T>], ev: &Ev, formed: &mut [Dual<S>], view: impl Fn(&Dual<T>) -> Dual<S>) -> R<()> {
         formed.iter_mut().for_each(|f| *f = Dual::zero());
         for &(q, q2) in step::takes(dfa, ev, Self::SKIP).iter() {
             if !a[q as usize].is_zero() {
-                formed[q2 as usize].add_assign(&a[q as usize].take(ev.v)?)?;
+                formed[q2 as usize].add_assign(&view(&a[q as usize]).take(ev.v)?)?;
             }
         }
         let init = dfa.init[ev.sym as usize];

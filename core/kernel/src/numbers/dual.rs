@@ -61,7 +61,9 @@ impl<S: Scalar> Dual<S> {
     /// `self · (1 + v·ε)`: pass through an element of value `v`.
     #[inline(always)]
     pub fn take(&self, v: u64) -> R<Self> {
-        Ok(Dual { c: self.c.clone(), s: self.s.add(&self.c.mul_u64(v)?)? })
+        // Value 1 (every COUNT element) needs no multiply: `c·1` is `c` in every number type.
+        let moved = if v == 1 { self.c.clone() } else { self.c.mul_u64(v)? };
+        Ok(Dual { c: self.c.clone(), s: self.s.add(&moved)? })
     }
 }
 

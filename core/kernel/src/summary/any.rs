@@ -8,7 +8,7 @@
 //! active local rows are recomputed lazily (one forward/backward sweep over the active
 //! window, O(|A|·|Z|²)) only if an active set contained `x`.
 use super::counters::{Counters, Retained};
-use super::neighbourhood::{joint_matches_in, local_sets, local_sets_and_tail};
+use super::neighbourhood::{joint_matches_in, local_sets, local_sets_and_tail_in};
 use super::{Summary, SummaryPolicy};
 use crate::automaton::dfa::{Skip, NONE};
 use super::estimates::Estimates;
@@ -50,9 +50,7 @@ macro_rules! set_policy {
             }
             fn refresh_estimates(s: &mut Summary<Self>) {
                 if s.est.al_dirty() {
-                    let mut est = std::mem::take(&mut s.est);
-                    crate::on_est!(&mut est, e => recompute_active_locals(s, e));
-                    s.est = est;
+                    crate::with_est_taken!(s, e => recompute_active_locals(s, e));
                 }
             }
             fn exact_locals(s: &Summary<Self>) -> Result<Vec<Dual<BigUint>>, Error> {
@@ -85,12 +83,14 @@ fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -
 }
 
 /// The rows of the initiators in `range`, swept backward from `after` (the product over the
-/// elements after the range, which ends as the product from its start): each initiator's row
-/// is `(1+v_iε)·e_{δ(q0,c_i)} · after` and `a` gains it.
+/// elements after the range; left as the product from the range's second element, as no
+/// caller reads further): each initiator's row is `(1+v_iε)·e_{δ(q0,c_i)} · after` and `a`
+/// gains it.
 fn sweep_active_rows<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, range: std::ops::Range<usize>, after: &mut [Dual<N>]) -> R<()> {
     let dfa = r.dfa;
     let z = dfa.n;
     let mut scratch = Vec::new();
+    let first = range.start;
     for i in range.rev() {
         let ev = &r.elems[i];
         let q = dfa.init[ev.sym as usize];
@@ -101,17 +101,16 @@ fn sweep_active_rows<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>
                 c.v[i * z + j] = d;
             }
         }
-        step(dfa, ev, P::SKIP, after, Dir::Backward, Layout::Rows, &mut scratch)?;
+        if i > first {
+            step(dfa, ev, P::SKIP, after, Dir::Backward, Layout::Rows, &mut scratch)?;
+        }
     }
     Ok(())
 }
 
 fn insert<P: SummaryPolicy>(s: &mut Summary<P>, ev: Ev) -> Result<(), Error> {
     P::refresh_estimates(s);
-    // Taken out for the update, which reads the rest of the summary.
-    let mut est = std::mem::take(&mut s.est);
-    crate::on_est!(&mut est, e => extend_estimates(s, e, &ev)); // before the exact counters move on
-    s.est = est;
+    crate::with_est_taken!(s, e => extend_estimates(s, e, &ev)); // before the exact counters move on
     let ctx = retained!(s);
     crate::promoting!(&mut s.exact, &ctx, |p| insert_exact::<P, _>(p, &ctx, &ev))?;
     s.elems.push(ev);
@@ -122,7 +121,8 @@ fn insert<P: SummaryPolicy>(s: &mut Summary<P>, ev: Ev) -> Result<(), Error> {
 /// its row: the sets it forms.
 fn extend_estimates<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimates<F>, ev: &Ev) {
     let z = s.dfa.n;
-    let formed: Vec<Dual<F>> = s.formed_estimate(ev);
+    let mut formed = std::mem::take(&mut est.formed);
+    s.formed_estimate(ev, &mut formed);
     let mut scratch = Vec::new();
     for i in s.active_start..s.elems.len() {
         let row = &mut est.al[i * z..(i + 1) * z];
@@ -134,6 +134,7 @@ fn extend_estimates<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimat
         est.pres[i] = est.pres[i].plus(&gained);
     }
     est.push(final_sum(&s.dfa, &formed).unwrap_or_default(), &formed);
+    est.formed = formed;
 }
 
 fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
@@ -251,7 +252,8 @@ fn exact_locals<P: SummaryPolicy>(s: &Summary<P>) -> Result<Vec<Dual<BigUint>>, 
 fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev: &Ev) -> R<()> {
     let dfa = r.dfa;
     let z = dfa.n;
-    let mut formed = vec![Dual::<N>::zero(); z];
+    let mut formed = std::mem::take(&mut c.formed);
+    formed.resize(z, Dual::zero()); // every cell is set by `formed`
     P::formed(dfa, &c.a, ev, &mut formed)?;
     let mut found = Dual::zero();
     for (q, f) in formed.iter().enumerate() {
@@ -275,6 +277,7 @@ fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev:
         c.v[n * z + init as usize] = Dual::weight(ev.v);
     }
     c.detected = c.detected.add(&found)?;
+    c.formed = formed;
     Ok(())
 }
 
@@ -284,28 +287,28 @@ fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev:
 /// has left).
 fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, rebuild: bool) -> R<bool> {
     let z = r.dfa.n;
-    let (local, tail) = local_sets_and_tail::<N>(r.dfa, r.tau, P::SKIP, r.elems, p)?;
-    for (g, l) in c.g.iter_mut().zip(&local) {
+    let mut work = std::mem::take(&mut c.work);
+    let tail = local_sets_and_tail_in::<N>(&mut work, r.dfa, r.tau, P::SKIP, r.elems, p)?;
+    for (g, l) in c.g.iter_mut().zip(&work.local) {
         g.sub_assign(l)?;
     }
     // Only active initiators have a non-zero row.
     let row = super::estimates::zero_row_to_drop(p, r.active_start);
     c.v.drain(row * z..(row + 1) * z);
-    match tail {
-        // Without kills or negation, leaving merges no gap that changes an operator: the
-        // elements after `p` keep theirs, and their product is `tail`.
-        Some(tail) if rebuild && r.dfa.negated.is_empty() && p >= r.active_start => {
-            rebuild_active_before::<P, N>(c, r, p, tail)?;
-            Ok(true)
-        }
-        _ => Ok(false),
+    // Without kills or negation, leaving merges no gap that changes an operator: the elements
+    // after `p` keep theirs, and their product is the tail.
+    let rebuilt = tail && rebuild && r.dfa.negated.is_empty() && p >= r.active_start;
+    if rebuilt {
+        rebuild_active_before::<P, N>(c, r, p, &mut work.tail)?;
     }
+    c.work = work;
+    Ok(rebuilt)
 }
 
 /// [`rebuild_active`] after element `p` of `r` left (`c.v` without its row), given `after`,
 /// the product over the elements after it: the rows of the initiators after `p` hold no set
 /// through it and stay; those before it are swept again from `after`.
-fn rebuild_active_before<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, mut after: Vec<Dual<N>>) -> R<()> {
+fn rebuild_active_before<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, after: &mut [Dual<N>]) -> R<()> {
     let z = r.dfa.n;
     c.a.iter_mut().for_each(|d| *d = Dual::zero());
     for row in c.v[p * z..].chunks_exact(z) {
@@ -313,7 +316,7 @@ fn rebuild_active_before<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained
             a.add_assign(d)?;
         }
     }
-    sweep_active_rows::<P, N>(c, r, r.active_start..p, &mut after)
+    sweep_active_rows::<P, N>(c, r, r.active_start..p, after)
 }
 
 /// Active local counters of every active element: the sets inside the active window that
@@ -337,16 +340,25 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
     // start later (it skips everything); under contiguity it would die at the first element
     // it skips, so there each set is started where its initiator is.
     let kill = P::SKIP == Skip::Kill;
-    fwd.clear();
-    fwd.reserve((n - start + 1) * z); // each row copies the one before
-    fwd.resize(z, Dual::<F>::zero());
+    // Every row is written below (the first here, each next one from the one before), so
+    // the buffer is only grown, never cleared.
+    let rows = (n - start + 1) * z;
+    if fwd.len() < rows {
+        fwd.resize(rows, Dual::zero());
+    }
+    fwd[..z].iter_mut().for_each(|d| *d = Dual::zero());
     if !kill {
         fwd[dfa.start as usize] = Dual::one();
     }
-    for y in start..n {
-        let last = (y - start) * z;
-        fwd.extend_from_within(last..);
-        let rest = &mut fwd[last + z..];
+    // The row after the last element is never read.
+    for y in start..n.saturating_sub(1).max(start) {
+        // Each row starts as a copy of the one before (cell by cell: |Z| is small, and a
+        // library copy per row cost more than the copying).
+        let (done, rest) = fwd.split_at_mut((y - start + 1) * z);
+        let rest = &mut rest[..z];
+        for (r, d) in rest.iter_mut().zip(&done[(y - start) * z..]) {
+            *r = d.clone();
+        }
         let ev = &s.elems[y];
         let _ = step(&dfa, ev, P::SKIP, rest, Dir::Forward, Layout::Vector, &mut scratch);
         let q0 = dfa.init[ev.sym as usize];
@@ -363,24 +375,39 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
         let ev = s.elems[y];
         let w = Dual::<F>::weight(ev.v);
         let row = &mut est.al[y * z..(y + 1) * z];
-        row.iter_mut().for_each(|d| *d = Dual::zero());
+        // The first term is written, the others added (zero plus a term is the term, bit for
+        // bit, so the row needs no clearing first unless no term comes).
+        let mut written = false;
+        let mut gain = |u: &Dual<F>, from: &[Dual<F>]| {
+            if written {
+                for (r, m) in row.iter_mut().zip(from) {
+                    *r = r.plus(&u.times(m));
+                }
+            } else {
+                for (r, m) in row.iter_mut().zip(from) {
+                    *r = u.times(m);
+                }
+                written = true;
+            }
+        };
         let before = &fwd[(y - start) * z..(y - start + 1) * z];
         for &(q, q2) in takes(&dfa, &ev, P::SKIP).iter() {
             let u = before[q as usize].times(&w);
             if u.is_zero() {
                 continue;
             }
-            for (r, m) in row.iter_mut().zip(&b[q2 as usize * z..(q2 as usize + 1) * z]) {
-                *r = r.plus(&u.times(m));
-            }
+            gain(&u, &b[q2 as usize * z..(q2 as usize + 1) * z]);
         }
         let q0 = dfa.init[ev.sym as usize];
         if kill && q0 != NONE {
-            for (r, m) in row.iter_mut().zip(&b[q0 as usize * z..(q0 as usize + 1) * z]) {
-                *r = r.plus(&w.times(m)); // the sets that start at y
-            }
+            gain(&w, &b[q0 as usize * z..(q0 as usize + 1) * z]); // the sets that start at y
         }
-        let _ = step(&dfa, &ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch);
+        if !written {
+            row.iter_mut().for_each(|d| *d = Dual::zero());
+        }
+        if y > start {
+            let _ = step(&dfa, &ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch); // (the product from `start` is never read)
+        }
     }
     (est.fwd, est.back, est.scratch) = (fwd, b, scratch);
 }

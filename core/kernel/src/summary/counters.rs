@@ -5,6 +5,7 @@
 //! per retained element its part of `a` (non-zero only for active initiators, skip-till-any-
 //! match only); `detected`: matches ever formed while processing. Everything but `detected`
 //! can be rebuilt from the retained elements, which is how a [`Ladder`] widens them.
+use super::neighbourhood::LocalWork;
 use super::SummaryPolicy;
 use crate::automaton::dfa::Dfa;
 use crate::numbers::dual::Dual;
@@ -23,6 +24,12 @@ pub struct Counters<N> {
     pub a: Vec<Dual<N>>,
     pub v: Vec<Dual<N>>,
     pub detected: Dual<N>,
+    /// Working space of removing an element (not state).
+    #[serde(skip)]
+    pub(crate) work: LocalWork<N>,
+    /// Working space of inserting one: the sets it forms (not state).
+    #[serde(skip)]
+    pub(crate) formed: Vec<Dual<N>>,
 }
 
 /// What rebuilding the counters reads: the retained elements as they were committed.
@@ -35,13 +42,13 @@ pub struct Retained<'a> {
 
 impl<N: Num> Counters<N> {
     pub fn empty(z: usize) -> Self {
-        Counters { g: vec![Dual::zero(); z], a: vec![Dual::zero(); z], v: Vec::new(), detected: Dual::zero() }
+        Counters { g: vec![Dual::zero(); z], a: vec![Dual::zero(); z], v: Vec::new(), detected: Dual::zero(), work: LocalWork::default(), formed: Vec::new() }
     }
 
     /// Recompute everything from the retained elements, with `detected` carried over.
     pub fn rebuild<P: SummaryPolicy>(r: &Retained<'_>, detected: &Dual<BigUint>) -> R<Self> {
         let g = Window::<N, P>::run(r.dfa.clone(), r.tau, r.elems)?.totals;
-        let mut c = Counters { g, a: vec![Dual::zero(); r.dfa.n], v: Vec::new(), detected: Dual::from_big(detected)? };
+        let mut c = Counters { g, a: vec![Dual::zero(); r.dfa.n], v: Vec::new(), detected: Dual::from_big(detected)?, work: LocalWork::default(), formed: Vec::new() };
         P::rebuild_active(&mut c, r)?;
         Ok(c)
     }

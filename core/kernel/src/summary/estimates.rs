@@ -20,6 +20,9 @@ pub struct Estimates<F: Real> {
     pub(crate) back: Vec<Dual<F>>,
     #[serde(skip)]
     pub(crate) scratch: Vec<Dual<F>>,
+    /// The sets a candidate element would form (not state).
+    #[serde(skip)]
+    pub(crate) formed: Vec<Dual<F>>,
     /// Working space of the joint matches of an evicted element (not state).
     #[serde(skip)]
     pub(crate) joint: JointWork<F>,
@@ -112,6 +115,20 @@ macro_rules! on_est {
             $crate::summary::estimates::Est::Wide($e) => $body,
         }
     };
+}
+
+/// Run `$body` with `$e` bound to the estimates of summary `$s` taken out of it, in whichever
+/// float type they are held: `$body` may read the rest of the summary and write the estimates
+/// (their working space too). They are put back after.
+#[macro_export]
+macro_rules! with_est_taken {
+    ($s:ident, $e:ident => $body:expr) => {{
+        let mut taken = std::mem::take(&mut $s.est);
+        let out = $crate::on_est!(&mut taken, $e => { let $s = &*$s; $body });
+        // What stood in holds no allocation: forgetting it skips a drop of ~20 empty buffers.
+        std::mem::forget(std::mem::replace(&mut $s.est, taken));
+        out
+    }};
 }
 
 impl Est {

@@ -425,13 +425,14 @@ impl<P: SummaryPolicy> Summary<P> {
         Retained { dfa: &self.dfa, tau: self.cfg.tau, elems: &self.elems, active_start: self.active_start }
     }
 
-    /// Float view of the sets a new element would form, from the exact active counters.
-    pub(crate) fn formed_estimate<F: Real>(&self, ev: &Ev) -> Vec<Dual<F>> {
-        let a: Vec<Dual<F>> = crate::on_tier!(&self.exact, |p| p.a.iter().map(|d| d.to_real()).collect());
-        let mut formed = vec![Dual::zero(); self.dfa.n];
+    /// Float view of the sets a new element would form, from the exact active counters, into
+    /// `formed` (reused: this runs once or twice per decision); only the counters the element
+    /// extends are converted.
+    pub(crate) fn formed_estimate<F: Real>(&self, ev: &Ev, formed: &mut Vec<Dual<F>>) {
+        formed.clear();
+        formed.resize(self.dfa.n, Dual::zero());
         // Estimates never overflow.
-        let _ = P::formed(&self.dfa, &a, ev, &mut formed);
-        formed
+        let _ = crate::on_tier!(&self.exact, |p| P::formed_from(&self.dfa, &p.a, ev, formed, Dual::to_real));
     }
 
     /// Hold the estimates in `f64` exactly while that is safe: the exact counters fit `u128`

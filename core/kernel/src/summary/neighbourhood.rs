@@ -19,7 +19,7 @@ use crate::automaton::dfa::{Dfa, Skip, GAP_BREAK, NONE};
 use crate::numbers::dual::Dual;
 use crate::numbers::num::{Scalar, R};
 use crate::automaton::semantics::{expired, Ev};
-use crate::automaton::step::{final_sum, identity, step, takes, Dir, Layout};
+use crate::automaton::step::{final_sum, step, takes, Dir, Layout};
 
 /// Whether sets can leave the product before the window ends (a negation filter or
 /// contiguity kills them), so matches must be counted at the element they end at. Without
@@ -53,7 +53,7 @@ fn span(elems: &[Ev], p: usize, tau: i64, skip: Skip) -> (usize, usize) {
     (lo, hi)
 }
 
-/// The row of sums for end `k` in [`local_sets_and_tail`]'s table of ends, a new (zero) one
+/// The row of sums for end `k` in [`local_sets_and_tail_in`]'s table of ends, a new (zero) one
 /// if `k` is not the last end in it.
 fn end_row<'a, S: Scalar>(end_at: &mut Vec<usize>, end_sets: &'a mut Vec<Dual<S>>, k: usize, z: usize) -> &'a mut [Dual<S>] {
     if end_at.last() != Some(&k) {
@@ -66,24 +66,50 @@ fn end_row<'a, S: Scalar>(end_at: &mut Vec<usize>, end_sets: &'a mut Vec<Dual<S>
 
 /// `L_x` for `x = elems[p]`: the windowed sets containing it, per end state.
 pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<Vec<Dual<S>>> {
-    local_sets_and_tail(dfa, tau, skip, elems, p).map(|(local, _)| local)
+    let mut work = LocalWork::default();
+    local_sets_and_tail_in(&mut work, dfa, tau, skip, elems, p)?;
+    Ok(work.local)
 }
 
-/// [`local_sets`], and the product `P(p+1..n−1)` over every element after `x` when its
-/// forward sweep built it on the way (no kills, and every later element within the window
-/// of `x`): what recomputing the active rows after `x` leaves would sweep again.
-pub fn local_sets_and_tail<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<(Vec<Dual<S>>, Option<Vec<Dual<S>>>)> {
+/// The buffers of [`local_sets_and_tail_in`], kept between calls (it runs at every eviction).
+/// Every call sets each buffer's length and contents before reading it.
+#[derive(Debug, Clone)]
+pub struct LocalWork<S> {
+    /// The result: `L_x` per end state.
+    pub local: Vec<Dual<S>>,
+    /// The product `P(p+1..n−1)`, when the call says it built it.
+    pub tail: Vec<Dual<S>>,
+    end_at: Vec<usize>,
+    end_sets: Vec<Dual<S>>,
+    cur: Vec<Dual<S>>,
+    ends: Vec<Dual<S>>,
+    row: Vec<Dual<S>>,
+    scratch: Vec<Dual<S>>,
+}
+
+impl<S> Default for LocalWork<S> {
+    fn default() -> Self {
+        let none = Vec::new;
+        LocalWork { local: none(), tail: none(), end_at: Vec::new(), end_sets: none(), cur: none(), ends: none(), row: none(), scratch: none() }
+    }
+}
+
+/// [`local_sets`] into `work.local`, and the product `P(p+1..n−1)` over every element after
+/// `x` into `work.tail` when its forward sweep built it on the way (no kills, and every later
+/// element within the window of `x`; returns whether it did): what recomputing the active rows
+/// after `x` leaves would sweep again. No allocation once the buffers have grown.
+pub fn local_sets_and_tail_in<S: Scalar>(work: &mut LocalWork<S>, dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<bool> {
     let z = dfa.n;
     let x = elems[p];
     let (lo, hi) = span(elems, p, tau, skip);
+    let LocalWork { local, tail: c_mat, end_at, end_sets, cur, ends, row, scratch } = work;
     // Σ_{K(i)=K} β_i for the ends K some initiator has, in falling K (the sweep meets them so):
     // few next to the span, which a dense table would clear and scan whole.
-    let mut end_at: Vec<usize> = Vec::new();
-    let mut end_sets: Vec<Dual<S>> = Vec::new();
+    end_at.clear();
+    end_sets.clear();
     let mut k = hi;
-    let mut scratch = Vec::new();
     // Backward from x: `cur` = P(y+1..x-1) · (taking x).
-    let mut cur = vec![Dual::<S>::zero(); z * z];
+    zeroed(cur, z * z);
     for &(q, q2) in takes(dfa, &x, skip).iter() {
         cur[q as usize * z + q2 as usize] = Dual::weight(x.v);
     }
@@ -92,7 +118,7 @@ pub fn local_sets_and_tail<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[
         while expired(x.t, elems[k].t, tau) {
             k -= 1;
         }
-        end_row(&mut end_at, &mut end_sets, k, z)[xq as usize].add_assign(&Dual::weight(x.v))?;
+        end_row(end_at, end_sets, k, z)[xq as usize].add_assign(&Dual::weight(x.v))?;
     }
     for y in (lo..p).rev() {
         let ev = &elems[y];
@@ -101,19 +127,21 @@ pub fn local_sets_and_tail<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[
             while expired(ev.t, elems[k].t, tau) {
                 k -= 1;
             }
-            let row = end_row(&mut end_at, &mut end_sets, k, z);
+            let row = end_row(end_at, end_sets, k, z);
             for (e, c) in row.iter_mut().zip(&cur[q as usize * z..(q as usize + 1) * z]) {
                 if !c.is_zero() {
                     e.add_assign(&c.take(ev.v)?)?;
                 }
             }
         }
-        step(dfa, ev, skip, &mut cur, Dir::Backward, Layout::Rows, &mut scratch)?;
+        if y > lo {
+            step(dfa, ev, skip, cur, Dir::Backward, Layout::Rows, scratch)?; // (the product from `lo` is never read)
+        }
     }
-    let mut local = vec![Dual::<S>::zero(); z];
-    let mut c_mat = identity::<S>(z);
+    zeroed(local, z);
+    set_identity(c_mat, z);
     if counts_at_ends(dfa, skip) {
-        let mut ends = vec![Dual::<S>::zero(); (hi - p + 1) * z]; // indexed K-p
+        zeroed(ends, (hi - p + 1) * z); // indexed K-p
         for (k, sets) in end_at.iter().zip(end_sets.chunks_exact(z)) {
             ends[(k - p) * z..(k - p + 1) * z].clone_from_slice(sets);
         }
@@ -126,7 +154,7 @@ pub fn local_sets_and_tail<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[
             }
         }
         local.clone_from_slice(&ends[..z]);
-        let mut row = vec![Dual::<S>::zero(); z];
+        zeroed(row, z);
         for k in p + 1..=hi {
             row.iter_mut().for_each(|r| *r = Dual::zero());
             for a in 0..z {
@@ -146,15 +174,15 @@ pub fn local_sets_and_tail<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[
                     local[t as usize].add_assign(&row[q as usize].take(elems[k].v)?)?;
                 }
             }
-            step(dfa, &elems[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
+            step(dfa, &elems[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
         }
-        return Ok((local, None));
+        return Ok(false);
     }
     // Without kills every set stays in the product: `L_x = Σ_i β_i · P(x+1..K(i))`.
     let mut next = end_at.len(); // the ends in rising K, from the back
     for k in p..=hi {
         if k > p {
-            step(dfa, &elems[k], skip, &mut c_mat, Dir::Forward, Layout::Cols, &mut scratch)?;
+            step(dfa, &elems[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
         }
         if next == 0 || end_at[next - 1] != k {
             continue;
@@ -171,7 +199,7 @@ pub fn local_sets_and_tail<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[
             }
         }
     }
-    Ok((local, (hi + 1 == elems.len()).then_some(c_mat)))
+    Ok(hi + 1 == elems.len())
 }
 
 /// The buffers of [`joint_matches_in`], kept between calls (it runs at most evictions).

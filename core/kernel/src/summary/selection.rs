@@ -110,8 +110,7 @@ pub struct Benefit {
 impl Selector for Benefit {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
         prepare(s);
-        let s = &*s;
-        crate::on_est!(&s.est, est => self.choose_in(s, est, Some(ev), ev.t))
+        crate::with_est_taken!(s, est => self.choose_in(s, est, Some(ev), ev.t))
     }
 }
 
@@ -119,14 +118,13 @@ impl Benefit {
     /// The retained element with the lowest benefit at the latest time seen.
     fn lowest<P: SummaryPolicy>(&self, s: &mut Summary<P>) -> usize {
         prepare(s);
-        let s = &*s;
         let t = s.now.unwrap_or(i64::MIN);
-        crate::on_est!(&s.est, est => self.choose_in(s, est, None, t)).unwrap_or(0)
+        crate::with_est_taken!(s, est => self.choose_in(s, est, None, t)).unwrap_or(0)
     }
 
     /// With a candidate `ev`: the element it should replace, if any. Without: the element
     /// with the lowest benefit at time `t`.
-    fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
+    fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &mut Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
         // Look ahead at most |S| elements: a set can only grow by elements the summary also
         // keeps, and beyond that the expectation (which ignores the capacity) overrates
         // partial matches against realised ones (see docs/ENGINE.md).
@@ -198,7 +196,7 @@ pub(crate) fn prepare<P: SummaryPolicy>(s: &mut Summary<P>) {
 /// candidate's `(present, expected)` returned (zero without a candidate): Eq. 5's terms.
 pub(crate) fn values<P: SummaryPolicy, F: Real>(
     s: &Summary<P>,
-    est: &Estimates<F>,
+    est: &mut Estimates<F>,
     ev: Option<&Ev>,
     t: i64,
     horizon: f64,
@@ -219,7 +217,14 @@ pub(crate) fn values<P: SummaryPolicy, F: Real>(
     let z = dfa.n;
     let active = &s.elems[s.active_start..];
     let oldest_init = active.iter().find(|e| is_init(e)).map(|e| e.t);
-    let cand: Vec<Dual<F>> = ev.map_or_else(|| vec![Dual::zero(); dfa.n], |ev| s.formed_estimate(ev));
+    let mut cand = std::mem::take(&mut est.formed);
+    match ev {
+        Some(ev) => s.formed_estimate(ev, &mut cand),
+        None => {
+            cand.clear();
+            cand.resize(z, Dual::zero());
+        }
+    }
     let coeffs = &s.coeffs;
     let expect = |al: &[Dual<F>], h_old: &[Dual<F>], h_new: &[Dual<F>]| -> F {
         let (old, new) = dots(al, h_old, h_new, sum);
@@ -244,6 +249,7 @@ pub(crate) fn values<P: SummaryPolicy, F: Real>(
         }
         visit(i, pick(&est.pres[i]), e);
     }
+    est.formed = cand;
     (cand_pres, cand_e)
 }
 

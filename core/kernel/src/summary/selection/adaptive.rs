@@ -103,8 +103,7 @@ fn stale<P: SummaryPolicy>(s: &Summary<P>, c1: Xf, size: f64, window: f64) -> Op
 impl super::Selector for Adaptive {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
         prepare(s);
-        let s = &*s;
-        crate::on_est!(&s.est, est => self.choose_in(s, est, Some(ev), ev.t))
+        crate::with_est_taken!(s, est => self.choose_in(s, est, Some(ev), ev.t))
     }
 }
 
@@ -113,14 +112,13 @@ impl Adaptive {
     /// many).
     pub fn lowest<P: SummaryPolicy>(&self, s: &mut Summary<P>) -> usize {
         prepare(s);
-        let s = &*s;
         let t = s.now.unwrap_or(i64::MIN);
-        crate::on_est!(&s.est, est => self.choose_in(s, est, None, t)).unwrap_or(0)
+        crate::with_est_taken!(s, est => self.choose_in(s, est, None, t)).unwrap_or(0)
     }
 
     /// With a candidate `ev`: the element it should replace, if any. Without: the cheapest
     /// element at time `t`.
-    fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
+    fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &mut Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
         let size = s.cfg.size.min(MAX_STEPS) as f64;
         let window = (s.cfg.tau as f64) * s.estimator.rate();
         let horizon = horizon(size, window);
