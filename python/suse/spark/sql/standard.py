@@ -10,6 +10,7 @@ the values that depend on the match; Spark then evaluates the MEASURES expressio
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -342,10 +343,10 @@ def sql_standard(spark: Any, text: str):
                 if expr is not None and expr != CLASSIFIER_VALUE and expr not in exprs:
                     exprs[expr] = f"_suse_e{len(exprs)}"
                     expr_at[expr] = at
-    for expr in exprs:  # a plain column is read as itself: no copy of it through the shuffle
-        name = expr[1:-1].replace("``", "`") if expr.startswith("`") and expr.endswith("`") else expr
-        if name.lower() in columns and (expr.startswith("`") or name.isidentifier()):
-            exprs[expr] = columns[name.lower()].name
+    for expr in exprs:  # a plain column (the extractor quotes it) is read as itself: no copy through the shuffle
+        only = tokenize(expr)[:-1]
+        if len(only) == 1 and only[0].kind == "qid" and Extractor.ident(only[0]).lower() in columns:
+            exprs[expr] = columns[Extractor.ident(only[0]).lower()].name
     keys = [f"`{k}`" for k in st.partition_by]
     order = ", ".join(f"`{c}` {'ASC' if a else 'DESC'} NULLS {'FIRST' if nf else 'LAST'}" for c, a, nf in st.order_by)
     window = (f"PARTITION BY {', '.join(keys)} " if keys else "") + f"ORDER BY {order}"
@@ -354,8 +355,14 @@ def sql_standard(spark: Any, text: str):
         if col.startswith("_suse_e"):
             helper.append((F.expr(expr).alias(col), expr_at[expr], f"cannot compute {expr!r}"))
     source_cols = [F.col(f"`{c}`") for c in df.columns]
-    typed = _analysed(st, df, source_cols, helper, streaming).schema
-    kinds = {col: _kind(typed[col].dataType) for col in exprs.values()}
+    row_expressions = list(helper)
+
+    @functools.cache
+    def kinds() -> dict[str, Optional[str]]:
+        """Each row expression's kind for the worker's comparisons: its type needs an analysis
+        by Spark, made only for a statement with a DEFINE that reads a neighbour."""
+        typed = _analysed(st, df, source_cols, row_expressions, streaming=False).schema
+        return {col: _kind(typed[col].dataType) for col in exprs.values()}
 
     conditions = []
     for v in st.variables:
@@ -364,14 +371,15 @@ def sql_standard(spark: Any, text: str):
             continue
         sp, at = defines[v]
         row_local = sp.row_local(v, members)
-        if row_local and not streaming and any(getattr(leaf, "physical", 0) for leaf in sp.leaves):
-            # PREV/NEXT: the worker reads the neighbour from the sorted partition, where it can
-            # decide the condition exactly; this spares Spark its lag/lead window
-            columnar = columnar_condition(glue_tokens(sp)[1], sp.leaves, exprs, kinds)
+        neighbours = any(getattr(leaf, "physical", 0) for leaf in sp.leaves)  # PREV or NEXT
+        if row_local and neighbours and not streaming:
+            # the worker reads the neighbour from the sorted partition, where it can decide the
+            # condition exactly; this spares Spark its lag/lead window
+            columnar = columnar_condition(glue_tokens(sp)[1], sp.leaves, exprs, kinds())
             if columnar is not None:
                 conditions.append(Condition(columnar=columnar))
                 continue
-        if row_local and not (streaming and any(getattr(leaf, "physical", 0) for leaf in sp.leaves)):  # no lag() in streaming
+        if row_local and not (streaming and neighbours):  # no lag() in streaming
             col = f"_suse_d{var_index[v]}"
             text_v = sp.render_row(window)
             helper.append((F.expr(text_v).alias(col), at, f"DEFINE {v}: cannot compute the condition"))
