@@ -71,9 +71,9 @@ fn policy(name: &str) -> Result<Policy, Error> {
     Policy::parse(name).ok_or_else(|| Error::input(format!("policy must be one of {}; got {name:?}", Policy::NAMES.join(", "))))
 }
 
-/// Whether counters of this tier have outgrown 128 bits.
+/// Whether counters of this tier have outgrown the machine words (`u64`, `u128`).
 fn is_big(tier: &str) -> bool {
-    tier != "u128"
+    !matches!(tier, "u64" | "u128")
 }
 
 fn limits(memory_limit: Option<u64>) -> Limits {

@@ -286,6 +286,9 @@ fn rebuild<P: Semantics>(dfa: Arc<Dfa>, tau: i64, snap: &ExactSnapshot) -> Resul
         w.totals = snap.totals.iter().map(Dual::from_big).collect::<crate::numbers::num::R<_>>()?;
         Ok(w)
     }
+    if let Ok(w) = at::<u64, P>(&dfa, tau, snap) {
+        return Ok(ExactWindow { ladder: Ladder::U64(w) });
+    }
     if let Ok(w) = at::<u128, P>(&dfa, tau, snap) {
         return Ok(ExactWindow { ladder: Ladder::U128(w) });
     }

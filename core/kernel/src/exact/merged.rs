@@ -331,7 +331,7 @@ pub struct MergedExact {
 
 impl MergedExact {
     pub fn new(prod: Arc<Product>, tau: i64) -> Self {
-        MergedExact { ladder: Ladder::U128(SparseWindow::new(prod, tau)) }
+        MergedExact { ladder: Ladder::U64(SparseWindow::new(prod, tau)) }
     }
 
     pub fn push(&mut self, ev: Ev) -> Result<(), crate::engine::error::Error> {

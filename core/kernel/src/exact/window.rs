@@ -323,7 +323,7 @@ impl<P: Semantics> Clone for ExactWindow<P> {
 
 impl<P: Semantics> ExactWindow<P> {
     pub fn new(dfa: Arc<Dfa>, tau: i64) -> Self {
-        ExactWindow { ladder: Ladder::U128(Window::new(dfa, tau)) }
+        ExactWindow { ladder: Ladder::U64(Window::new(dfa, tau)) }
     }
 
     pub fn push(&mut self, ev: Ev) -> Result<(), Error> {
@@ -677,7 +677,7 @@ pub mod tests {
 
     #[test]
     fn promotes_through_every_tier_with_exact_results() {
-        // "a+" over n a's in one window has 2^n - 1 matches: crosses 2^128 and 2^256.
+        // "a+" over n a's in one window has 2^n - 1 matches: crosses 2^64, 2^128 and 2^256.
         let dfa = Arc::new(Dfa::new(crate::automaton::dfa::DfaSpec { n: 2, alphabet: b"a".to_vec(), negated: Vec::new(), start: 0, finals: vec![false, true], table: vec![1, 1] }).unwrap());
         let mut w = ExactWindow::<AnyMatch>::new(dfa.clone(), 1_000_000);
         let mut tiers = Vec::new();
@@ -692,7 +692,7 @@ pub mod tests {
                 tiers.push(w.ladder.tier());
             }
         }
-        assert_eq!(tiers, vec!["u128", "u256", "big"]);
+        assert_eq!(tiers, vec!["u64", "u128", "u256", "big"]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! [`Scalar`] is what a counting kernel needs: a commutative semiring with a checked add and
 //! multiply, and a subtraction used only to take back what was added. [`Num`] adds what exact
 //! counters need on top: conversion to big integers and back. Exact counters run on checked
-//! `u128` first, then on 256-bit integers, then on [`BigUint`]; an [`Overflow`] makes the owner
+//! `u64` first, then `u128`, then on 256-bit integers, then on [`BigUint`]; an [`Overflow`] makes the owner
 //! rebuild itself one tier up (see `tier.rs`), so results are exact at any size and the common
 //! case stays on machine words. Selection estimates use [`crate::numbers::xf::Xf`], a float whose
 //! exponent does not run out.
@@ -66,6 +66,33 @@ macro_rules! checked_common {
             self.checked_sub(*o).ok_or(Overflow)
         }
     };
+}
+
+impl Scalar for u64 {
+    checked_common!(0);
+    #[inline]
+    fn mul(&self, o: &Self) -> R<Self> {
+        self.checked_mul(*o).ok_or(Overflow)
+    }
+    #[inline]
+    fn mul_u64(&self, v: u64) -> R<Self> {
+        self.checked_mul(v).ok_or(Overflow)
+    }
+}
+
+impl Num for u64 {
+    const NAME: &'static str = "u64";
+    fn to_big(&self) -> BigUint {
+        BigUint::from(*self)
+    }
+    fn from_big(b: &BigUint) -> R<Self> {
+        b.to_u64().ok_or(Overflow)
+    }
+    #[inline]
+    fn to_xf(&self) -> crate::numbers::xf::Xf {
+        // Rounds to nearest like the wider tiers' conversions (the selection must not see the tier).
+        crate::numbers::xf::Xf::from_f64(*self as f64)
+    }
 }
 
 impl Scalar for u128 {
@@ -192,6 +219,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn u64_checks_overflow() {
+        assert_eq!(u64::MAX.add(&1), Err(Overflow));
+        assert_eq!((1u64 << 32).mul(&(1u64 << 32)), Err(Overflow));
+        assert_eq!((1u64 << 31).mul(&(1u64 << 32)), Ok(1u64 << 63));
+        assert_eq!(3u64.sub(&4), Err(Overflow));
+        assert_eq!((u64::MAX >> 1).mul_u64(3), Err(Overflow));
+        assert_eq!(u64::from_big(&(BigUint::from(1u8) << 64)), Err(Overflow));
+    }
+
+    #[test]
     fn u128_checks_overflow() {
         assert_eq!(u128::MAX.add(&1), Err(Overflow));
         assert_eq!((1u128 << 64).mul(&(1u128 << 64)), Err(Overflow));
@@ -213,7 +250,7 @@ mod tests {
     #[test]
     fn conversions_to_float_round_like_big_integers() {
         // Every tier converts a value to the same float: the selection must not depend on it.
-        for k in [1u32, 60, 100, 127, 200, 255] {
+        for k in [1u32, 20, 22, 60, 100, 127, 200, 255] {
             for delta in [0u64, 1, 12345] {
                 let big: BigUint = (BigUint::from(7u8).pow(k) >> 1) + delta;
                 if big.bits() > 256 {
@@ -223,6 +260,9 @@ mod tests {
                 assert_eq!(U256::from_big(&big).unwrap().to_xf(), want, "7^{k}/2+{delta}");
                 if let Ok(small) = u128::from_big(&big) {
                     assert_eq!(small.to_xf(), want);
+                }
+                if let Ok(word) = u64::from_big(&big) {
+                    assert_eq!(word.to_xf(), want);
                 }
             }
         }

@@ -1,4 +1,4 @@
-//! Overflow promotion, once for every exact structure: u128 → 256 bits → big integers.
+//! Overflow promotion, once for every exact structure: u64 → u128 → 256 bits → big integers.
 //!
 //! An exact structure is written once, generic over [`Num`], and named as a [`Family`] (the
 //! same structure at every number type). A [`Ladder`] holds it at the narrowest type that
@@ -22,18 +22,21 @@ pub trait Family: 'static {
 
 #[derive(Serialize, Deserialize)]
 #[serde(bound(
-    serialize = "F::At<u128>: Serialize, F::At<U256>: Serialize, F::At<BigUint>: Serialize",
-    deserialize = "F::At<u128>: Deserialize<'de>, F::At<U256>: Deserialize<'de>, F::At<BigUint>: Deserialize<'de>"
+    serialize = "F::At<u64>: Serialize, F::At<u128>: Serialize, F::At<U256>: Serialize, F::At<BigUint>: Serialize",
+    deserialize = "F::At<u64>: Deserialize<'de>, F::At<u128>: Deserialize<'de>, F::At<U256>: Deserialize<'de>, F::At<BigUint>: Deserialize<'de>"
 ))]
 pub enum Ladder<F: Family> {
     U128(F::At<u128>),
     U256(F::At<U256>),
     Big(F::At<BigUint>),
+    /// The first tier, declared last so that states saved before it existed keep their encoding.
+    U64(F::At<u64>),
 }
 
 impl<F: Family> Clone for Ladder<F> {
     fn clone(&self) -> Self {
         match self {
+            Ladder::U64(p) => Ladder::U64(p.clone()),
             Ladder::U128(p) => Ladder::U128(p.clone()),
             Ladder::U256(p) => Ladder::U256(p.clone()),
             Ladder::Big(p) => Ladder::Big(p.clone()),
@@ -65,6 +68,7 @@ macro_rules! promoting {
 macro_rules! on_tier {
     ($ladder:expr, |$p:ident| $body:expr) => {
         match $ladder {
+            $crate::numbers::tier::Ladder::U64($p) => $body,
             $crate::numbers::tier::Ladder::U128($p) => $body,
             $crate::numbers::tier::Ladder::U256($p) => $body,
             $crate::numbers::tier::Ladder::Big($p) => $body,
@@ -75,19 +79,28 @@ macro_rules! on_tier {
 impl<F: Family> Ladder<F> {
     pub fn tier(&self) -> &'static str {
         match self {
+            Ladder::U64(_) => u64::NAME,
             Ladder::U128(_) => u128::NAME,
             Ladder::U256(_) => U256::NAME,
             Ladder::Big(_) => BigUint::NAME,
         }
     }
 
+    /// Whether the counters left the machine words (`u64`, `u128`).
     pub fn is_big(&self) -> bool {
-        !matches!(self, Ladder::U128(_))
+        !matches!(self, Ladder::U64(_) | Ladder::U128(_))
     }
 
-    /// Move one tier up (two if the middle one does not fit either).
+    /// Move one tier up (further if the next ones do not fit either).
     pub fn widen(&mut self, ctx: &F::Ctx<'_>) -> Result<(), Error> {
         let next = match self {
+            Ladder::U64(p) => match F::widen::<u64, u128>(ctx, p) {
+                Ok(w) => Ladder::U128(w),
+                Err(_) => match F::widen::<u64, U256>(ctx, p) {
+                    Ok(w) => Ladder::U256(w),
+                    Err(_) => Ladder::Big(F::widen::<u64, BigUint>(ctx, p).map_err(|_| Error::internal("a rebuild over big integers failed"))?),
+                },
+            },
             Ladder::U128(p) => match F::widen::<u128, U256>(ctx, p) {
                 Ok(w) => Ladder::U256(w),
                 Err(_) => Ladder::Big(F::widen::<u128, BigUint>(ctx, p).map_err(|_| Error::internal("a rebuild over big integers failed"))?),
@@ -105,12 +118,15 @@ impl<F: Family> Ladder<F> {
 #[macro_export]
 macro_rules! narrowest {
     ($n:ident => $make:expr) => {{
-        let small = { type $n = u128; $make };
-        match small {
-            Ok(p) => $crate::numbers::tier::Ladder::U128(p),
-            Err(_) => match { type $n = $crate::numbers::num::U256; $make } {
-                Ok(p) => $crate::numbers::tier::Ladder::U256(p),
-                Err(_) => $crate::numbers::tier::Ladder::Big({ type $n = num_bigint::BigUint; $make }.map_err(|_| $crate::engine::error::Error::internal("a build over big integers failed"))?),
+        let word = { type $n = u64; $make };
+        match word {
+            Ok(p) => $crate::numbers::tier::Ladder::U64(p),
+            Err(_) => match { type $n = u128; $make } {
+                Ok(p) => $crate::numbers::tier::Ladder::U128(p),
+                Err(_) => match { type $n = $crate::numbers::num::U256; $make } {
+                    Ok(p) => $crate::numbers::tier::Ladder::U256(p),
+                    Err(_) => $crate::numbers::tier::Ladder::Big({ type $n = num_bigint::BigUint; $make }.map_err(|_| $crate::engine::error::Error::internal("a build over big integers failed"))?),
+                },
             },
         }
     }};

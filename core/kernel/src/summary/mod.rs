@@ -183,7 +183,7 @@ impl<P: SummaryPolicy> Summary<P> {
             cfg,
             dfa,
             elems: Vec::new(),
-            exact: Ladder::U128(Counters::empty(z)),
+            exact: Ladder::U64(Counters::empty(z)),
             est: Est::default(),
             active_start: 0,
             now: None,
@@ -216,7 +216,7 @@ impl<P: SummaryPolicy> Summary<P> {
         }
         let elems = std::mem::take(&mut self.elems);
         let now = self.now;
-        self.exact = Ladder::U128(Counters::empty(self.dfa.n));
+        self.exact = Ladder::U64(Counters::empty(self.dfa.n));
         self.est = Est::default();
         self.active_start = 0;
         for ev in elems {
@@ -435,11 +435,11 @@ impl<P: SummaryPolicy> Summary<P> {
         let _ = crate::on_tier!(&self.exact, |p| P::formed_from(&self.dfa, &p.a, ev, formed, Dual::to_real));
     }
 
-    /// Hold the estimates in `f64` exactly while that is safe: the exact counters fit `u128`
+    /// Hold the estimates in `f64` exactly while that is safe: the exact counters fit a machine word
     /// and the expected-future coefficients have an `f64` table (see [`Real`]). Widening
     /// happens at most once per tier change; the two forms agree on every value.
     pub(crate) fn fit_estimates(&mut self) {
-        let narrow_ok = !self.force_wide && matches!(self.exact, crate::numbers::tier::Ladder::U128(_)) && self.coeffs.narrow_ok();
+        let narrow_ok = !self.force_wide && !self.exact.is_big() && self.coeffs.narrow_ok();
         match (narrow_ok, self.est.is_wide()) {
             (false, false) => self.est.widen(),
             (true, true) => self.est.narrow(),
