@@ -147,7 +147,16 @@ fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
     let ctx = retained!(s);
     let rebuilt = crate::promoting!(&mut s.exact, &ctx, |part| remove_exact::<P, _>(part, &ctx, p, touches_active))?;
     let (dfa, tau, elems) = (&s.dfa, s.cfg.tau, &s.elems);
-    crate::on_est!(&mut s.est, e => shift_joint::<P, _>(dfa, tau, elems, e, p, false));
+    let sum = s.cfg.aggregate == super::Aggregate::Sum;
+    crate::on_est!(&mut s.est, e => {
+        if let Some(lo) = shift_joint::<P, _>(dfa, tau, elems, e, p, false) {
+            // The neighbours before the active window lost matches: the lowest may have moved.
+            for k in (lo..(lo + e.joint.joint.len()).min(start)).filter(|&k| k != p) {
+                let value = super::selection::picked(&e.pres[k], sum);
+                e.lowered(k, value);
+            }
+        }
+    });
     if touches_active {
         s.est.set_al_dirty(); // before the element leaves: its row need not be spliced out
     }
@@ -175,8 +184,9 @@ fn insert_at<P: SummaryPolicy>(s: &mut Summary<P>, p: usize, ev: Ev) -> Result<(
     crate::on_est!(&mut s.est, e => {
         let own = local_sets(dfa, tau, P::SKIP, &with, p).and_then(|l| final_sum(dfa, &l)).unwrap_or_default();
         e.pres.insert(p, own);
+        e.inactive_min = None; // the neighbours gain: the lowest is no longer known
         e.al.splice(p * z..p * z, std::iter::repeat_n(Dual::zero(), z));
-        shift_joint::<P, _>(dfa, tau, &with, e, p, true);
+        let _ = shift_joint::<P, _>(dfa, tau, &with, e, p, true);
     });
     s.elems = with;
     s.active_start = start;
@@ -200,23 +210,36 @@ fn insert_at_exact<P: SummaryPolicy, N: Num>(c: &mut Counters<N>, r: &Retained<'
 
 /// Every neighbour of `elems[p]` gains (`add`: it was just inserted) or loses (it is about to
 /// leave) the complete matches it shares with it.
-fn shift_joint<P: SummaryPolicy, F: Real>(dfa: &crate::automaton::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize, add: bool) {
+/// Returns the first neighbour's position when some moved (`est.joint.joint` holds what each
+/// gained or lost).
+fn shift_joint<P: SummaryPolicy, F: Real>(dfa: &crate::automaton::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize, add: bool) -> Option<usize> {
     // Joint matches are a subset of x's own: none to move when x completes none.
-    if est.pres[p].c >= F::from_f64(0.5) {
-        let mut work = std::mem::take(&mut est.joint);
-        if let Ok(lo) = joint_matches_in::<F>(&mut work, dfa, tau, P::SKIP, elems, p) {
-            for (j, d) in work.joint.iter().enumerate() {
-                est.pres[lo + j] = if add { est.pres[lo + j].plus(d) } else { est.pres[lo + j].minus(d) };
-            }
-        }
-        est.joint = work;
+    if !(est.pres[p].c >= F::from_f64(0.5)) {
+        return None;
     }
+    let mut work = std::mem::take(&mut est.joint);
+    let moved = joint_matches_in::<F>(&mut work, dfa, tau, P::SKIP, elems, p).ok();
+    if let Some(lo) = moved {
+        for (j, d) in work.joint.iter().enumerate() {
+            est.pres[lo + j] = if add { est.pres[lo + j].plus(d) } else { est.pres[lo + j].minus(d) };
+        }
+    }
+    est.joint = work;
+    moved
 }
 
 fn expire<P: SummaryPolicy>(s: &mut Summary<P>, start: usize, end: usize) -> Result<(), Error> {
     let z = s.dfa.n;
     let leaving_initiator = s.elems[start..end].iter().any(|e| s.dfa.starts(e.sym));
-    crate::on_est!(&mut s.est, e => e.al[start * z..end * z].iter_mut().for_each(|d| *d = Dual::zero()));
+    let sum = s.cfg.aggregate == super::Aggregate::Sum;
+    crate::on_est!(&mut s.est, e => {
+        e.al[start * z..end * z].iter_mut().for_each(|d| *d = Dual::zero());
+        // They join the elements before the active window, after every one of them.
+        for k in start..end {
+            let value = super::selection::picked(&e.pres[k], sum);
+            e.lowered_after(k, value);
+        }
+    });
     if leaving_initiator {
         s.est.set_al_dirty();
         let ctx = retained!(s);

@@ -26,12 +26,23 @@ pub struct Estimates<F: Real> {
     /// Working space of the joint matches of an evicted element (not state).
     #[serde(skip)]
     pub(crate) joint: JointWork<F>,
+    /// The lowest present benefit before the active window, `(index, value)` in the
+    /// aggregate's unit, the first of equal ones; `None` when not known. Those benefits only
+    /// fall (an element leaving takes its joint matches), so selection keeps this up to date
+    /// instead of scanning every inactive element per decision (not state).
+    #[serde(skip)]
+    pub(crate) inactive_min: Option<(usize, F)>,
 }
 
 impl<F: Real> Estimates<F> {
     /// Element `p` leaves; `active_start` is where the active window starts before it does.
     pub fn drop_element(&mut self, p: usize, z: usize, active_start: usize) {
         self.pres.remove(p);
+        self.inactive_min = match self.inactive_min {
+            Some((i, _)) if i == p => None,
+            Some((i, v)) => Some((if i > p { i - 1 } else { i }, v)),
+            None => None,
+        };
         if self.al_dirty {
             // Every active row is recomputed before it is read and the rows before the active
             // window are all zero, so one row fewer at the end is the same as moving the rest.
@@ -45,6 +56,25 @@ impl<F: Real> Estimates<F> {
     pub fn push(&mut self, pres: Dual<F>, al: &[Dual<F>]) {
         self.pres.push(pres);
         self.al.extend_from_slice(al);
+    }
+
+    /// Element `k` (before the active window) now has present benefit `value` (no higher than
+    /// before): it is the lowest if below the lowest, or equal to it and earlier.
+    pub fn lowered(&mut self, k: usize, value: F) {
+        if let Some((i, v)) = self.inactive_min {
+            if value < v || (value == v && k < i) || k == i {
+                self.inactive_min = Some((k, value));
+            }
+        }
+    }
+
+    /// Element `k`, after every element before the active window, joins them.
+    pub fn lowered_after(&mut self, k: usize, value: F) {
+        if let Some((_, v)) = self.inactive_min {
+            if value < v {
+                self.inactive_min = Some((k, value));
+            }
+        }
     }
 
     pub fn row(&self, i: usize, z: usize) -> &[Dual<F>] {

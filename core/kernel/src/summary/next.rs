@@ -96,6 +96,7 @@ fn simulate_runs<F: Real>(s: &Summary<NextMatch>, est: &mut Estimates<F>) {
     let (elems, tau) = (&s.elems, s.cfg.tau);
     est.pres = vec![Dual::zero(); n];
     est.al = vec![Dual::zero(); n * z];
+    est.inactive_min = None;
     walk_runs(&s.dfa, tau, elems, |run| {
         // Estimates never overflow.
         if let Ok(locals) = run.locals::<F>(elems) {

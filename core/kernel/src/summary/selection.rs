@@ -130,8 +130,16 @@ impl Benefit {
         // partial matches against realised ones (see docs/ENGINE.md).
         let horizon = s.cfg.size.min(MAX_STEPS) as f64;
         let with = |pres: F, e: Option<F>| e.map_or(pres, |e| pres.add(&e).unwrap_or(pres));
+        let sum = s.cfg.aggregate == Aggregate::Sum;
+        // The elements before the active window have no expected part: their lowest is kept.
+        let inactive = s.active_start;
         let mut best: Option<(usize, F)> = None;
-        let (cand_pres, cand_e) = values(s, est, ev, t, horizon, self.expected, |i, pres, e| {
+        if inactive > 0 {
+            let lowest = *est.inactive_min.get_or_insert_with(|| lowest_of(&est.pres[..inactive], sum));
+            debug_assert_eq!(lowest, lowest_of(&est.pres[..inactive], sum), "the kept lowest before the active window");
+            best = Some(lowest);
+        }
+        let (cand_pres, cand_e) = values(s, est, ev, t, horizon, self.expected, inactive, |i, pres, e| {
             let b = with(pres, e);
             if best.is_none_or(|(_, bb)| b < bb) {
                 best = Some((i, b));
@@ -144,6 +152,24 @@ impl Benefit {
             _ => None,
         }
     }
+}
+
+/// The part of `d` selection ranks by: the sum with `sum` (SUM), else the count.
+#[inline(always)]
+pub(crate) fn picked<F: Real>(d: &Dual<F>, sum: bool) -> F {
+    if sum { d.s } else { d.c }
+}
+
+/// The lowest `picked` value of `pres` (not empty) and its position, the first of equal ones.
+fn lowest_of<F: Real>(pres: &[Dual<F>], sum: bool) -> (usize, F) {
+    let mut best = (0, F::zero());
+    for (i, d) in pres.iter().enumerate() {
+        let v = picked(d, sum);
+        if i == 0 || v < best.1 {
+            best = (i, v);
+        }
+    }
+    best
 }
 
 /// The count (or with `sum`, the sum) part of `Σ al[q]·h[q]` over the non-zero `al[q]`, for two
@@ -192,7 +218,8 @@ pub(crate) fn prepare<P: SummaryPolicy>(s: &mut Summary<P>) {
 
 /// What selection reads, in the aggregate's unit, with expected sets looked ahead at most
 /// `horizon` elements from time `t` (and only if `expected`): `visit(i, present, expected)`
-/// for every retained element (expected only for active ones after an initiator), and the
+/// for every retained element from position `from` (expected only for active ones after an
+/// initiator; `from` is at most `s.active_start`), and the
 /// candidate's `(present, expected)` returned (zero without a candidate): Eq. 5's terms.
 pub(crate) fn values<P: SummaryPolicy, F: Real>(
     s: &Summary<P>,
@@ -201,13 +228,14 @@ pub(crate) fn values<P: SummaryPolicy, F: Real>(
     t: i64,
     horizon: f64,
     expected: bool,
+    from: usize,
     mut visit: impl FnMut(usize, F, Option<F>),
 ) -> (F, Option<F>) {
     let dfa = &s.dfa;
     let tau = s.cfg.tau;
     let agg = s.cfg.aggregate;
     let sum = agg == Aggregate::Sum;
-    let pick = |d: &Dual<F>| if sum { d.s } else { d.c };
+    let pick = |d: &Dual<F>| picked(d, sum);
     let rate = s.estimator.rate();
     let steps = |t_init: i64| -> usize {
         let remaining = (tau as f64) - (t.saturating_sub(t_init) as f64); // never wraps near ±2^63
@@ -237,7 +265,7 @@ pub(crate) fn values<P: SummaryPolicy, F: Real>(
     // from the latest changes only at an initiator.
     let h_old = oldest_init.map(|t_old| coeffs.cached::<F>(steps(t_old)));
     let mut h_new: Option<&[Dual<F>]> = None;
-    for i in 0..s.elems.len() {
+    for i in from..s.elems.len() {
         let mut e = None;
         if i >= s.active_start && expected {
             if is_init(&s.elems[i]) {

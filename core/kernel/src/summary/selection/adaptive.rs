@@ -123,7 +123,7 @@ impl Adaptive {
         let window = (s.cfg.tau as f64) * s.estimator.rate();
         let horizon = horizon(size, window);
         let mut victims = Vec::with_capacity(s.elems.len());
-        let (pres, e) = values(s, est, ev, t, horizon, true, |_, pres, e| victims.push((pres.to_xf(), e.map_or(Xf::ZERO, |e| e.to_xf()))));
+        let (pres, e) = values(s, est, ev, t, horizon, true, 0, |_, pres, e| victims.push((pres.to_xf(), e.map_or(Xf::ZERO, |e| e.to_xf()))));
         let cand_value = e.map_or(pres.to_xf(), |e| pres.to_xf().add(&e.to_xf()).unwrap_or(pres.to_xf()));
         // C + 1: the retained matches (exact), so the log terms are defined on an empty result.
         let pick = |d: &Dual<F>| if s.cfg.aggregate == Aggregate::Sum { d.s } else { d.c };
