@@ -88,12 +88,17 @@ pub fn load(data: &[u8], limits: &Limits) -> Result<Saved, Error> {
     if crc32fast::hash(payload) != crc {
         return bad("saved summary is corrupt: its checksum does not match".into());
     }
-    let saved: Saved = codec(payload.len() as u64).deserialize(payload).map_err(|e| Error::State(format!("saved summary cannot be decoded: {e}")))?;
+    let mut saved: Saved = codec(payload.len() as u64).deserialize(payload).map_err(|e| Error::State(format!("saved summary cannot be decoded: {e}")))?;
     saved.summary.validate(limits).map_err(|e| match e {
         Error::State(m) | Error::Input(m) => Error::State(format!("saved summary is inconsistent: {m}")),
         other => other,
     })?;
     check_fields(&saved)?;
+    match &mut saved.summary {
+        SummaryEngine::Any(s) => s.narrow_counters(),
+        SummaryEngine::Next(s) => s.narrow_counters(),
+        SummaryEngine::Contiguous(s) => s.narrow_counters(),
+    }
     Ok(saved)
 }
 

@@ -53,6 +53,13 @@ impl<N: Num> Counters<N> {
         Ok(c)
     }
 
+    /// The same counters in exact type `M`, or [`crate::numbers::num::Overflow`] if a value
+    /// does not fit it.
+    pub fn convert<M: Num>(&self) -> R<Counters<M>> {
+        let all = |xs: &[Dual<N>]| xs.iter().map(|d| Dual::from_big(&d.to_big())).collect::<R<Vec<_>>>();
+        Ok(Counters { g: all(&self.g)?, a: all(&self.a)?, v: all(&self.v)?, detected: Dual::from_big(&self.detected.to_big())?, work: LocalWork::default(), formed: Vec::new() })
+    }
+
     /// `(Σ_final g, Σ_final-sum g, Σ_other g)` and `detected`, as big integers.
     pub fn readout(&self) -> (Vec<Dual<BigUint>>, Dual<BigUint>) {
         (self.g.iter().map(|d| d.to_big()).collect(), self.detected.to_big())

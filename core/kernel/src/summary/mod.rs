@@ -435,6 +435,16 @@ impl<P: SummaryPolicy> Summary<P> {
         let _ = crate::on_tier!(&self.exact, |p| P::formed_from(&self.dfa, &p.a, ev, formed, Dual::to_real));
     }
 
+    /// Counters held in `u128` whose values fit `u64` (a state saved before the `u64` tier
+    /// existed) move down to it, where this build would have kept them.
+    pub fn narrow_counters(&mut self) {
+        if let Ladder::U128(c) = &self.exact {
+            if let Ok(word) = c.convert::<u64>() {
+                self.exact = Ladder::U64(word);
+            }
+        }
+    }
+
     /// Hold the estimates in `f64` exactly while that is safe: the exact counters fit a machine word
     /// and the expected-future coefficients have an `f64` table (see [`Real`]). Widening
     /// happens at most once per tier change; the two forms agree on every value.
