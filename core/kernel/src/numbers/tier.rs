@@ -93,23 +93,29 @@ impl<F: Family> Ladder<F> {
 
     /// Move one tier up (further if the next ones do not fit either).
     pub fn widen(&mut self, ctx: &F::Ctx<'_>) -> Result<(), Error> {
-        let next = match self {
-            Ladder::U64(p) => match F::widen::<u64, u128>(ctx, p) {
-                Ok(w) => Ladder::U128(w),
-                Err(_) => match F::widen::<u64, U256>(ctx, p) {
-                    Ok(w) => Ladder::U256(w),
-                    Err(_) => Ladder::Big(F::widen::<u64, BigUint>(ctx, p).map_err(|_| Error::internal("a rebuild over big integers failed"))?),
-                },
-            },
-            Ladder::U128(p) => match F::widen::<u128, U256>(ctx, p) {
-                Ok(w) => Ladder::U256(w),
-                Err(_) => Ladder::Big(F::widen::<u128, BigUint>(ctx, p).map_err(|_| Error::internal("a rebuild over big integers failed"))?),
-            },
-            Ladder::U256(p) => Ladder::Big(F::widen::<U256, BigUint>(ctx, p).map_err(|_| Error::internal("a rebuild over big integers failed"))?),
+        *self = match self {
+            Ladder::U64(p) => Self::above(ctx, p, 64)?,
+            Ladder::U128(p) => Self::above(ctx, p, 128)?,
+            Ladder::U256(p) => Self::above(ctx, p, 256)?,
             Ladder::Big(_) => return Err(Error::internal("an exact counter went below zero")),
         };
-        *self = next;
         Ok(())
+    }
+
+    /// The structure rebuilt from `part` (held in `bits`-bit integers) at the narrowest wider
+    /// tier that holds it.
+    fn above<N: Num>(ctx: &F::Ctx<'_>, part: &F::At<N>, bits: u32) -> Result<Self, Error> {
+        if bits < 128 {
+            if let Ok(w) = F::widen::<N, u128>(ctx, part) {
+                return Ok(Ladder::U128(w));
+            }
+        }
+        if bits < 256 {
+            if let Ok(w) = F::widen::<N, U256>(ctx, part) {
+                return Ok(Ladder::U256(w));
+            }
+        }
+        F::widen::<N, BigUint>(ctx, part).map(Ladder::Big).map_err(|_| Error::internal("a rebuild over big integers failed"))
     }
 }
 
