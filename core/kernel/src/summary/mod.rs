@@ -218,6 +218,7 @@ impl<P: SummaryPolicy> Summary<P> {
         let now = self.now;
         self.exact = Ladder::U128(Counters::empty(self.dfa.n));
         self.est = Est::default();
+        self.fit_estimates(); // the form the aggregate needs, even with no element to replay
         self.active_start = 0;
         for ev in elems {
             self.now = Some(ev.t);
@@ -437,14 +438,11 @@ impl<P: SummaryPolicy> Summary<P> {
 
     /// Hold the estimates in `f64` exactly while that is safe: the exact counters fit `u128`
     /// and the expected-future coefficients have an `f64` table (see [`Real`]). Widening
-    /// happens at most once per tier change; the two forms agree on every value.
+    /// happens at most once per tier change; the two forms agree on every value. Sums are
+    /// kept only under SUM, the one aggregate that reads them (the counts never do).
     pub(crate) fn fit_estimates(&mut self) {
         let narrow_ok = !self.force_wide && matches!(self.exact, crate::numbers::tier::Ladder::U128(_)) && self.coeffs.narrow_ok();
-        match (narrow_ok, self.est.is_wide()) {
-            (false, false) => self.est.widen(),
-            (true, true) => self.est.narrow(),
-            _ => {}
-        }
+        self.est.fit(!narrow_ok, self.cfg.aggregate == Aggregate::Sum);
     }
 
     /// Selection estimates, refreshed: (present benefit per element, active local rows).
