@@ -955,7 +955,8 @@ impl SummaryEngine {
 
     // ---- inspection hooks for tests ----
 
-    /// Selection estimates: (present benefit per element, active local rows), as floats.
+    /// Selection estimates: (present benefit per element, active local rows), as floats (the
+    /// sums 0 unless the aggregate is sum: the estimates are count-only then).
     fn _estimates(&mut self) -> suse_kernel::engine::FloatEstimates {
         self.inner.estimates()
     }

@@ -221,7 +221,8 @@ impl SummaryEngine {
         with_policy!(self, SummaryEngine, |s| s.settle())
     }
 
-    /// Selection estimates as `f64` (infinite past 10^308; tests and inspection only).
+    /// Selection estimates as `f64` (infinite past 10^308; tests and inspection only; the sums
+    /// are 0 unless the aggregate is SUM).
     pub fn estimates(&mut self) -> FloatEstimates {
         let (pres, al) = with_policy!(self, SummaryEngine, |s| s.estimates());
         let f = |d: &crate::numbers::dual::DualX| (d.c.to_f64(), d.s.to_f64());

@@ -3,7 +3,8 @@
 //! Taking an element of value `v` multiplies by `1 + v·ε`, which adds `v` to the sum of every
 //! set passing through it. Every counting formula is then the COUNT formula over this ring,
 //! for any [`Scalar`]: exact counters use `Dual<u128 | U256 | BigUint>`, selection estimates
-//! `Dual<Xf>`.
+//! `Dual<Xf>`. Over a type whose `SUMS` is false the sum half is never computed and stays 0:
+//! the count half never reads it (`c·c'`, `c + c'`), so every count keeps its bits.
 use crate::numbers::num::{Num, Scalar, R};
 use crate::numbers::xf::{Real, Xf};
 use num_bigint::BigUint;
@@ -30,15 +31,15 @@ impl<S: Scalar> Dual<S> {
     /// The weight `1 + v·ε` of taking an element of value `v`.
     #[inline(always)]
     pub fn weight(v: u64) -> Self {
-        Dual { c: S::from_u64(1), s: S::from_u64(v) }
+        Dual { c: S::from_u64(1), s: if S::SUMS { S::from_u64(v) } else { S::zero() } }
     }
     #[inline(always)]
     pub fn is_zero(&self) -> bool {
-        self.c.is_zero() && self.s.is_zero()
+        self.c.is_zero() && (!S::SUMS || self.s.is_zero())
     }
     #[inline(always)]
     pub fn add(&self, o: &Self) -> R<Self> {
-        Ok(Dual { c: self.c.add(&o.c)?, s: self.s.add(&o.s)? })
+        Ok(Dual { c: self.c.add(&o.c)?, s: if S::SUMS { self.s.add(&o.s)? } else { S::zero() } })
     }
     #[inline(always)]
     pub fn add_assign(&mut self, o: &Self) -> R<()> {
@@ -47,7 +48,7 @@ impl<S: Scalar> Dual<S> {
     }
     #[inline(always)]
     pub fn sub(&self, o: &Self) -> R<Self> {
-        Ok(Dual { c: self.c.sub(&o.c)?, s: self.s.sub(&o.s)? })
+        Ok(Dual { c: self.c.sub(&o.c)?, s: if S::SUMS { self.s.sub(&o.s)? } else { S::zero() } })
     }
     #[inline(always)]
     pub fn sub_assign(&mut self, o: &Self) -> R<()> {
@@ -56,11 +57,15 @@ impl<S: Scalar> Dual<S> {
     }
     #[inline(always)]
     pub fn mul(&self, o: &Self) -> R<Self> {
-        Ok(Dual { c: self.c.mul(&o.c)?, s: self.c.mul(&o.s)?.add(&self.s.mul(&o.c)?)? })
+        let s = if S::SUMS { self.c.mul(&o.s)?.add(&self.s.mul(&o.c)?)? } else { S::zero() };
+        Ok(Dual { c: self.c.mul(&o.c)?, s })
     }
     /// `self · (1 + v·ε)`: pass through an element of value `v`.
     #[inline(always)]
     pub fn take(&self, v: u64) -> R<Self> {
+        if !S::SUMS {
+            return Ok(Dual { c: self.c.clone(), s: S::zero() });
+        }
         // Value 1 (every COUNT element) needs no multiply: `c·1` is `c` in every number type.
         let moved = if v == 1 { self.c.clone() } else { self.c.mul_u64(v)? };
         Ok(Dual { c: self.c.clone(), s: self.s.add(&moved)? })
@@ -85,7 +90,7 @@ impl<N: Num> Dual<N> {
     }
     /// The estimate of this exact value in float type `F`.
     pub fn to_real<F: Real>(&self) -> Dual<F> {
-        Dual { c: F::from_xf(self.c.to_xf()), s: F::from_xf(self.s.to_xf()) }
+        Dual { c: F::from_xf(self.c.to_xf()), s: if F::SUMS { F::from_xf(self.s.to_xf()) } else { F::zero() } }
     }
 }
 
@@ -93,11 +98,11 @@ impl<F: Real> Dual<F> {
     /// Infallible arithmetic for estimates (their [`Scalar`] operations never fail).
     #[inline(always)]
     pub fn plus(&self, o: &Self) -> Self {
-        Dual { c: self.c.add(&o.c).unwrap_or_default(), s: self.s.add(&o.s).unwrap_or_default() }
+        Dual { c: self.c.add(&o.c).unwrap_or_default(), s: if F::SUMS { self.s.add(&o.s).unwrap_or_default() } else { F::zero() } }
     }
     #[inline(always)]
     pub fn minus(&self, o: &Self) -> Self {
-        Dual { c: self.c.sub(&o.c).unwrap_or_default(), s: self.s.sub(&o.s).unwrap_or_default() }
+        Dual { c: self.c.sub(&o.c).unwrap_or_default(), s: if F::SUMS { self.s.sub(&o.s).unwrap_or_default() } else { F::zero() } }
     }
     #[inline(always)]
     pub fn times(&self, o: &Self) -> Self {
@@ -105,7 +110,7 @@ impl<F: Real> Dual<F> {
     }
     #[inline(always)]
     pub fn scale(&self, p: f64) -> Self {
-        Dual { c: self.c.mul_f64(p), s: self.s.mul_f64(p) }
+        Dual { c: self.c.mul_f64(p), s: if F::SUMS { self.s.mul_f64(p) } else { F::zero() } }
     }
 }
 

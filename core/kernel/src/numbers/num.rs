@@ -21,6 +21,9 @@ pub type R<T> = Result<T, Overflow>;
 pub type U256 = ruint::aliases::U256;
 
 pub trait Scalar: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// Whether a [`crate::numbers::dual::Dual`] over this type keeps its sum half. Only the
+    /// count-only estimates ([`crate::numbers::xf::Counts`]) say no: nothing reads their sums.
+    const SUMS: bool = true;
     fn zero() -> Self;
     fn from_u64(v: u64) -> Self;
     fn is_zero(&self) -> bool;

@@ -210,8 +210,13 @@ pub trait Real: Scalar + Copy + PartialOrd + Default {
     fn to_xf(self) -> Xf;
     fn mul_f64(self, p: f64) -> Self;
     fn half(self) -> Self;
+    /// The float this one computes in: itself, or the one a [`Counts`] wraps (tables shared by
+    /// both, like the expected-future coefficients, are kept in the plain floats only).
+    type Plain: Real;
+    fn plain(self) -> Self::Plain;
+    fn from_plain(x: Self::Plain) -> Self;
     /// This type's copy of a table kept in both.
-    fn pick<'a>(narrow: &'a [Vec<Dual<f64>>], wide: &'a [Vec<Dual<Xf>>]) -> &'a [Vec<Dual<Self>>];
+    fn pick<'a>(narrow: &'a [Vec<Dual<f64>>], wide: &'a [Vec<Dual<Xf>>]) -> &'a [Vec<Dual<Self::Plain>>];
 }
 
 /// Estimates stay `f64` while the coefficients are below this: with counts below 2^128,
@@ -272,6 +277,15 @@ impl Real for f64 {
     fn half(self) -> Self {
         self * 0.5
     }
+    type Plain = f64;
+    #[inline(always)]
+    fn plain(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn from_plain(x: f64) -> Self {
+        x
+    }
     fn pick<'a>(narrow: &'a [Vec<Dual<f64>>], _wide: &'a [Vec<Dual<Xf>>]) -> &'a [Vec<Dual<f64>>] {
         narrow
     }
@@ -299,8 +313,117 @@ impl Real for Xf {
     fn half(self) -> Self {
         Xf::half(self)
     }
+    type Plain = Xf;
+    #[inline(always)]
+    fn plain(self) -> Xf {
+        self
+    }
+    #[inline(always)]
+    fn from_plain(x: Xf) -> Self {
+        x
+    }
     fn pick<'a>(_narrow: &'a [Vec<Dual<f64>>], wide: &'a [Vec<Dual<Xf>>]) -> &'a [Vec<Dual<Xf>>] {
         wide
+    }
+}
+
+/// A selection float (`f64` or [`Xf`]) whose duals carry no sum (`SUMS` is false): the
+/// estimates of a summary whose aggregate is not SUM, which reads only counts. Every
+/// operation is `F`'s, so the counts are bit for bit those of `Dual<F>`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Counts<F>(pub F);
+
+/// `F`'s comparisons themselves: a derived `<` would go through `partial_cmp` (for `f64` a few
+/// branches where `<` is one instruction, in selection's hottest loop).
+impl<F: PartialOrd> PartialOrd for Counts<F> {
+    #[inline(always)]
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        self.0.partial_cmp(&o.0)
+    }
+    #[inline(always)]
+    fn lt(&self, o: &Self) -> bool {
+        self.0 < o.0
+    }
+    #[inline(always)]
+    fn le(&self, o: &Self) -> bool {
+        self.0 <= o.0
+    }
+    #[inline(always)]
+    fn gt(&self, o: &Self) -> bool {
+        self.0 > o.0
+    }
+    #[inline(always)]
+    fn ge(&self, o: &Self) -> bool {
+        self.0 >= o.0
+    }
+}
+
+impl<F: Real> Scalar for Counts<F> {
+    const SUMS: bool = false;
+    #[inline(always)]
+    fn zero() -> Self {
+        Counts(F::zero())
+    }
+    #[inline(always)]
+    fn from_u64(v: u64) -> Self {
+        Counts(F::from_u64(v))
+    }
+    #[inline(always)]
+    fn is_zero(&self) -> bool {
+        self.0.is_zero()
+    }
+    #[inline(always)]
+    fn add(&self, o: &Self) -> R<Self> {
+        self.0.add(&o.0).map(Counts)
+    }
+    #[inline(always)]
+    fn sub(&self, o: &Self) -> R<Self> {
+        self.0.sub(&o.0).map(Counts)
+    }
+    #[inline(always)]
+    fn mul(&self, o: &Self) -> R<Self> {
+        self.0.mul(&o.0).map(Counts)
+    }
+    #[inline(always)]
+    fn mul_u64(&self, v: u64) -> R<Self> {
+        self.0.mul_u64(v).map(Counts)
+    }
+}
+
+impl<F: Real<Plain = F>> Real for Counts<F> {
+    const ONE: Self = Counts(F::ONE);
+    #[inline(always)]
+    fn from_f64(x: f64) -> Self {
+        Counts(F::from_f64(x))
+    }
+    #[inline(always)]
+    fn from_xf(x: Xf) -> Self {
+        Counts(F::from_xf(x))
+    }
+    #[inline(always)]
+    fn to_xf(self) -> Xf {
+        self.0.to_xf()
+    }
+    #[inline(always)]
+    fn mul_f64(self, p: f64) -> Self {
+        Counts(self.0.mul_f64(p))
+    }
+    #[inline(always)]
+    fn half(self) -> Self {
+        Counts(self.0.half())
+    }
+    type Plain = F;
+    #[inline(always)]
+    fn plain(self) -> F {
+        self.0
+    }
+    #[inline(always)]
+    fn from_plain(x: F) -> Self {
+        Counts(x)
+    }
+    fn pick<'a>(narrow: &'a [Vec<Dual<f64>>], wide: &'a [Vec<Dual<Xf>>]) -> &'a [Vec<Dual<F>>] {
+        F::pick(narrow, wide)
     }
 }
 

@@ -149,9 +149,9 @@ impl Coefficients {
         self.h.is_empty()
     }
 
-    /// `h_n` of a cache already grown to `n` (see [`Coefficients::h`]), in float type `F`
-    /// (an `f64` table exists only while [`Coefficients::narrow_ok`]).
-    pub fn cached<F: Real>(&self, n: usize) -> &[Dual<F>] {
+    /// `h_n` of a cache already grown to `n` (see [`Coefficients::h`]), in the plain float of
+    /// type `F` (an `f64` table exists only while [`Coefficients::narrow_ok`]).
+    pub fn cached<F: Real>(&self, n: usize) -> &[Dual<F::Plain>] {
         let table = F::pick(&self.h_narrow, &self.h);
         &table[n.min(MAX_STEPS).min(table.len() - 1)]
     }

@@ -1,6 +1,6 @@
 //! Selection estimates kept per retained element (floats, never reported).
 use crate::numbers::dual::{Dual, DualX};
-use crate::numbers::xf::{Real, Xf};
+use crate::numbers::xf::{Counts, Real, Xf};
 use super::neighbourhood::JointWork;
 use serde::{Deserialize, Serialize};
 
@@ -89,7 +89,7 @@ impl<F: Real> Estimates<F> {
     }
 
     fn convert<G: Real>(&self) -> Estimates<G> {
-        let f = |d: &Dual<F>| Dual { c: G::from_xf(d.c.to_xf()), s: G::from_xf(d.s.to_xf()) };
+        let f = |d: &Dual<F>| Dual { c: G::from_xf(d.c.to_xf()), s: if G::SUMS { G::from_xf(d.s.to_xf()) } else { G::zero() } };
         Estimates { pres: self.pres.iter().map(f).collect(), al: self.al.iter().map(f).collect(), al_dirty: self.al_dirty, ..Estimates::default() }
     }
 }
@@ -106,13 +106,17 @@ pub fn zero_row_to_drop(p: usize, active_start: usize) -> usize {
     }
 }
 
-/// The estimates in `f64` or, once values may leave its range, in [`Xf`]. Saved state holds
-/// the [`Xf`] form, so the format does not depend on the tier.
+/// The estimates in `f64` or, once values may leave its range, in [`Xf`]; with sums, or
+/// ([`Counts`]) without them where the aggregate is not SUM and nothing reads them. Saved
+/// state holds the [`Xf`] form with sums (0 in the count-only forms), so the format does not
+/// depend on the form.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(into = "Estimates<Xf>", from = "Estimates<Xf>")]
 pub enum Est {
     Narrow(Estimates<f64>),
     Wide(Estimates<Xf>),
+    NarrowCount(Estimates<Counts<f64>>),
+    WideCount(Estimates<Counts<Xf>>),
 }
 
 impl Default for Est {
@@ -124,8 +128,8 @@ impl Default for Est {
 impl From<Est> for Estimates<Xf> {
     fn from(e: Est) -> Self {
         match e {
-            Est::Narrow(n) => n.convert(),
             Est::Wide(w) => w,
+            other => crate::on_est!(&other, e => e.convert()),
         }
     }
 }
@@ -143,6 +147,8 @@ macro_rules! on_est {
         match $est {
             $crate::summary::estimates::Est::Narrow($e) => $body,
             $crate::summary::estimates::Est::Wide($e) => $body,
+            $crate::summary::estimates::Est::NarrowCount($e) => $body,
+            $crate::summary::estimates::Est::WideCount($e) => $body,
         }
     };
 }
@@ -163,23 +169,32 @@ macro_rules! with_est_taken {
 
 impl Est {
     pub fn is_wide(&self) -> bool {
-        matches!(self, Est::Wide(_))
+        matches!(self, Est::Wide(_) | Est::WideCount(_))
     }
 
-    pub fn widen(&mut self) {
-        if let Est::Narrow(n) = self {
-            *self = Est::Wide(n.convert());
-        }
+    /// Whether the estimates carry sums (the count-only forms do not).
+    pub fn has_sums(&self) -> bool {
+        matches!(self, Est::Narrow(_) | Est::Wide(_))
     }
 
-    /// Back to `f64`, when every value is inside its range (after loading saved state).
-    pub fn narrow(&mut self) {
-        if let Est::Wide(w) = self {
-            let fits = |d: &DualX| d.c.to_f64() < f64::MAX && d.s.to_f64() < f64::MAX;
-            if w.pres.iter().chain(&w.al).all(fits) {
-                *self = Est::Narrow(w.convert());
-            }
+    /// Hold the estimates in [`Xf`] if `wide`, else back in `f64` when every value is inside
+    /// its range (after loading saved state); with sums if `sums`. Every count keeps its value.
+    pub fn fit(&mut self, wide: bool, sums: bool) {
+        let wide = wide || (self.is_wide() && !self.fits_f64());
+        if (wide, sums) == (self.is_wide(), self.has_sums()) {
+            return;
         }
+        *self = on_est!(&*self, e => match (wide, sums) {
+            (false, true) => Est::Narrow(e.convert()),
+            (true, true) => Est::Wide(e.convert()),
+            (false, false) => Est::NarrowCount(e.convert()),
+            (true, false) => Est::WideCount(e.convert()),
+        });
+    }
+
+    fn fits_f64(&self) -> bool {
+        let fits = |d: DualX| d.c.to_f64() < f64::MAX && d.s.to_f64() < f64::MAX;
+        on_est!(self, e => e.pres.iter().chain(&e.al).all(|d| fits(Dual { c: d.c.to_xf(), s: d.s.to_xf() })))
     }
 
     pub fn drop_element(&mut self, p: usize, z: usize, active_start: usize) {

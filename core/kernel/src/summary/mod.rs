@@ -127,6 +127,9 @@ pub struct Summary<P: SummaryPolicy> {
     /// Tests: hold the estimates in [`crate::numbers::xf::Xf`] throughout.
     #[serde(skip)]
     pub(crate) force_wide: bool,
+    /// Tests: keep the sums in the estimates under every aggregate.
+    #[serde(skip)]
+    pub(crate) force_sums: bool,
     /// While no element has had to go: the exact window over the retained elements, standing
     /// in for the counters and estimates (which are then empty). Never saved: saving settles.
     #[serde(skip)]
@@ -156,6 +159,7 @@ impl<P: SummaryPolicy> Clone for Summary<P> {
             evictions: self.evictions,
             pending_gap: self.pending_gap,
             force_wide: self.force_wide,
+            force_sums: self.force_sums,
             deferred: self.deferred.clone(),
             shadow: self.shadow.clone(),
             _policy: PhantomData,
@@ -195,6 +199,7 @@ impl<P: SummaryPolicy> Summary<P> {
             evictions: 0,
             pending_gap: 0,
             force_wide: false,
+            force_sums: false,
             deferred,
             shadow: selection::Shadow::default(),
             _policy: PhantomData,
@@ -218,6 +223,7 @@ impl<P: SummaryPolicy> Summary<P> {
         let now = self.now;
         self.exact = Ladder::U64(Counters::empty(self.dfa.n));
         self.est = Est::default();
+        self.fit_estimates(); // the form the aggregate needs, even with no element to replay
         self.active_start = 0;
         for ev in elems {
             self.now = Some(ev.t);
@@ -447,17 +453,15 @@ impl<P: SummaryPolicy> Summary<P> {
 
     /// Hold the estimates in `f64` exactly while that is safe: the exact counters fit a machine word
     /// and the expected-future coefficients have an `f64` table (see [`Real`]). Widening
-    /// happens at most once per tier change; the two forms agree on every value.
+    /// happens at most once per tier change; the two forms agree on every value. Sums are
+    /// kept only under SUM, the one aggregate that reads them (the counts never do).
     pub(crate) fn fit_estimates(&mut self) {
         let narrow_ok = !self.force_wide && !self.exact.is_big() && self.coeffs.narrow_ok();
-        match (narrow_ok, self.est.is_wide()) {
-            (false, false) => self.est.widen(),
-            (true, true) => self.est.narrow(),
-            _ => {}
-        }
+        self.est.fit(!narrow_ok, self.force_sums || self.cfg.aggregate == Aggregate::Sum);
     }
 
-    /// Selection estimates, refreshed: (present benefit per element, active local rows).
+    /// Selection estimates, refreshed: (present benefit per element, active local rows); their
+    /// sums are 0 where the aggregate is not SUM (the estimates are count-only there).
     /// (A deferred summary settles first; that cannot fail on a summary that took its
     /// elements, and if it did the estimates come back empty.)
     pub fn estimates(&mut self) -> (Vec<DualX>, Vec<Vec<DualX>>) {

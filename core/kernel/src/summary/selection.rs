@@ -7,6 +7,7 @@ use super::estimates::Estimates;
 use crate::numbers::dual::Dual;
 use crate::automaton::semantics::Ev;
 use crate::automaton::step::final_sum;
+use crate::numbers::num::Scalar;
 use crate::numbers::xf::Real;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -174,16 +175,20 @@ fn lowest_of<F: Real>(pres: &[Dual<F>], sum: bool) -> (usize, F) {
 
 /// The count (or with `sum`, the sum) part of `Σ al[q]·h[q]` over the non-zero `al[q]`, for two
 /// coefficient vectors at once (one pass over the row): per vector the same operations, in the
-/// same order, as that part of the dual products' sum, without the other part.
+/// same order, as that part of the dual products' sum, without the other part (in `F`'s plain
+/// float, the coefficients' type).
 #[inline(always)]
-fn dots<F: Real>(al: &[Dual<F>], h1: &[Dual<F>], h2: &[Dual<F>], sum: bool) -> (F, F) {
-    let term = |x: &Dual<F>, h: &Dual<F>| if sum { x.c.mul(&h.s).unwrap_or_default().add(&x.s.mul(&h.c).unwrap_or_default()) } else { x.c.mul(&h.c) };
-    let (mut acc1, mut acc2) = (F::zero(), F::zero());
+fn dots<F: Real>(al: &[Dual<F>], h1: &[Dual<F::Plain>], h2: &[Dual<F::Plain>], sum: bool) -> (F, F) {
+    let term = |x: &Dual<F>, h: &Dual<F::Plain>| {
+        let (c, s) = (x.c.plain(), x.s.plain());
+        if sum { c.mul(&h.s).unwrap_or_default().add(&s.mul(&h.c).unwrap_or_default()) } else { c.mul(&h.c) }
+    };
+    let (mut acc1, mut acc2) = (F::Plain::zero(), F::Plain::zero());
     for ((x, h1), h2) in al.iter().zip(h1).zip(h2).filter(|((x, _), _)| !x.is_zero()) {
         acc1 = acc1.add(&term(x, h1).unwrap_or_default()).unwrap_or_default();
         acc2 = acc2.add(&term(x, h2).unwrap_or_default()).unwrap_or_default();
     }
-    (acc1, acc2)
+    (F::from_plain(acc1), F::from_plain(acc2))
 }
 
 /// `x.round().min(cap) as usize` for `x ≥ 0` (or NaN) and an integral `cap` below 2^52, without
@@ -254,22 +259,22 @@ pub(crate) fn values<P: SummaryPolicy, F: Real>(
         }
     }
     let coeffs = &s.coeffs;
-    let expect = |al: &[Dual<F>], h_old: &[Dual<F>], h_new: &[Dual<F>]| -> F {
+    let expect = |al: &[Dual<F>], h_old: &[Dual<F::Plain>], h_new: &[Dual<F::Plain>]| -> F {
         let (old, new) = dots(al, h_old, h_new, sum);
         old.add(&new).unwrap_or_default().half()
     };
     let cand_new = if ev.is_some_and(is_init) { Some(t) } else { active.iter().rev().find(|e| is_init(e)).map(|e| e.t) };
     let cand_pres = pick(&final_sum(dfa, &cand).unwrap_or_default());
-    let cand_e = cand_new.filter(|_| expected).map(|t_new| expect(&cand, coeffs.cached(steps(oldest_init.unwrap_or(t_new))), coeffs.cached(steps(t_new))));
+    let cand_e = cand_new.filter(|_| expected).map(|t_new| expect(&cand, coeffs.cached::<F>(steps(oldest_init.unwrap_or(t_new))), coeffs.cached::<F>(steps(t_new))));
     // The look-ahead from the oldest active initiator is the same for every element, the one
     // from the latest changes only at an initiator.
     let h_old = oldest_init.map(|t_old| coeffs.cached::<F>(steps(t_old)));
-    let mut h_new: Option<&[Dual<F>]> = None;
+    let mut h_new: Option<&[Dual<F::Plain>]> = None;
     for i in from..s.elems.len() {
         let mut e = None;
         if i >= s.active_start && expected {
             if is_init(&s.elems[i]) {
-                h_new = Some(coeffs.cached(steps(s.elems[i].t)));
+                h_new = Some(coeffs.cached::<F>(steps(s.elems[i].t)));
             }
             if let (Some(h_old), Some(h_new)) = (h_old, h_new) {
                 e = Some(expect(&est.al[i * z..(i + 1) * z], h_old, h_new));
