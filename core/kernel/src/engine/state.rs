@@ -95,9 +95,9 @@ pub fn load(data: &[u8], limits: &Limits) -> Result<Saved, Error> {
     })?;
     check_fields(&saved)?;
     match &mut saved.summary {
-        SummaryEngine::Any(s) => s.narrow_counters(),
-        SummaryEngine::Next(s) => s.narrow_counters(),
-        SummaryEngine::Contiguous(s) => s.narrow_counters(),
+        SummaryEngine::Any(s) => s.fit_loaded(),
+        SummaryEngine::Next(s) => s.fit_loaded(),
+        SummaryEngine::Contiguous(s) => s.fit_loaded(),
     }
     Ok(saved)
 }

@@ -441,14 +441,17 @@ impl<P: SummaryPolicy> Summary<P> {
         let _ = crate::on_tier!(&self.exact, |p| P::formed_from(&self.dfa, &p.a, ev, formed, Dual::to_real));
     }
 
-    /// Counters held in `u128` whose values fit `u64` (a state saved before the `u64` tier
-    /// existed) move down to it, where this build would have kept them.
-    pub fn narrow_counters(&mut self) {
+    /// A loaded state takes the forms this build would have kept it in: counters held in
+    /// `u128` whose values fit `u64` (saved before the `u64` tier existed) move down to it, and
+    /// estimates saved with sums drop them unless the aggregate is SUM. It then re-saves to
+    /// the bytes the same arrivals give now.
+    pub fn fit_loaded(&mut self) {
         if let Ladder::U128(c) = &self.exact {
             if let Ok(word) = c.convert::<u64>() {
                 self.exact = Ladder::U64(word);
             }
         }
+        self.fit_estimates();
     }
 
     /// Hold the estimates in `f64` exactly while that is safe: the exact counters fit a machine word
