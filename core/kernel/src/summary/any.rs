@@ -237,7 +237,7 @@ fn expire<P: SummaryPolicy>(s: &mut Summary<P>, start: usize, end: usize) -> Res
         // They join the elements before the active window, after every one of them.
         for k in start..end {
             let value = super::selection::picked(&e.pres[k], sum);
-            e.lowered_after(k, value);
+            e.lowered(k, value);
         }
     });
     if leaving_initiator {

@@ -58,20 +58,13 @@ impl<F: Real> Estimates<F> {
         self.al.extend_from_slice(al);
     }
 
-    /// Element `k` (before the active window) now has present benefit `value` (no higher than
-    /// before): it is the lowest if below the lowest, or equal to it and earlier.
+    /// Element `k` before the active window has present benefit `value`: lowered (an evicted
+    /// neighbour took matches), or `k` just left the active window (after every element kept
+    /// so far). It is the lowest if below the lowest, or equal to it and earlier, or if it was
+    /// the lowest (it only fell).
     pub fn lowered(&mut self, k: usize, value: F) {
         if let Some((i, v)) = self.inactive_min {
             if value < v || (value == v && k < i) || k == i {
-                self.inactive_min = Some((k, value));
-            }
-        }
-    }
-
-    /// Element `k`, after every element before the active window, joins them.
-    pub fn lowered_after(&mut self, k: usize, value: F) {
-        if let Some((_, v)) = self.inactive_min {
-            if value < v {
                 self.inactive_min = Some((k, value));
             }
         }

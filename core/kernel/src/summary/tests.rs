@@ -101,29 +101,30 @@ fn same_with_sums<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> 
     sums.force_sums = true;
     let half = evs.len() / 2;
     for e in &evs[..half] {
-        counts.observe(*e).unwrap();
-        sums.observe(*e).unwrap();
-        prop_assert_eq!(&counts.elems, &sums.elems);
-        prop_assert_eq!(counts.evictions, sums.evictions);
-        let (a, b) = (counts.readout(), sums.readout());
-        prop_assert_eq!((a.g, a.detected), (b.g, b.detected));
-        let (mut a, mut b) = (counts.clone(), sums.clone());
-        prop_assert_eq!(counts_of(a.estimates()), counts_of(b.estimates()));
+        let (a, b) = observe_alike(&mut counts, &mut sums, *e)?;
         prop_assert!(!a.est.has_sums() && b.est.has_sums());
     }
     let (mut counts, mut old) = (reloaded(&counts), reloaded(&sums));
     prop_assert!(old.est.has_sums());
     for e in &evs[half..] {
-        counts.observe(*e).unwrap();
-        old.observe(*e).unwrap();
-        prop_assert_eq!(&counts.elems, &old.elems);
-        prop_assert_eq!(counts.evictions, old.evictions);
-        let (a, b) = (counts.readout(), old.readout());
-        prop_assert_eq!((a.g, a.detected), (b.g, b.detected));
-        prop_assert_eq!(counts_of(counts.clone().estimates()), counts_of(old.clone().estimates()));
+        observe_alike(&mut counts, &mut old, *e)?;
         prop_assert!(!old.est.has_sums());
     }
     Ok(())
+}
+
+/// Both summaries take `e` and agree on elements, evictions, counters and estimated counts;
+/// returns the copies whose estimates were read (refreshed).
+fn observe_alike<P: SummaryPolicy>(a: &mut Summary<P>, b: &mut Summary<P>, e: Ev) -> Result<(Summary<P>, Summary<P>), TestCaseError> {
+    a.observe(e).unwrap();
+    b.observe(e).unwrap();
+    prop_assert_eq!(&a.elems, &b.elems);
+    prop_assert_eq!(a.evictions, b.evictions);
+    let (x, y) = (a.readout(), b.readout());
+    prop_assert_eq!((x.g, x.detected), (y.g, y.detected));
+    let (mut a, mut b) = (a.clone(), b.clone());
+    prop_assert_eq!(counts_of(a.estimates()), counts_of(b.estimates()));
+    Ok((a, b))
 }
 
 /// A summary that defers its selection state until it first has to evict reaches, after

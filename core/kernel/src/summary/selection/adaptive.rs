@@ -126,7 +126,7 @@ impl Adaptive {
         let (pres, e) = values(s, est, ev, t, horizon, true, 0, |_, pres, e| victims.push((pres.to_xf(), e.map_or(Xf::ZERO, |e| e.to_xf()))));
         let cand_value = e.map_or(pres.to_xf(), |e| pres.to_xf().add(&e.to_xf()).unwrap_or(pres.to_xf()));
         // C + 1: the retained matches (exact), so the log terms are defined on an empty result.
-        let pick = |d: &Dual<F>| if s.cfg.aggregate == Aggregate::Sum { d.s } else { d.c };
+        let pick = |d: &Dual<F>| super::picked(d, s.cfg.aggregate == Aggregate::Sum);
         let g: Vec<Dual<F>> = crate::on_tier!(&s.exact, |p| p.g.iter().map(|d| d.to_real()).collect());
         let c1 = pick(&final_sum(&s.dfa, &g).unwrap_or_default()).to_xf().add(&Xf::ONE).unwrap_or(Xf::ONE);
         if ev.is_some() {
