@@ -86,9 +86,14 @@ impl<F: Family> Ladder<F> {
         }
     }
 
-    /// Whether the counters left the machine words (`u64`, `u128`).
-    pub fn is_big(&self) -> bool {
-        !matches!(self, Ladder::U64(_) | Ladder::U128(_))
+    /// The width in bits every counter is below, `None` once they are unbounded integers.
+    pub fn bits(&self) -> Option<u32> {
+        match self {
+            Ladder::U64(_) => Some(64),
+            Ladder::U128(_) => Some(128),
+            Ladder::U256(_) => Some(256),
+            Ladder::Big(_) => None,
+        }
     }
 
     /// Move one tier up (further if the next ones do not fit either).

@@ -200,8 +200,8 @@ impl Scalar for Xf {
 
 
 /// The float type of the selection estimates: plain `f64` while every estimate is known to
-/// stay far inside its range (exact counters on `u128` and the expected-future coefficients
-/// below [`NARROW_LIMIT`]), [`Xf`] after that. The two agree exactly where both apply, so a
+/// stay far inside its range ([`narrow_fits`] and the expected-future coefficients below
+/// [`NARROW_LIMIT`]), [`Xf`] after that. The two agree exactly where both apply, so a
 /// summary switches (once, see `Summary::fit_estimates`) without changing any decision.
 pub trait Real: Scalar + Copy + PartialOrd + Default {
     const ONE: Self;
@@ -219,10 +219,29 @@ pub trait Real: Scalar + Copy + PartialOrd + Default {
     fn pick<'a>(narrow: &'a [Vec<Dual<f64>>], wide: &'a [Vec<Dual<Xf>>]) -> &'a [Vec<Dual<Self::Plain>>];
 }
 
-/// Estimates stay `f64` while the coefficients are below this: with counts below 2^128,
-/// values below 2^64 and at most 2^30 of headroom for protection weights, every product
-/// and sum stays under 2^1000.
+/// Estimates stay `f64` while the coefficients are below this: with counts below 2^256
+/// ([`narrow_fits`]) and values below 2^64, every product of a count (or sum) and a
+/// coefficient, and their sums over the states and elements, stay under 2^900.
 pub const NARROW_LIMIT: f64 = 1.0e180; // ~2^598
+
+/// The largest summary whose estimates stay `f64` once the exact counters are on `U256`.
+/// Besides counts of real sets (below the counters' width), the sweeps multiply products of
+/// the step matrices over up to |S| elements: their entries count subsets of those elements,
+/// at most 2^|S| (sums at most 2^|S|·|S|·2^64), which stays under 2^860 up to here.
+pub const NARROW_SPAN: usize = 768;
+
+/// Whether the selection estimates of a summary of `size` elements whose exact counters are
+/// below 2^`count_bits` (`None`: unbounded) stay inside `f64`'s normal range, where `f64` and
+/// [`Xf`] give the same bits. On `u64` and `u128` every count is far below it; on `U256` the
+/// counts are too (2^256 times a coefficient below [`NARROW_LIMIT`] is about 2^854), and the
+/// step products over the summary's elements are while it holds at most [`NARROW_SPAN`].
+pub fn narrow_fits(count_bits: Option<u32>, size: usize) -> bool {
+    match count_bits {
+        Some(bits) if bits <= 128 => true,
+        Some(256) => size <= NARROW_SPAN,
+        _ => false,
+    }
+}
 
 impl Scalar for f64 {
     #[inline(always)]

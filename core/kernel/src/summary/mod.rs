@@ -454,12 +454,13 @@ impl<P: SummaryPolicy> Summary<P> {
         self.fit_estimates();
     }
 
-    /// Hold the estimates in `f64` exactly while that is safe: the exact counters fit a machine word
-    /// and the expected-future coefficients have an `f64` table (see [`Real`]). Widening
-    /// happens at most once per tier change; the two forms agree on every value. Sums are
-    /// kept only under SUM, the one aggregate that reads them (the counts never do).
+    /// Hold the estimates in `f64` exactly while that is safe: the exact counters and the
+    /// summary are small enough ([`crate::numbers::xf::narrow_fits`]) and the expected-future
+    /// coefficients have an `f64` table (see [`Real`]). Widening happens at most once per tier
+    /// change; the two forms agree on every value. Sums are kept only under SUM, the one
+    /// aggregate that reads them (the counts never do).
     pub(crate) fn fit_estimates(&mut self) {
-        let narrow_ok = !self.force_wide && !self.exact.is_big() && self.coeffs.narrow_ok();
+        let narrow_ok = !self.force_wide && crate::numbers::xf::narrow_fits(self.exact.bits(), self.cfg.size) && self.coeffs.narrow_ok();
         self.est.fit(!narrow_ok, self.force_sums || self.cfg.aggregate == Aggregate::Sum);
     }
 

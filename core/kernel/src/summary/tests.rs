@@ -366,6 +366,39 @@ fn paper_stream_keeps_its_counters_exact_through_every_tier() {
 }
 
 
+/// Past 2^128 (exact counters on `U256`) the estimates stay `f64` in a summary of at most
+/// `NARROW_SPAN` elements, and give, step for step, what `Xf` gives: the same elements,
+/// estimates and evictions, under every aggregate's estimates and the strategies that read them.
+#[test]
+fn narrow_estimates_past_2_128_agree_with_wide_ones() {
+    let dfa = Arc::new(paper());
+    for (strategy, aggregate) in [(StrategyKind::Suse, Aggregate::Count), (StrategyKind::Suse, Aggregate::Sum), (StrategyKind::Adaptive, Aggregate::Count)] {
+        let cfg = config(200, 200, strategy, aggregate, None);
+        let (mut narrow, mut wide) = (Summary::<AnyMatch>::new(dfa.clone(), cfg.clone()), Summary::<AnyMatch>::new(dfa.clone(), cfg));
+        wide.force_wide = true;
+        let mut x: u64 = 12345;
+        let mut narrow_at_u256 = 0;
+        for t in 0..400 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let sym = [0u8, 1, 1, 1, 2, 2, 2, 2, 3, 4, 6][(x >> 33) as usize % 11];
+            let ev = Ev { sym, t, v: 1 + t as u64 % 5, gap: 0 };
+            narrow.observe(ev).unwrap();
+            wide.observe(ev).unwrap();
+            assert_eq!(narrow.elems, wide.elems, "{strategy:?} {aggregate:?} at {t}");
+            if narrow.tier() == "u256" && !narrow.is_deferred() {
+                assert!(!narrow.est.is_wide(), "f64 estimates on u256 counters");
+                narrow_at_u256 += 1;
+            }
+            assert_eq!(narrow.estimates(), wide.estimates(), "{strategy:?} {aggregate:?} at {t}");
+        }
+        assert!(narrow_at_u256 > 50, "the stream keeps the counters on u256 ({narrow_at_u256} steps)");
+        assert_eq!((narrow.evictions, narrow.readout().detected), (wide.evictions, wide.readout().detected));
+    }
+    // Larger summaries take products over more elements than `f64` holds with certainty.
+    assert!(crate::numbers::xf::narrow_fits(Some(128), 100_000) && crate::numbers::xf::narrow_fits(Some(256), crate::numbers::xf::NARROW_SPAN));
+    assert!(!crate::numbers::xf::narrow_fits(Some(256), crate::numbers::xf::NARROW_SPAN + 1) && !crate::numbers::xf::narrow_fits(None, 1));
+}
+
 /// `evs` (in time order) in an arrival order where each event is at most `lateness` behind
 /// the latest before it: sorted by timestamp plus a jitter in `0..=lateness`.
 fn disordered(evs: &[Ev], lateness: i64, jitter: &[i64]) -> Vec<Ev> {
