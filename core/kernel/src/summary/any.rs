@@ -50,7 +50,7 @@ macro_rules! set_policy {
             }
             fn refresh_estimates(s: &mut Summary<Self>) {
                 if s.est.al_dirty() {
-                    crate::with_est_taken!(s, e => recompute_active_locals(s, e));
+                    crate::with_est_taken!(s, e => recompute_active_locals(s, e, None));
                 }
             }
             fn exact_locals(s: &Summary<Self>) -> Result<Vec<Dual<BigUint>>, Error> {
@@ -109,8 +109,16 @@ fn sweep_active_rows<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>
 }
 
 fn insert<P: SummaryPolicy>(s: &mut Summary<P>, ev: Ev) -> Result<(), Error> {
-    P::refresh_estimates(s);
-    crate::with_est_taken!(s, e => extend_estimates(s, e, &ev)); // before the exact counters move on
+    // Before the exact counters move on: the estimates' new row reads them.
+    if s.est.al_dirty() && extends_in_recomputation(s, &ev) {
+        crate::with_est_taken!(s, e => {
+            recompute_active_locals(s, e, Some(&ev));
+            push_formed(s, e, &ev);
+        });
+    } else {
+        P::refresh_estimates(s);
+        crate::with_est_taken!(s, e => extend_estimates(s, e, &ev));
+    }
     let ctx = retained!(s);
     crate::promoting!(&mut s.exact, &ctx, |p| insert_exact::<P, _>(p, &ctx, &ev))?;
     s.elems.push(ev);
@@ -121,8 +129,6 @@ fn insert<P: SummaryPolicy>(s: &mut Summary<P>, ev: Ev) -> Result<(), Error> {
 /// its row: the sets it forms.
 fn extend_estimates<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimates<F>, ev: &Ev) {
     let z = s.dfa.n;
-    let mut formed = std::mem::take(&mut est.formed);
-    s.formed_estimate(ev, &mut formed);
     let mut scratch = Vec::new();
     for i in s.active_start..s.elems.len() {
         let row = &mut est.al[i * z..(i + 1) * z];
@@ -133,8 +139,38 @@ fn extend_estimates<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimat
         let _ = step(&s.dfa, ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch);
         est.pres[i] = est.pres[i].plus(&gained);
     }
+    push_formed(s, est, ev);
+}
+
+/// `ev` gets its row (the sets it forms) and its present benefit (the matches among them).
+fn push_formed<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimates<F>, ev: &Ev) {
+    let mut formed = std::mem::take(&mut est.formed);
+    s.formed_estimate(ev, &mut formed);
     est.push(final_sum(&s.dfa, &formed).unwrap_or_default(), &formed);
     est.formed = formed;
+}
+
+/// Whether the recomputation of the active local rows may take the new element `ev` on its
+/// way ([`recompute_active_locals`] with `ahead`), instead of recomputing the rows and then
+/// stepping each one by `ev`. The two associate the same sums differently, so they agree bit
+/// for bit only where no value rounds: every value either way is a count (or a sum of
+/// values) of active sets, so below the exact active counters' total after `ev` (each set
+/// skips or takes it, and `ev` may start one). Under 2^52 every such integer, and every
+/// partial sum of non-negative terms below it, is exact in `f64` and [`crate::numbers::xf::Xf`].
+/// Only skip-till-any-match without negation: kills make the sweep's terms no longer parts
+/// of the rows.
+fn extends_in_recomputation<P: SummaryPolicy>(s: &Summary<P>, ev: &Ev) -> bool {
+    const EXACT: f64 = (1u64 << 52) as f64;
+    if s.force_unfused || P::SKIP != Skip::Keep || !s.dfa.negated.is_empty() {
+        return false;
+    }
+    let (sets, sums) = crate::on_tier!(&s.exact, |p| p.a.iter().fold((0.0, 0.0), |(c, v), d| {
+        let x = d.to_xf();
+        (c + x.c.to_f64(), v + x.s.to_f64())
+    }));
+    // A float sum of |Z| terms is within a few ulps: the margin to 2^53 covers it.
+    let after = (2.0 * sets + 1.0, 2.0 * sums + (sets + 1.0) * ev.v as f64);
+    after.0 < EXACT && (!s.est.has_sums() || after.1 < EXACT)
 }
 
 fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
@@ -344,7 +380,11 @@ fn rebuild_active_before<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained
 
 /// Active local counters of every active element: the sets inside the active window that
 /// contain it, from one forward sweep of rows `e_{q0}·P(s..y−1)` and one backward product.
-fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimates<F>) {
+/// With `ahead` (see [`extends_in_recomputation`]), the rows as that next element extends
+/// them, and each present benefit gains what it completes: the backward product starts from
+/// its step `M_ev` instead of the identity, and carries `P(y+1..n−1)·c` beside it, `c` the
+/// matches taking `ev` completes from each state.
+fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimates<F>, ahead: Option<&Ev>) {
     est.al_dirty = false;
     let dfa = s.dfa.clone();
     let z = dfa.n;
@@ -394,6 +434,19 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
     for q in 0..z {
         b[q * z + q] = Dual::one();
     }
+    let mut completes = std::mem::take(&mut est.completes);
+    completes.clear();
+    if let Some(ev) = ahead {
+        let _ = step(&dfa, ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch);
+        // Most elements complete nothing: then no benefit gains and nothing is carried.
+        for &(q, q2) in takes(&dfa, ev, P::SKIP).iter() {
+            if dfa.finals[q2 as usize] {
+                completes.resize(z, Dual::zero());
+                completes[q as usize] = completes[q as usize].plus(&Dual::weight(ev.v));
+            }
+        }
+    }
+    let gains = !completes.is_empty();
     for y in (start..n).rev() {
         let ev = s.elems[y];
         let w = Dual::<F>::weight(ev.v);
@@ -414,12 +467,19 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
             }
         };
         let before = &fwd[(y - start) * z..(y - start + 1) * z];
+        let mut gained = Dual::<F>::zero();
         for &(q, q2) in takes(&dfa, &ev, P::SKIP).iter() {
             let u = before[q as usize].times(&w);
             if u.is_zero() {
                 continue;
             }
             gain(&u, &b[q2 as usize * z..(q2 as usize + 1) * z]);
+            if gains {
+                gained = gained.plus(&u.times(&completes[q2 as usize]));
+            }
+        }
+        if gains {
+            est.pres[y] = est.pres[y].plus(&gained);
         }
         let q0 = dfa.init[ev.sym as usize];
         if kill && q0 != NONE {
@@ -430,7 +490,10 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
         }
         if y > start {
             let _ = step(&dfa, &ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch); // (the product from `start` is never read)
+            if gains {
+                let _ = step(&dfa, &ev, P::SKIP, &mut completes, Dir::Backward, Layout::Vector, &mut scratch);
+            }
         }
     }
-    (est.fwd, est.back, est.scratch) = (fwd, b, scratch);
+    (est.fwd, est.back, est.scratch, est.completes) = (fwd, b, scratch, completes);
 }

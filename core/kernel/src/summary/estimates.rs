@@ -20,6 +20,9 @@ pub struct Estimates<F: Real> {
     pub(crate) back: Vec<Dual<F>>,
     #[serde(skip)]
     pub(crate) scratch: Vec<Dual<F>>,
+    /// What a next element completes from each state, pulled back by that sweep (not state).
+    #[serde(skip)]
+    pub(crate) completes: Vec<Dual<F>>,
     /// The sets a candidate element would form (not state).
     #[serde(skip)]
     pub(crate) formed: Vec<Dual<F>>,

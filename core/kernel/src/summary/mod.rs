@@ -130,6 +130,9 @@ pub struct Summary<P: SummaryPolicy> {
     /// Tests: keep the sums in the estimates under every aggregate.
     #[serde(skip)]
     pub(crate) force_sums: bool,
+    /// Tests: recompute the active local rows and then extend them, never both in one sweep.
+    #[serde(skip)]
+    pub(crate) force_unfused: bool,
     /// While no element has had to go: the exact window over the retained elements, standing
     /// in for the counters and estimates (which are then empty). Never saved: saving settles.
     #[serde(skip)]
@@ -160,6 +163,7 @@ impl<P: SummaryPolicy> Clone for Summary<P> {
             pending_gap: self.pending_gap,
             force_wide: self.force_wide,
             force_sums: self.force_sums,
+            force_unfused: self.force_unfused,
             deferred: self.deferred.clone(),
             shadow: self.shadow.clone(),
             _policy: PhantomData,
@@ -200,6 +204,7 @@ impl<P: SummaryPolicy> Summary<P> {
             pending_gap: 0,
             force_wide: false,
             force_sums: false,
+            force_unfused: false,
             deferred,
             shadow: selection::Shadow::default(),
             _policy: PhantomData,

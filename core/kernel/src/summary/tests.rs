@@ -127,6 +127,20 @@ fn observe_alike<P: SummaryPolicy>(a: &mut Summary<P>, b: &mut Summary<P>, e: Ev
     Ok((a, b))
 }
 
+/// Taking the new element in the recomputation of the active local rows gives, step for step,
+/// the elements, counters, evictions and estimates (sums too) of recomputing and then
+/// extending: bit for bit, as every value is a small integer.
+fn same_unfused<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Result<(), TestCaseError> {
+    let mut fused = Summary::<P>::new(dfa.clone(), cfg.clone());
+    let mut unfused = Summary::<P>::new(dfa.clone(), cfg);
+    unfused.force_unfused = true;
+    for e in evs {
+        observe_alike(&mut fused, &mut unfused, *e)?;
+        prop_assert_eq!(fused.clone().estimates(), unfused.clone().estimates());
+    }
+    Ok(())
+}
+
 /// A summary that defers its selection state until it first has to evict reaches, after
 /// every step, the state of one that kept it from the start: the same elements, counters,
 /// evictions and estimates, bit for bit (the golden tests rely on it).
@@ -205,6 +219,15 @@ proptest! {
         let cfg = config(size, tau, strategy_of(strat), Aggregate::Count, None);
         let evs = elements(&dfa, &raw);
         under_policy!(policy, same_with_wide(&dfa, &evs, cfg))?;
+    }
+
+    /// See `same_unfused`.
+    #[test]
+    fn extending_in_the_recomputation_changes_nothing((dfa, raw) in case(), size in 1usize..9, tau in 0i64..12, strat in 0usize..5,
+                                                      sum in any::<bool>(), ttl in proptest::option::of(0i64..10), policy in 0usize..3) {
+        let cfg = config(size, tau, strategy_of(strat), if sum { Aggregate::Sum } else { Aggregate::Count }, ttl);
+        let evs = elements(&dfa, &raw);
+        under_policy!(policy, same_unfused(&dfa, &evs, cfg))?;
     }
 
     /// Count-only estimates change no count, decision or estimated count (see `same_with_sums`).
@@ -365,6 +388,23 @@ fn paper_stream_keeps_its_counters_exact_through_every_tier() {
     assert!(tiers.len() >= 2, "expected promotion, saw {tiers:?}");
 }
 
+
+/// On the paper's query at (|S|, τ) = (60, 60), 600 events: extending in the recomputation
+/// agrees with recomputing and then extending, for `suse` and `adaptive` under COUNT and SUM.
+#[test]
+fn paper_stream_extends_in_the_recomputation_as_before() {
+    let dfa = Arc::new(paper());
+    for (strategy, aggregate) in [(StrategyKind::Suse, Aggregate::Count), (StrategyKind::Suse, Aggregate::Sum), (StrategyKind::Adaptive, Aggregate::Count)] {
+        let mut x: u64 = 99;
+        let evs: Vec<Ev> = (0..600)
+            .map(|t| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                Ev { sym: [0u8, 0, 0, 1, 1, 2, 2, 3, 4, 5, 6][(x >> 33) as usize % 11], t, v: 1 + (x >> 40) % 7, gap: 0 }
+            })
+            .collect();
+        same_unfused::<AnyMatch>(&dfa, &evs, config(60, 60, strategy, aggregate, None)).unwrap();
+    }
+}
 
 /// Past 2^128 (exact counters on `U256`) the estimates stay `f64` in a summary of at most
 /// `NARROW_SPAN` elements, and give, step for step, what `Xf` gives: the same elements,
