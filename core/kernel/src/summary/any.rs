@@ -162,7 +162,7 @@ fn push_formed<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimates<F>
 fn extends_in_recomputation<P: SummaryPolicy>(s: &Summary<P>, ev: &Ev) -> bool {
     const EXACT: f64 = (1u64 << 52) as f64;
     // (Counters past `u128` are past 2^52 too: no need to convert them to know.)
-    if s.force_unfused || P::SKIP != Skip::Keep || !s.dfa.negated.is_empty() || s.exact.bits().is_none_or(|b| b > 128) {
+    if s.forced.unfused || P::SKIP != Skip::Keep || !s.dfa.negated.is_empty() || s.exact.bits().is_none_or(|b| b > 128) {
         return false;
     }
     let (sets, sums) = crate::on_tier!(&s.exact, |p| p.a.iter().fold((0.0, 0.0), |(c, v), d| {

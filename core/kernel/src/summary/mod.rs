@@ -124,15 +124,9 @@ pub struct Summary<P: SummaryPolicy> {
     pub evictions: u64,
     /// The gap since the last retained element (events and elements not retained).
     pub(crate) pending_gap: u32,
-    /// Tests: hold the estimates in [`crate::numbers::xf::Xf`] throughout.
+    /// Tests: the slower forms a summary otherwise leaves as soon as it can.
     #[serde(skip)]
-    pub(crate) force_wide: bool,
-    /// Tests: keep the sums in the estimates under every aggregate.
-    #[serde(skip)]
-    pub(crate) force_sums: bool,
-    /// Tests: recompute the active local rows and then extend them, never both in one sweep.
-    #[serde(skip)]
-    pub(crate) force_unfused: bool,
+    pub(crate) forced: Forced,
     /// While no element has had to go: the exact window over the retained elements, standing
     /// in for the counters and estimates (which are then empty). Never saved: saving settles.
     #[serde(skip)]
@@ -161,14 +155,24 @@ impl<P: SummaryPolicy> Clone for Summary<P> {
             skipped: self.skipped,
             evictions: self.evictions,
             pending_gap: self.pending_gap,
-            force_wide: self.force_wide,
-            force_sums: self.force_sums,
-            force_unfused: self.force_unfused,
+            forced: self.forced,
             deferred: self.deferred.clone(),
             shadow: self.shadow.clone(),
             _policy: PhantomData,
         }
     }
+}
+
+/// Forms a summary takes only where it must, forced for tests that compare them with the
+/// ones it takes where it can (every one gives the same decisions and values).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Forced {
+    /// Hold the estimates in [`crate::numbers::xf::Xf`] throughout.
+    pub wide: bool,
+    /// Keep the sums in the estimates under every aggregate.
+    pub sums: bool,
+    /// Recompute the active local rows and then extend them, never both in one sweep.
+    pub unfused: bool,
 }
 
 /// Counters as maintained and as recomputed from the retained elements.
@@ -202,9 +206,7 @@ impl<P: SummaryPolicy> Summary<P> {
             skipped: 0,
             evictions: 0,
             pending_gap: 0,
-            force_wide: false,
-            force_sums: false,
-            force_unfused: false,
+            forced: Forced::default(),
             deferred,
             shadow: selection::Shadow::default(),
             _policy: PhantomData,
@@ -465,8 +467,8 @@ impl<P: SummaryPolicy> Summary<P> {
     /// change; the two forms agree on every value. Sums are kept only under SUM, the one
     /// aggregate that reads them (the counts never do).
     pub(crate) fn fit_estimates(&mut self) {
-        let narrow_ok = !self.force_wide && crate::numbers::xf::narrow_fits(self.exact.bits(), self.cfg.size) && self.coeffs.narrow_ok();
-        self.est.fit(!narrow_ok, self.force_sums || self.cfg.aggregate == Aggregate::Sum);
+        let narrow_ok = !self.forced.wide && crate::numbers::xf::narrow_fits(self.exact.bits(), self.cfg.size) && self.coeffs.narrow_ok();
+        self.est.fit(!narrow_ok, self.forced.sums || self.cfg.aggregate == Aggregate::Sum);
     }
 
     /// Selection estimates, refreshed: (present benefit per element, active local rows); their

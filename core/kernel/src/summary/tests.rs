@@ -67,7 +67,7 @@ fn run_checked<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Res
 fn same_with_wide<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Result<(), TestCaseError> {
     let mut narrow = Summary::<P>::new(dfa.clone(), cfg.clone());
     let mut wide = Summary::<P>::new(dfa.clone(), cfg);
-    wide.force_wide = true;
+    wide.forced.wide = true;
     for e in evs {
         narrow.observe(*e).unwrap();
         wide.observe(*e).unwrap();
@@ -98,7 +98,7 @@ fn reloaded<P: SummaryPolicy>(s: &Summary<P>) -> Summary<P> {
 fn same_with_sums<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Result<(), TestCaseError> {
     let mut counts = Summary::<P>::new(dfa.clone(), cfg.clone());
     let mut sums = Summary::<P>::new(dfa.clone(), cfg);
-    sums.force_sums = true;
+    sums.forced.sums = true;
     let half = evs.len() / 2;
     for e in &evs[..half] {
         let (a, b) = observe_alike(&mut counts, &mut sums, *e)?;
@@ -133,7 +133,7 @@ fn observe_alike<P: SummaryPolicy>(a: &mut Summary<P>, b: &mut Summary<P>, e: Ev
 fn same_unfused<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Result<(), TestCaseError> {
     let mut fused = Summary::<P>::new(dfa.clone(), cfg.clone());
     let mut unfused = Summary::<P>::new(dfa.clone(), cfg);
-    unfused.force_unfused = true;
+    unfused.forced.unfused = true;
     for e in evs {
         observe_alike(&mut fused, &mut unfused, *e)?;
         prop_assert_eq!(fused.clone().estimates(), unfused.clone().estimates());
@@ -415,7 +415,7 @@ fn narrow_estimates_past_2_128_agree_with_wide_ones() {
     for (strategy, aggregate) in [(StrategyKind::Suse, Aggregate::Count), (StrategyKind::Suse, Aggregate::Sum), (StrategyKind::Adaptive, Aggregate::Count)] {
         let cfg = config(200, 200, strategy, aggregate, None);
         let (mut narrow, mut wide) = (Summary::<AnyMatch>::new(dfa.clone(), cfg.clone()), Summary::<AnyMatch>::new(dfa.clone(), cfg));
-        wide.force_wide = true;
+        wide.forced.wide = true;
         let mut x: u64 = 12345;
         let mut narrow_at_u256 = 0;
         for t in 0..400 {
