@@ -166,8 +166,8 @@ fn extends_in_recomputation<P: SummaryPolicy>(s: &Summary<P>, ev: &Ev) -> bool {
         return false;
     }
     let (sets, sums) = crate::on_tier!(&s.exact, |p| p.a.iter().fold((0.0, 0.0), |(c, v), d| {
-        let x = d.to_xf();
-        (c + x.c.to_f64(), v + x.s.to_f64())
+        let x = d.to_real::<f64>();
+        (c + x.c, v + x.s)
     }));
     // A float sum of |Z| terms is within a few ulps: the margin to 2^53 covers it.
     let after = (2.0 * sets + 1.0, 2.0 * sums + (sets + 1.0) * ev.v as f64);

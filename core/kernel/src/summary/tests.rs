@@ -366,19 +366,32 @@ fn strategies_choose_as_documented() {
     }
 }
 
+/// `n` elements of the paper's query, one per time unit, letters drawn by a fixed
+/// pseudo-random sequence from `seed` out of `letters` (repeats weigh them), each with the value
+/// `value(t, draw)`.
+fn drawn_stream(seed: u64, n: i64, letters: &[u8], value: impl Fn(i64, u64) -> u64) -> Vec<Ev> {
+    let mut x = seed;
+    (0..n)
+        .map(|t| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            Ev { sym: letters[(x >> 33) as usize % letters.len()], t, v: value(t, x), gap: 0 }
+        })
+        .collect()
+}
+
+/// Letters of the paper's query rich in the loops, so counts pass 2^128 at (200, 200).
+const LOOP_HEAVY: [u8; 11] = [0, 1, 1, 1, 2, 2, 2, 2, 3, 4, 6];
+
 #[test]
 fn paper_stream_keeps_its_counters_exact_through_every_tier() {
     // (|S|, τ) = (200, 200) over the paper's query: counts pass 2^128 and the ladder widens.
     let dfa = Arc::new(paper());
     let mut s = Summary::<AnyMatch>::new(dfa, config(200, 200, StrategyKind::Suse, Aggregate::Count, None));
-    let mut x: u64 = 12345;
     let mut tiers = std::collections::BTreeSet::new();
-    for t in 0..400 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let sym = [0u8, 1, 1, 1, 2, 2, 2, 2, 3, 4, 6][(x >> 33) as usize % 11];
-        s.observe(Ev { sym, t, v: 1, gap: 0 }).unwrap();
+    for ev in drawn_stream(12345, 400, &LOOP_HEAVY, |_, _| 1) {
+        s.observe(ev).unwrap();
         tiers.insert(s.tier());
-        if t % 50 == 0 {
+        if ev.t % 50 == 0 {
             let (kept, fresh) = s.active_check().unwrap();
             assert_eq!(kept, fresh);
         }
@@ -395,13 +408,7 @@ fn paper_stream_keeps_its_counters_exact_through_every_tier() {
 fn paper_stream_extends_in_the_recomputation_as_before() {
     let dfa = Arc::new(paper());
     for (strategy, aggregate) in [(StrategyKind::Suse, Aggregate::Count), (StrategyKind::Suse, Aggregate::Sum), (StrategyKind::Adaptive, Aggregate::Count)] {
-        let mut x: u64 = 99;
-        let evs: Vec<Ev> = (0..600)
-            .map(|t| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                Ev { sym: [0u8, 0, 0, 1, 1, 2, 2, 3, 4, 5, 6][(x >> 33) as usize % 11], t, v: 1 + (x >> 40) % 7, gap: 0 }
-            })
-            .collect();
+        let evs = drawn_stream(99, 600, &[0, 0, 0, 1, 1, 2, 2, 3, 4, 5, 6], |_, x| 1 + (x >> 40) % 7);
         same_unfused::<AnyMatch>(&dfa, &evs, config(60, 60, strategy, aggregate, None)).unwrap();
     }
 }
@@ -416,12 +423,9 @@ fn narrow_estimates_past_2_128_agree_with_wide_ones() {
         let cfg = config(200, 200, strategy, aggregate, None);
         let (mut narrow, mut wide) = (Summary::<AnyMatch>::new(dfa.clone(), cfg.clone()), Summary::<AnyMatch>::new(dfa.clone(), cfg));
         wide.forced.wide = true;
-        let mut x: u64 = 12345;
         let mut narrow_at_u256 = 0;
-        for t in 0..400 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let sym = [0u8, 1, 1, 1, 2, 2, 2, 2, 3, 4, 6][(x >> 33) as usize % 11];
-            let ev = Ev { sym, t, v: 1 + t as u64 % 5, gap: 0 };
+        for ev in drawn_stream(12345, 400, &LOOP_HEAVY, |t, _| 1 + t as u64 % 5) {
+            let t = ev.t;
             narrow.observe(ev).unwrap();
             wide.observe(ev).unwrap();
             assert_eq!(narrow.elems, wide.elems, "{strategy:?} {aggregate:?} at {t}");
