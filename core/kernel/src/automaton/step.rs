@@ -42,12 +42,50 @@ pub enum Layout {
 /// either possibly "nowhere": the operator is still linear, one entry per state and side.
 #[inline]
 pub fn step<S: Scalar>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut [Dual<S>], dir: Dir, layout: Layout, scratch: &mut Vec<Dual<S>>) -> R<()> {
+    step_sized::<S, 0>(dfa, ev, skip, m, dir, layout, scratch)
+}
+
+/// [`step`] for an automaton of `Z` states (see [`width`]).
+#[inline]
+pub fn step_sized<S: Scalar, const Z: usize>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut [Dual<S>], dir: Dir, layout: Layout, scratch: &mut Vec<Dual<S>>) -> R<()> {
     // One copy per layout, so that each has its strides as constants (the hot loops).
     match layout {
-        Layout::Vector => step_in::<S, VECTOR>(dfa, ev, skip, m, dir, scratch),
-        Layout::Rows => step_in::<S, ROWS>(dfa, ev, skip, m, dir, scratch),
-        Layout::Cols => step_in::<S, COLS>(dfa, ev, skip, m, dir, scratch),
+        Layout::Vector => step_in::<S, VECTOR, Z>(dfa, ev, skip, m, dir, scratch),
+        Layout::Rows => step_in::<S, ROWS, Z>(dfa, ev, skip, m, dir, scratch),
+        Layout::Cols => step_in::<S, COLS, Z>(dfa, ev, skip, m, dir, scratch),
     }
+}
+
+/// The number of states of `dfa`: `Z` when it is not 0. A kernel compiled for a known `Z`
+/// has every row length and stride as a constant, so its per-state loops unroll and lose
+/// their bounds checks; with |Z| ≈ 5 that machinery was about a sixth of the summary's
+/// instructions. [`with_width!`](crate::with_width) picks the copy.
+#[inline(always)]
+pub fn width<const Z: usize>(dfa: &Dfa) -> usize {
+    if Z == 0 {
+        dfa.n
+    } else {
+        debug_assert_eq!(dfa.n, Z, "a kernel compiled for another automaton size");
+        Z
+    }
+}
+
+/// Run `$body` with `$z` a constant: `$n` for the automaton sizes most patterns have (2 to 8
+/// states), else 0 (read the size at run time; see [`width`]).
+#[macro_export]
+macro_rules! with_width {
+    ($n:expr, $z:ident => $body:expr) => {
+        match $n {
+            2 => { const $z: usize = 2; $body }
+            3 => { const $z: usize = 3; $body }
+            4 => { const $z: usize = 4; $body }
+            5 => { const $z: usize = 5; $body }
+            6 => { const $z: usize = 6; $body }
+            7 => { const $z: usize = 7; $body }
+            8 => { const $z: usize = 8; $body }
+            _ => { const $z: usize = 0; $body }
+        }
+    };
 }
 
 const VECTOR: u8 = 0;
@@ -55,10 +93,10 @@ const ROWS: u8 = 1;
 const COLS: u8 = 2;
 
 #[inline(always)]
-fn step_in<S: Scalar, const LAYOUT: u8>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut [Dual<S>], dir: Dir, scratch: &mut Vec<Dual<S>>) -> R<()> {
+fn step_in<S: Scalar, const LAYOUT: u8, const Z: usize>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut [Dual<S>], dir: Dir, scratch: &mut Vec<Dual<S>>) -> R<()> {
     let (sym, v) = (ev.sym, ev.v);
     let c = sym as usize;
-    let z = dfa.n;
+    let z = width::<Z>(dfa);
     let (width, state_stride, k_stride) = match LAYOUT {
         VECTOR => (1, 1, 0),
         ROWS => (z, z, 1),

@@ -16,7 +16,7 @@ use crate::numbers::dual::Dual;
 use crate::engine::error::Error;
 use crate::numbers::num::{Num, Scalar, R};
 use crate::automaton::semantics::{expired, AnyMatch, Contiguous, Ev, Semantics};
-use crate::automaton::step::{final_sum, gain_into_finals, identity, step, takes, Dir, Layout};
+use crate::automaton::step::{final_sum, gain_into_finals, identity, step_sized, takes, width, Dir, Layout};
 use crate::numbers::xf::Real;
 use num_bigint::BigUint;
 
@@ -34,13 +34,13 @@ macro_rules! set_policy {
             const ACTIVE_ROWS: bool = true;
             const EVICTION_MATRICES: bool = true;
             fn rebuild_active<N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
-                rebuild_active::<$p, N>(c, r)
+                crate::with_width!(r.dfa.n, Z => rebuild_active::<$p, N, Z>(c, r))
             }
             fn insert(s: &mut Summary<Self>, ev: Ev) -> Result<(), Error> {
-                insert(s, ev)
+                crate::with_width!(s.kernel_width(), Z => insert::<Self, Z>(s, ev))
             }
             fn remove(s: &mut Summary<Self>, p: usize) -> Result<(), Error> {
-                remove(s, p)
+                crate::with_width!(s.kernel_width(), Z => remove::<Self, Z>(s, p))
             }
             fn insert_at(s: &mut Summary<Self>, p: usize, ev: Ev) -> Result<(), Error> {
                 insert_at(s, p, ev)
@@ -49,9 +49,7 @@ macro_rules! set_policy {
                 expire(s, start, end)
             }
             fn refresh_estimates(s: &mut Summary<Self>) {
-                if s.est.al_dirty() {
-                    crate::with_est_taken!(s, e => recompute_active_locals(s, e, None));
-                }
+                crate::with_width!(s.kernel_width(), Z => refresh_estimates::<Self, Z>(s))
             }
             fn exact_locals(s: &Summary<Self>) -> Result<Vec<Dual<BigUint>>, Error> {
                 exact_locals(s)
@@ -64,8 +62,8 @@ set_policy!(AnyMatch);
 set_policy!(Contiguous);
 
 /// `v_i = (1+v_iε)·e_{δ(q0,c_i)} · P(i+1..n-1)` for active initiators, `a = Σ v_i`.
-fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
-    let z = r.dfa.n;
+fn rebuild_active<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &Retained<'_>) -> R<()> {
+    let z = width::<Z>(r.dfa);
     let mut after = identity::<N>(z);
     c.a = vec![Dual::zero(); z];
     // Rows before the active window are zero already (only active initiators have one);
@@ -79,16 +77,16 @@ fn rebuild_active<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>) -
     // Only initiators have a row, and the sweep below rewrites each of theirs whole: the rest
     // are zero already, except rows before `first` (sets that died at a break).
     c.v[r.active_start * z..first * z].iter_mut().for_each(|d| *d = Dual::zero());
-    sweep_active_rows::<P, N>(c, r, first..r.elems.len(), &mut after)
+    sweep_active_rows::<P, N, Z>(c, r, first..r.elems.len(), &mut after)
 }
 
 /// The rows of the initiators in `range`, swept backward from `after` (the product over the
 /// elements after the range; left as the product from the range's second element, as no
 /// caller reads further): each initiator's row is `(1+v_iε)·e_{δ(q0,c_i)} · after` and `a`
 /// gains it.
-fn sweep_active_rows<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, range: std::ops::Range<usize>, after: &mut [Dual<N>]) -> R<()> {
+fn sweep_active_rows<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &Retained<'_>, range: std::ops::Range<usize>, after: &mut [Dual<N>]) -> R<()> {
     let dfa = r.dfa;
-    let z = dfa.n;
+    let z = width::<Z>(dfa);
     let mut scratch = Vec::new();
     let first = range.start;
     for i in range.rev() {
@@ -102,33 +100,40 @@ fn sweep_active_rows<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>
             }
         }
         if i > first {
-            step(dfa, ev, P::SKIP, after, Dir::Backward, Layout::Rows, &mut scratch)?;
+            step_sized::<_, Z>(dfa, ev, P::SKIP, after, Dir::Backward, Layout::Rows, &mut scratch)?;
         }
     }
     Ok(())
 }
 
-fn insert<P: SummaryPolicy>(s: &mut Summary<P>, ev: Ev) -> Result<(), Error> {
+/// Recompute the active local rows if an eviction left them stale.
+fn refresh_estimates<P: SummaryPolicy, const Z: usize>(s: &mut Summary<P>) {
+    if s.est.al_dirty() {
+        crate::with_est_taken!(s, e => recompute_active_locals::<P, _, Z>(s, e, None));
+    }
+}
+
+fn insert<P: SummaryPolicy, const Z: usize>(s: &mut Summary<P>, ev: Ev) -> Result<(), Error> {
     // Before the exact counters move on: the estimates' new row reads them.
     if s.est.al_dirty() && extends_in_recomputation(s, &ev) {
         crate::with_est_taken!(s, e => {
-            recompute_active_locals(s, e, Some(&ev));
+            recompute_active_locals::<P, _, Z>(s, e, Some(&ev));
             push_formed(s, e, &ev);
         });
     } else {
-        P::refresh_estimates(s);
-        crate::with_est_taken!(s, e => extend_estimates(s, e, &ev));
+        refresh_estimates::<P, Z>(s);
+        crate::with_est_taken!(s, e => extend_estimates::<P, _, Z>(s, e, &ev));
     }
     let ctx = retained!(s);
-    crate::promoting!(&mut s.exact, &ctx, |p| insert_exact::<P, _>(p, &ctx, &ev))?;
+    crate::promoting!(&mut s.exact, &ctx, |p| insert_exact::<P, _, Z>(p, &ctx, &ev))?;
     s.elems.push(ev);
     Ok(())
 }
 
 /// Every active set grows by `ev` (present benefits gain what it completes), and `ev` gets
 /// its row: the sets it forms.
-fn extend_estimates<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimates<F>, ev: &Ev) {
-    let z = s.dfa.n;
+fn extend_estimates<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summary<P>, est: &mut Estimates<F>, ev: &Ev) {
+    let z = width::<Z>(&s.dfa);
     let mut scratch = Vec::new();
     for i in s.active_start..s.elems.len() {
         let row = &mut est.al[i * z..(i + 1) * z];
@@ -136,7 +141,7 @@ fn extend_estimates<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimat
             continue; // no active set contains element i (many under contiguity)
         }
         let gained = gain_into_finals(&s.dfa, ev, P::SKIP, row).unwrap_or_default();
-        let _ = step(&s.dfa, ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch);
+        let _ = step_sized::<_, Z>(&s.dfa, ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch);
         est.pres[i] = est.pres[i].plus(&gained);
     }
     push_formed(s, est, ev);
@@ -174,19 +179,19 @@ fn extends_in_recomputation<P: SummaryPolicy>(s: &Summary<P>, ev: &Ev) -> bool {
     after.0 < EXACT && (!s.est.has_sums() || after.1 < EXACT)
 }
 
-fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
-    let z = s.dfa.n;
+fn remove<P: SummaryPolicy, const Z: usize>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
+    let z = width::<Z>(&s.dfa);
     let start = s.active_start;
-    P::refresh_estimates(s);
+    refresh_estimates::<P, Z>(s);
     // An active element that no active set contains leaves the active counters as they
     // are (the estimates only ever add non-negative terms, so zero is exact zero).
     let touches_active = p >= start && crate::on_est!(&s.est, e => e.row(p, z).iter().any(|d| !d.c.is_zero()));
     let ctx = retained!(s);
-    let rebuilt = crate::promoting!(&mut s.exact, &ctx, |part| remove_exact::<P, _>(part, &ctx, p, touches_active))?;
+    let rebuilt = crate::promoting!(&mut s.exact, &ctx, |part| remove_exact::<P, _, Z>(part, &ctx, p, touches_active))?;
     let (dfa, tau, elems) = (&s.dfa, s.cfg.tau, &s.elems);
     let sum = s.cfg.aggregate == super::Aggregate::Sum;
     crate::on_est!(&mut s.est, e => {
-        if let Some(lo) = shift_joint::<P, _>(dfa, tau, elems, e, p, false) {
+        if let Some(lo) = shift_joint::<P, _, Z>(dfa, tau, elems, e, p, false) {
             // The neighbours before the active window lost matches: the lowest may have moved.
             for k in (lo..(lo + e.joint.joint.len()).min(start)).filter(|&k| k != p) {
                 let value = super::selection::picked(&e.pres[k], sum);
@@ -200,7 +205,7 @@ fn remove<P: SummaryPolicy>(s: &mut Summary<P>, p: usize) -> Result<(), Error> {
     s.drop_element(p);
     if touches_active && !rebuilt {
         let ctx = retained!(s);
-        crate::promoting!(&mut s.exact, &ctx, |part| rebuild_active::<P, _>(part, &ctx))?;
+        crate::promoting!(&mut s.exact, &ctx, |part| rebuild_active::<P, _, Z>(part, &ctx))?;
     }
     Ok(())
 }
@@ -223,7 +228,7 @@ fn insert_at<P: SummaryPolicy>(s: &mut Summary<P>, p: usize, ev: Ev) -> Result<(
         e.pres.insert(p, own);
         e.inactive_min = None; // the neighbours gain: the lowest is no longer known
         e.al.splice(p * z..p * z, std::iter::repeat_n(Dual::zero(), z));
-        let _ = shift_joint::<P, _>(dfa, tau, &with, e, p, true);
+        let _ = shift_joint::<P, _, 0>(dfa, tau, &with, e, p, true);
     });
     s.elems = with;
     s.active_start = start;
@@ -240,7 +245,7 @@ fn insert_at_exact<P: SummaryPolicy, N: Num>(c: &mut Counters<N>, r: &Retained<'
         g.add_assign(l)?;
     }
     c.v.splice(p * z..p * z, std::iter::repeat_n(Dual::zero(), z));
-    rebuild_active::<P, N>(c, r)?;
+    rebuild_active::<P, N, 0>(c, r)?;
     c.detected = c.detected.add(&final_sum(r.dfa, &local)?)?;
     Ok(())
 }
@@ -249,13 +254,13 @@ fn insert_at_exact<P: SummaryPolicy, N: Num>(c: &mut Counters<N>, r: &Retained<'
 /// leave) the complete matches it shares with it.
 /// Returns the first neighbour's position when some moved (`est.joint.joint` holds what each
 /// gained or lost).
-fn shift_joint<P: SummaryPolicy, F: Real>(dfa: &crate::automaton::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize, add: bool) -> Option<usize> {
+fn shift_joint<P: SummaryPolicy, F: Real, const Z: usize>(dfa: &crate::automaton::dfa::Dfa, tau: i64, elems: &[Ev], est: &mut Estimates<F>, p: usize, add: bool) -> Option<usize> {
     // Joint matches are a subset of x's own: none to move when x completes none.
     if !(est.pres[p].c >= F::from_f64(0.5)) {
         return None;
     }
     let mut work = std::mem::take(&mut est.joint);
-    let moved = joint_matches_in::<F>(&mut work, dfa, tau, P::SKIP, elems, p).ok();
+    let moved = joint_matches_in::<F, Z>(&mut work, dfa, tau, P::SKIP, elems, p).ok();
     if let Some(lo) = moved {
         for (j, d) in work.joint.iter().enumerate() {
             est.pres[lo + j] = if add { est.pres[lo + j].plus(d) } else { est.pres[lo + j].minus(d) };
@@ -309,9 +314,9 @@ fn exact_locals<P: SummaryPolicy>(s: &Summary<P>) -> Result<Vec<Dual<BigUint>>, 
 
 /// Extend every active set by `ev`. Only `detected` is committed last: everything else is
 /// rebuilt from the retained elements if a counter overflows.
-fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev: &Ev) -> R<()> {
+fn insert_exact<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &Retained<'_>, ev: &Ev) -> R<()> {
     let dfa = r.dfa;
-    let z = dfa.n;
+    let z = width::<Z>(dfa);
     let mut formed = std::mem::take(&mut c.formed);
     formed.resize(z, Dual::zero()); // every cell is set by `formed`
     P::formed(dfa, &c.a, ev, &mut formed)?;
@@ -328,7 +333,7 @@ fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev:
     for i in r.active_start..n {
         let row = &mut c.v[i * z..(i + 1) * z];
         if !row.iter().all(|d| d.is_zero()) {
-            step(dfa, ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch)?;
+            step_sized::<_, Z>(dfa, ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch)?;
         }
     }
     c.v.extend(std::iter::repeat_n(Dual::zero(), z));
@@ -345,10 +350,10 @@ fn insert_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, ev:
 /// counters over the elements without it where the sweep for `L_x` built the product over the
 /// elements after it (returns whether it did; else the caller rebuilds them after the element
 /// has left).
-fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, rebuild: bool) -> R<bool> {
-    let z = r.dfa.n;
+fn remove_exact<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, rebuild: bool) -> R<bool> {
+    let z = width::<Z>(r.dfa);
     let mut work = std::mem::take(&mut c.work);
-    let tail = local_sets_and_tail_in::<N>(&mut work, r.dfa, r.tau, P::SKIP, r.elems, p)?;
+    let tail = local_sets_and_tail_in::<N, Z>(&mut work, r.dfa, r.tau, P::SKIP, r.elems, p)?;
     for (g, l) in c.g.iter_mut().zip(&work.local) {
         g.sub_assign(l)?;
     }
@@ -359,7 +364,7 @@ fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: 
     // after `p` keep theirs, and their product is the tail.
     let rebuilt = tail && rebuild && r.dfa.negated.is_empty() && p >= r.active_start;
     if rebuilt {
-        rebuild_active_before::<P, N>(c, r, p, &mut work.tail)?;
+        rebuild_active_before::<P, N, Z>(c, r, p, &mut work.tail)?;
     }
     c.work = work;
     Ok(rebuilt)
@@ -368,15 +373,15 @@ fn remove_exact<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: 
 /// [`rebuild_active`] after element `p` of `r` left (`c.v` without its row), given `after`,
 /// the product over the elements after it: the rows of the initiators after `p` hold no set
 /// through it and stay; those before it are swept again from `after`.
-fn rebuild_active_before<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, after: &mut [Dual<N>]) -> R<()> {
-    let z = r.dfa.n;
+fn rebuild_active_before<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, after: &mut [Dual<N>]) -> R<()> {
+    let z = width::<Z>(r.dfa);
     c.a.iter_mut().for_each(|d| *d = Dual::zero());
     for row in c.v[p * z..].chunks_exact(z) {
         for (a, d) in c.a.iter_mut().zip(row) {
             a.add_assign(d)?;
         }
     }
-    sweep_active_rows::<P, N>(c, r, r.active_start..p, after)
+    sweep_active_rows::<P, N, Z>(c, r, r.active_start..p, after)
 }
 
 /// Active local counters of every active element: the sets inside the active window that
@@ -385,10 +390,10 @@ fn rebuild_active_before<P: Semantics, N: Num>(c: &mut Counters<N>, r: &Retained
 /// them, and each present benefit gains what it completes: the backward product starts from
 /// its step `M_ev` instead of the identity, and carries `P(y+1..n−1)·c` beside it, `c` the
 /// matches taking `ev` completes from each state.
-fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut Estimates<F>, ahead: Option<&Ev>) {
+fn recompute_active_locals<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summary<P>, est: &mut Estimates<F>, ahead: Option<&Ev>) {
     est.al_dirty = false;
     let dfa = s.dfa.clone();
-    let z = dfa.n;
+    let z = width::<Z>(&dfa);
     let n = s.elems.len();
     let mut start = s.active_start;
     if P::SKIP == Skip::Kill && n > 0 {
@@ -424,7 +429,7 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
             *r = d.clone();
         }
         let ev = &s.elems[y];
-        let _ = step(&dfa, ev, P::SKIP, rest, Dir::Forward, Layout::Vector, &mut scratch);
+        let _ = step_sized::<_, Z>(&dfa, ev, P::SKIP, rest, Dir::Forward, Layout::Vector, &mut scratch);
         let q0 = dfa.init[ev.sym as usize];
         if kill && q0 != NONE {
             rest[q0 as usize] = rest[q0 as usize].plus(&Dual::weight(ev.v));
@@ -438,7 +443,7 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
     let mut completes = std::mem::take(&mut est.completes);
     completes.clear();
     if let Some(ev) = ahead {
-        let _ = step(&dfa, ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch);
+        let _ = step_sized::<_, Z>(&dfa, ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch);
         // Most elements complete nothing: then no benefit gains and nothing is carried.
         for &(q, q2) in takes(&dfa, ev, P::SKIP).iter() {
             if dfa.finals[q2 as usize] {
@@ -490,9 +495,9 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real>(s: &Summary<P>, est: &mut 
             row.iter_mut().for_each(|d| *d = Dual::zero());
         }
         if y > start {
-            let _ = step(&dfa, &ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch); // (the product from `start` is never read)
+            let _ = step_sized::<_, Z>(&dfa, &ev, P::SKIP, &mut b, Dir::Backward, Layout::Rows, &mut scratch); // (the product from `start` is never read)
             if gains {
-                let _ = step(&dfa, &ev, P::SKIP, &mut completes, Dir::Backward, Layout::Vector, &mut scratch);
+                let _ = step_sized::<_, Z>(&dfa, &ev, P::SKIP, &mut completes, Dir::Backward, Layout::Vector, &mut scratch);
             }
         }
     }

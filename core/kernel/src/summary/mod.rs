@@ -173,6 +173,9 @@ pub(crate) struct Forced {
     pub sums: bool,
     /// Recompute the active local rows and then extend them, never both in one sweep.
     pub unfused: bool,
+    /// Run the kernels that read the automaton's size at run time, not the copies compiled
+    /// for it ([`crate::with_width!`]).
+    pub runtime_width: bool,
 }
 
 /// Counters as maintained and as recomputed from the retained elements.
@@ -185,6 +188,13 @@ pub struct Readout {
 }
 
 impl<P: SummaryPolicy> Summary<P> {
+    /// The automaton size the kernels are compiled for ([`crate::with_width!`]): its number
+    /// of states, or 0 (read at run time) where a test forces that.
+    #[inline(always)]
+    pub(crate) fn kernel_width(&self) -> usize {
+        if self.forced.runtime_width { 0 } else { self.dfa.n }
+    }
+
     pub fn new(dfa: Arc<Dfa>, cfg: Config) -> Summary<P> {
         let estimator = Estimator::new(dfa.k(), cfg.probabilities.clone());
         let coeffs = Coefficients::new(estimator.probabilities(), estimator.mean_values());

@@ -19,7 +19,7 @@ use crate::automaton::dfa::{Dfa, Skip, GAP_BREAK, NONE};
 use crate::numbers::dual::Dual;
 use crate::numbers::num::{Scalar, R};
 use crate::automaton::semantics::{expired, Ev};
-use crate::automaton::step::{final_sum, step, takes, Dir, Layout};
+use crate::automaton::step::{final_sum, step_sized, takes, width, Dir, Layout};
 
 /// Whether sets can leave the product before the window ends (a negation filter or
 /// contiguity kills them), so matches must be counted at the element they end at. Without
@@ -40,12 +40,14 @@ fn completes<S: Scalar>(dfa: &Dfa, ev: &Ev, skip: Skip) -> Vec<Dual<S>> {
     out
 }
 
-/// The first element within the window before `p` and the last one after it.
+/// The first element within the window before `p` and the last one after it (the retained
+/// elements are in time order: binary searches, as `p` may lie deep in a large summary).
 /// Under contiguity no set spans a break either, so the span stops at the breaks around `p`.
 fn span(elems: &[Ev], p: usize, tau: i64, skip: Skip) -> (usize, usize) {
     let x = elems[p];
-    let mut lo = elems[..p].iter().position(|e| !expired(e.t, x.t, tau)).unwrap_or(p);
-    let mut hi = p + elems[p + 1..].iter().take_while(|e| !expired(x.t, e.t, tau)).count();
+    debug_assert!(elems.windows(2).all(|w| w[0].t <= w[1].t), "retained elements out of time order");
+    let mut lo = elems[..p].partition_point(|e| expired(e.t, x.t, tau));
+    let mut hi = p + elems[p + 1..].partition_point(|e| !expired(x.t, e.t, tau));
     if skip == Skip::Kill {
         lo = lo.max(super::segment_start(elems, p));
         hi = hi.min(p + elems[p + 1..].iter().take_while(|e| e.gap & GAP_BREAK == 0).count());
@@ -67,7 +69,7 @@ fn end_row<'a, S: Scalar>(end_at: &mut Vec<usize>, end_sets: &'a mut Vec<Dual<S>
 /// `L_x` for `x = elems[p]`: the windowed sets containing it, per end state.
 pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<Vec<Dual<S>>> {
     let mut work = LocalWork::default();
-    local_sets_and_tail_in(&mut work, dfa, tau, skip, elems, p)?;
+    local_sets_and_tail_in::<S, 0>(&mut work, dfa, tau, skip, elems, p)?;
     Ok(work.local)
 }
 
@@ -98,8 +100,8 @@ impl<S> Default for LocalWork<S> {
 /// `x` into `work.tail` when its forward sweep built it on the way (no kills, and every later
 /// element within the window of `x`; returns whether it did): what recomputing the active rows
 /// after `x` leaves would sweep again. No allocation once the buffers have grown.
-pub fn local_sets_and_tail_in<S: Scalar>(work: &mut LocalWork<S>, dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<bool> {
-    let z = dfa.n;
+pub fn local_sets_and_tail_in<S: Scalar, const Z: usize>(work: &mut LocalWork<S>, dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<bool> {
+    let z = width::<Z>(dfa);
     let x = elems[p];
     let (lo, hi) = span(elems, p, tau, skip);
     let LocalWork { local, tail: c_mat, end_at, end_sets, cur, ends, row, scratch } = work;
@@ -135,7 +137,7 @@ pub fn local_sets_and_tail_in<S: Scalar>(work: &mut LocalWork<S>, dfa: &Dfa, tau
             }
         }
         if y > lo {
-            step(dfa, ev, skip, cur, Dir::Backward, Layout::Rows, scratch)?; // (the product from `lo` is never read)
+            step_sized::<_, Z>(dfa, ev, skip, cur, Dir::Backward, Layout::Rows, scratch)?; // (the product from `lo` is never read)
         }
     }
     zeroed(local, z);
@@ -174,7 +176,7 @@ pub fn local_sets_and_tail_in<S: Scalar>(work: &mut LocalWork<S>, dfa: &Dfa, tau
                     local[t as usize].add_assign(&row[q as usize].take(elems[k].v)?)?;
                 }
             }
-            step(dfa, &elems[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
+            step_sized::<_, Z>(dfa, &elems[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
         }
         return Ok(false);
     }
@@ -182,7 +184,7 @@ pub fn local_sets_and_tail_in<S: Scalar>(work: &mut LocalWork<S>, dfa: &Dfa, tau
     let mut next = end_at.len(); // the ends in rising K, from the back
     for k in p..=hi {
         if k > p {
-            step(dfa, &elems[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
+            step_sized::<_, Z>(dfa, &elems[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
         }
         if next == 0 || end_at[next - 1] != k {
             continue;
@@ -246,14 +248,14 @@ fn set_identity<S: Scalar>(buf: &mut Vec<Dual<S>>, z: usize) {
 /// contain both (count and value sum); `(lo, joint)` with `joint[y - lo]`, zero at `x`.
 pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<(usize, Vec<Dual<S>>)> {
     let mut work = JointWork::default();
-    let lo = joint_matches_in(&mut work, dfa, tau, skip, elems, p)?;
+    let lo = joint_matches_in::<S, 0>(&mut work, dfa, tau, skip, elems, p)?;
     Ok((lo, work.joint))
 }
 
 /// [`joint_matches`] into `work.joint`, returning `lo`, with no allocation once the buffers
 /// have grown.
-pub fn joint_matches_in<S: Scalar>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<usize> {
-    let z = dfa.n;
+pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<usize> {
+    let z = width::<Z>(dfa);
     let zz = z * z;
     let el = elems;
     let x = el[p];
@@ -284,7 +286,7 @@ pub fn joint_matches_in<S: Scalar>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64,
     }
     for y in (lo..p).rev() {
         e_mats.extend_from_slice(cur);
-        step(dfa, &el[y], skip, cur, Dir::Backward, Layout::Rows, scratch)?;
+        step_sized::<_, Z>(dfa, &el[y], skip, cur, Dir::Backward, Layout::Rows, scratch)?;
     }
     let e_of = |y: usize| (p - 1 - y) * zz;
     // ψ(K) = the matches a set through x (in each state after x) completes by K:
@@ -325,7 +327,7 @@ pub fn joint_matches_in<S: Scalar>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64,
                 }
                 psi[(k - p) * z + r] = acc;
             }
-            step(dfa, &el[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
+            step_sized::<_, Z>(dfa, &el[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
         }
     }
 
@@ -364,7 +366,7 @@ pub fn joint_matches_in<S: Scalar>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64,
             }
             for y in (p + 1..=hi).rev() {
                 if y < hi {
-                    step(dfa, &el[y + 1], skip, gamma, Dir::Backward, Layout::Cols, scratch)?;
+                    step_sized::<_, Z>(dfa, &el[y + 1], skip, gamma, Dir::Backward, Layout::Cols, scratch)?;
                     let done = completes::<S>(dfa, &el[y + 1], skip);
                     for a in 0..z {
                         let act = &inject[(y + 1 - p) * z + a];
@@ -390,7 +392,7 @@ pub fn joint_matches_in<S: Scalar>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64,
         } else {
             for y in (p + 1..=hi).rev() {
                 if y < hi {
-                    step(dfa, &el[y + 1], skip, gamma, Dir::Backward, Layout::Cols, scratch)?;
+                    step_sized::<_, Z>(dfa, &el[y + 1], skip, gamma, Dir::Backward, Layout::Cols, scratch)?;
                 }
                 for a in 0..z {
                     let add = &inject[(y - p) * z + a];
@@ -414,7 +416,7 @@ pub fn joint_matches_in<S: Scalar>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64,
                 }
             }
             joint_out[y - lo] = joint.mul(&wy)?;
-            step(dfa, &el[y], skip, d, Dir::Forward, Layout::Cols, scratch)?;
+            step_sized::<_, Z>(dfa, &el[y], skip, d, Dir::Forward, Layout::Cols, scratch)?;
             psi_at(y, &d[..], &mut read_at, psi)?;
         }
     }
@@ -456,7 +458,7 @@ pub fn joint_matches_in<S: Scalar>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64,
         }
         joint_out[y - lo] = joint.mul(&wy)?;
         // Φ'_{y+1} = M_yᵀ Φ'_y + [y initiator] (w_y e_{δ(q0,c_y)}) ⊗ ψ(K(y)).
-        step(dfa, &el[y], skip, phi, Dir::Forward, Layout::Rows, scratch)?;
+        step_sized::<_, Z>(dfa, &el[y], skip, phi, Dir::Forward, Layout::Rows, scratch)?;
         if let Some(ps) = own {
             let q0 = dfa.init[el[y].sym as usize] as usize;
             for b in 0..z {
@@ -528,7 +530,7 @@ mod tests {
             for skip in [AnyMatch::SKIP, Contiguous::SKIP] {
                 let mut work = JointWork::<u128>::default();
                 for p in (0..evs.len()).chain((0..evs.len()).rev()) {
-                    let lo = joint_matches_in(&mut work, &dfa, tau, skip, &evs, p).unwrap();
+                    let lo = joint_matches_in::<_, 0>(&mut work, &dfa, tau, skip, &evs, p).unwrap();
                     prop_assert_eq!((lo, work.joint.clone()), joint_matches::<u128>(&dfa, tau, skip, &evs, p).unwrap());
                 }
             }

@@ -111,7 +111,7 @@ pub struct Benefit {
 impl Selector for Benefit {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
         prepare(s);
-        crate::with_est_taken!(s, est => self.choose_in(s, est, Some(ev), ev.t))
+        crate::with_width!(s.kernel_width(), Z => crate::with_est_taken!(s, est => self.choose_in::<P, _, Z>(s, est, Some(ev), ev.t)))
     }
 }
 
@@ -120,12 +120,12 @@ impl Benefit {
     fn lowest<P: SummaryPolicy>(&self, s: &mut Summary<P>) -> usize {
         prepare(s);
         let t = s.now.unwrap_or(i64::MIN);
-        crate::with_est_taken!(s, est => self.choose_in(s, est, None, t)).unwrap_or(0)
+        crate::with_width!(s.kernel_width(), Z => crate::with_est_taken!(s, est => self.choose_in::<P, _, Z>(s, est, None, t))).unwrap_or(0)
     }
 
     /// With a candidate `ev`: the element it should replace, if any. Without: the element
     /// with the lowest benefit at time `t`.
-    fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &mut Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
+    fn choose_in<P: SummaryPolicy, F: Real, const Z: usize>(&self, s: &Summary<P>, est: &mut Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
         // Look ahead at most |S| elements: a set can only grow by elements the summary also
         // keeps, and beyond that the expectation (which ignores the capacity) overrates
         // partial matches against realised ones (see docs/ENGINE.md).
@@ -140,7 +140,7 @@ impl Benefit {
             debug_assert_eq!(lowest, lowest_of(&est.pres[..inactive], sum), "the kept lowest before the active window");
             best = Some(lowest);
         }
-        let (cand_pres, cand_e) = values(s, est, ev, t, horizon, self.expected, inactive, |i, pres, e| {
+        let (cand_pres, cand_e) = values::<P, F, Z>(s, est, ev, t, horizon, self.expected, inactive, |i, pres, e| {
             let b = with(pres, e);
             if best.is_none_or(|(_, bb)| b < bb) {
                 best = Some((i, b));
@@ -226,7 +226,7 @@ pub(crate) fn prepare<P: SummaryPolicy>(s: &mut Summary<P>) {
 /// for every retained element from position `from` (expected only for active ones after an
 /// initiator; `from` is at most `s.active_start`), and the
 /// candidate's `(present, expected)` returned (zero without a candidate): Eq. 5's terms.
-pub(crate) fn values<P: SummaryPolicy, F: Real>(
+pub(crate) fn values<P: SummaryPolicy, F: Real, const Z: usize>(
     s: &Summary<P>,
     est: &mut Estimates<F>,
     ev: Option<&Ev>,
@@ -247,7 +247,7 @@ pub(crate) fn values<P: SummaryPolicy, F: Real>(
         rounded_steps(remaining.max(0.0) * rate, horizon)
     };
     let is_init = |e: &Ev| dfa.starts(e.sym);
-    let z = dfa.n;
+    let z = crate::automaton::step::width::<Z>(dfa);
     let active = &s.elems[s.active_start..];
     let oldest_init = active.iter().find(|e| is_init(e)).map(|e| e.t);
     let mut cand = std::mem::take(&mut est.formed);

@@ -127,18 +127,29 @@ fn observe_alike<P: SummaryPolicy>(a: &mut Summary<P>, b: &mut Summary<P>, e: Ev
     Ok((a, b))
 }
 
-/// Taking the new element in the recomputation of the active local rows gives, step for step,
-/// the elements, counters, evictions and estimates (sums too) of recomputing and then
-/// extending: bit for bit, as every value is a small integer.
-fn same_unfused<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Result<(), TestCaseError> {
-    let mut fused = Summary::<P>::new(dfa.clone(), cfg.clone());
-    let mut unfused = Summary::<P>::new(dfa.clone(), cfg);
-    unfused.forced.unfused = true;
+/// A summary with `forced` gives, step for step, the elements, counters, evictions and
+/// estimates (sums too) of one without: bit for bit.
+fn same_forced<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config, forced: Forced) -> Result<(), TestCaseError> {
+    let mut free = Summary::<P>::new(dfa.clone(), cfg.clone());
+    let mut held = Summary::<P>::new(dfa.clone(), cfg);
+    held.forced = forced;
     for e in evs {
-        observe_alike(&mut fused, &mut unfused, *e)?;
-        prop_assert_eq!(fused.clone().estimates(), unfused.clone().estimates());
+        observe_alike(&mut free, &mut held, *e)?;
+        prop_assert_eq!(free.clone().estimates(), held.clone().estimates());
     }
     Ok(())
+}
+
+/// Taking the new element in the recomputation of the active local rows changes nothing
+/// against recomputing and then extending (bit for bit, as every value is a small integer).
+fn same_unfused<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Result<(), TestCaseError> {
+    same_forced::<P>(dfa, evs, cfg, Forced { unfused: true, ..Forced::default() })
+}
+
+/// The kernels compiled for the automaton's size compute what the ones reading it at run
+/// time compute, in the same order.
+fn same_runtime_width<P: SummaryPolicy>(dfa: &Arc<Dfa>, evs: &[Ev], cfg: Config) -> Result<(), TestCaseError> {
+    same_forced::<P>(dfa, evs, cfg, Forced { runtime_width: true, ..Forced::default() })
 }
 
 /// A summary that defers its selection state until it first has to evict reaches, after
@@ -221,13 +232,14 @@ proptest! {
         under_policy!(policy, same_with_wide(&dfa, &evs, cfg))?;
     }
 
-    /// See `same_unfused`.
+    /// See `same_unfused` and `same_runtime_width`.
     #[test]
-    fn extending_in_the_recomputation_changes_nothing((dfa, raw) in case(), size in 1usize..9, tau in 0i64..12, strat in 0usize..5,
-                                                      sum in any::<bool>(), ttl in proptest::option::of(0i64..10), policy in 0usize..3) {
+    fn fused_steps_and_sized_kernels_change_nothing((dfa, raw) in case(), size in 1usize..9, tau in 0i64..12, strat in 0usize..5,
+                                                    sum in any::<bool>(), ttl in proptest::option::of(0i64..10), policy in 0usize..3) {
         let cfg = config(size, tau, strategy_of(strat), if sum { Aggregate::Sum } else { Aggregate::Count }, ttl);
         let evs = elements(&dfa, &raw);
-        under_policy!(policy, same_unfused(&dfa, &evs, cfg))?;
+        under_policy!(policy, same_unfused(&dfa, &evs, cfg.clone()))?;
+        under_policy!(policy, same_runtime_width(&dfa, &evs, cfg))?;
     }
 
     /// Count-only estimates change no count, decision or estimated count (see `same_with_sums`).
@@ -403,13 +415,15 @@ fn paper_stream_keeps_its_counters_exact_through_every_tier() {
 
 
 /// On the paper's query at (|S|, τ) = (60, 60), 600 events: extending in the recomputation
-/// agrees with recomputing and then extending, for `suse` and `adaptive` under COUNT and SUM.
+/// agrees with recomputing and then extending, and the kernels compiled for its 5 states with
+/// the ones reading the size at run time, for `suse` and `adaptive` under COUNT and SUM.
 #[test]
 fn paper_stream_extends_in_the_recomputation_as_before() {
     let dfa = Arc::new(paper());
     for (strategy, aggregate) in [(StrategyKind::Suse, Aggregate::Count), (StrategyKind::Suse, Aggregate::Sum), (StrategyKind::Adaptive, Aggregate::Count)] {
         let evs = drawn_stream(99, 600, &[0, 0, 0, 1, 1, 2, 2, 3, 4, 5, 6], |_, x| 1 + (x >> 40) % 7);
         same_unfused::<AnyMatch>(&dfa, &evs, config(60, 60, strategy, aggregate, None)).unwrap();
+        same_runtime_width::<AnyMatch>(&dfa, &evs, config(60, 60, strategy, aggregate, None)).unwrap();
     }
 }
 

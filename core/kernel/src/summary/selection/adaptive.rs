@@ -103,7 +103,7 @@ fn stale<P: SummaryPolicy>(s: &Summary<P>, c1: Xf, size: f64, window: f64) -> Op
 impl super::Selector for Adaptive {
     fn choose<P: SummaryPolicy>(&self, s: &mut Summary<P>, ev: &Ev) -> Option<usize> {
         prepare(s);
-        crate::with_est_taken!(s, est => self.choose_in(s, est, Some(ev), ev.t))
+        crate::with_width!(s.kernel_width(), Z => crate::with_est_taken!(s, est => self.choose_in::<P, _, Z>(s, est, Some(ev), ev.t)))
     }
 }
 
@@ -113,17 +113,17 @@ impl Adaptive {
     pub fn lowest<P: SummaryPolicy>(&self, s: &mut Summary<P>) -> usize {
         prepare(s);
         let t = s.now.unwrap_or(i64::MIN);
-        crate::with_est_taken!(s, est => self.choose_in(s, est, None, t)).unwrap_or(0)
+        crate::with_width!(s.kernel_width(), Z => crate::with_est_taken!(s, est => self.choose_in::<P, _, Z>(s, est, None, t))).unwrap_or(0)
     }
 
     /// With a candidate `ev`: the element it should replace, if any. Without: the cheapest
     /// element at time `t`.
-    fn choose_in<P: SummaryPolicy, F: Real>(&self, s: &Summary<P>, est: &mut Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
+    fn choose_in<P: SummaryPolicy, F: Real, const Z: usize>(&self, s: &Summary<P>, est: &mut Estimates<F>, ev: Option<&Ev>, t: i64) -> Option<usize> {
         let size = s.cfg.size.min(MAX_STEPS) as f64;
         let window = (s.cfg.tau as f64) * s.estimator.rate();
         let horizon = horizon(size, window);
         let mut victims = Vec::with_capacity(s.elems.len());
-        let (pres, e) = values(s, est, ev, t, horizon, true, 0, |_, pres, e| victims.push((pres.to_xf(), e.map_or(Xf::ZERO, |e| e.to_xf()))));
+        let (pres, e) = values::<P, F, Z>(s, est, ev, t, horizon, true, 0, |_, pres, e| victims.push((pres.to_xf(), e.map_or(Xf::ZERO, |e| e.to_xf()))));
         let cand_value = e.map_or(pres.to_xf(), |e| pres.to_xf().add(&e.to_xf()).unwrap_or(pres.to_xf()));
         // C + 1: the retained matches (exact), so the log terms are defined on an empty result.
         let pick = |d: &Dual<F>| super::picked(d, s.cfg.aggregate == Aggregate::Sum);
