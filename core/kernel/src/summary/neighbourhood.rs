@@ -211,6 +211,7 @@ pub struct JointWork<S: Scalar> {
     /// The result: `joint[y - lo]`.
     pub joint: Vec<Dual<S>>,
     k_of: Vec<usize>,
+    reads: Vec<usize>,
     e_mats: Vec<Dual<S>>,
     cur: Vec<Dual<S>>,
     psi: Vec<Dual<S>>,
@@ -226,7 +227,7 @@ pub struct JointWork<S: Scalar> {
 impl<S: Scalar> Default for JointWork<S> {
     fn default() -> Self {
         let none = Vec::new;
-        JointWork { joint: none(), k_of: Vec::new(), e_mats: none(), cur: none(), psi: none(), c_mat: none(), inject: none(), gammas: none(), gamma: none(), d: none(), phi: none(), scratch: none() }
+        JointWork { joint: none(), k_of: Vec::new(), reads: Vec::new(), e_mats: none(), cur: none(), psi: none(), c_mat: none(), inject: none(), gammas: none(), gamma: none(), d: none(), phi: none(), scratch: none() }
     }
 }
 
@@ -242,6 +243,19 @@ fn set_identity<S: Scalar>(buf: &mut Vec<Dual<S>>, z: usize) {
     for q in 0..z {
         buf[q * z + q] = Dual::one();
     }
+}
+
+/// ψ's row at `k` (`row`), the matches that `product` = `P(p+1..k)` completes from each state,
+/// if `k` is the next of the `ends` still to be read (`next` moves past it).
+fn read_psi<S: Scalar>(dfa: &Dfa, product: &[Dual<S>], ends: &[usize], next: &mut usize, k: usize, row: &mut [Dual<S>]) -> R<()> {
+    if ends.get(*next) != Some(&k) {
+        return Ok(());
+    }
+    *next += 1;
+    for (r, out) in product.chunks_exact(row.len()).zip(row.iter_mut()) {
+        *out = final_sum(dfa, r)?;
+    }
+    Ok(())
 }
 
 /// For every element `y` within the window of `x = elems[p]`, the complete matches that
@@ -260,7 +274,7 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
     let el = elems;
     let x = el[p];
     let (lo, hi) = span(elems, p, tau, skip);
-    let JointWork { joint: joint_out, k_of, e_mats, cur, psi, c_mat, inject, gammas, gamma, d, phi, scratch } = work;
+    let JointWork { joint: joint_out, k_of, reads, e_mats, cur, psi, c_mat, inject, gammas, gamma, d, phi, scratch } = work;
     // Every entry but x's own is written below.
     joint_out.resize(hi - lo + 1, Dual::zero());
     joint_out[p - lo] = Dual::zero();
@@ -292,22 +306,24 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
     // ψ(K) = the matches a set through x (in each state after x) completes by K:
     // P(p+1..K) · 1_F without kills, 1_F + Σ_{y=p+1..K} P(p+1..y−1)·(taking y)·1_F with them.
     let ends_mode = counts_at_ends(dfa, skip);
-    zeroed(psi, (hi - p + 1) * z);
     // Without kills ψ is read only at the ends K(i) of the initiators before x (rising with i),
     // and `P(p+1..K)` is the product the forward sweep of `D` below builds (the same steps in
-    // the same order, so the same bits): ψ is taken from it there, at those ends.
-    let mut read_at = (lo..p).filter(|&i| !ends_mode && is_init(i)).map(|i| k_of[i - lo]).peekable();
-    let psi_at = |k: usize, product: &[Dual<S>], read_at: &mut std::iter::Peekable<_>, psi: &mut Vec<Dual<S>>| -> R<()> {
-        if read_at.peek() == Some(&k) {
-            while read_at.next_if_eq(&k).is_some() {}
-            for r in 0..z {
-                psi[(k - p) * z + r] = final_sum(dfa, &product[r * z..(r + 1) * z])?;
-            }
+    // the same order, so the same bits): ψ is taken from it there, at those ends, and no other
+    // row is read (so none is cleared).
+    if ends_mode {
+        zeroed(psi, (hi - p + 1) * z);
+    } else if psi.len() < (hi - p + 1) * z {
+        psi.resize((hi - p + 1) * z, Dual::zero());
+    }
+    reads.clear();
+    for i in (lo..p).filter(|&i| !ends_mode && is_init(i)) {
+        if reads.last() != Some(&k_of[i - lo]) {
+            reads.push(k_of[i - lo]);
         }
-        Ok(())
-    };
+    }
+    let mut next_read = 0;
     set_identity(d, z);
-    psi_at(p, &d[..], &mut read_at, psi)?;
+    read_psi(dfa, &d[..], reads, &mut next_read, p, &mut psi[..z])?;
     if ends_mode {
         set_identity(c_mat, z);
         for k in p..=hi {
@@ -417,7 +433,7 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
             }
             joint_out[y - lo] = joint.mul(&wy)?;
             step_sized::<_, Z>(dfa, &el[y], skip, d, Dir::Forward, Layout::Cols, scratch)?;
-            psi_at(y, &d[..], &mut read_at, psi)?;
+            read_psi(dfa, &d[..], reads, &mut next_read, y, &mut psi[(y - p) * z..(y - p + 1) * z])?;
         }
     }
 
