@@ -173,10 +173,11 @@ fn lowest_of<F: Real>(pres: &[Dual<F>], sum: bool) -> (usize, F) {
     best
 }
 
-/// The count (or with `sum`, the sum) part of `Σ al[q]·h[q]` over the non-zero `al[q]`, for two
-/// coefficient vectors at once (one pass over the row): per vector the same operations, in the
-/// same order, as that part of the dual products' sum, without the other part (in `F`'s plain
-/// float, the coefficients' type).
+/// The count (or with `sum`, the sum) part of `Σ al[q]·h[q]`, for two coefficient vectors at
+/// once (one pass over the row): per vector the same operations, in the same order, as that
+/// part of the dual products' sum over the non-zero `al[q]`, without the other part (in `F`'s
+/// plain float, the coefficients' type). Zero cells are not skipped: the coefficients are
+/// finite, so their terms are exactly zero and change no bit, and the loop needs no branch.
 #[inline(always)]
 fn dots<F: Real>(al: &[Dual<F>], h1: &[Dual<F::Plain>], h2: &[Dual<F::Plain>], sum: bool) -> (F, F) {
     let term = |x: &Dual<F>, h: &Dual<F::Plain>| {
@@ -184,7 +185,7 @@ fn dots<F: Real>(al: &[Dual<F>], h1: &[Dual<F::Plain>], h2: &[Dual<F::Plain>], s
         if sum { c.mul(&h.s).unwrap_or_default().add(&s.mul(&h.c).unwrap_or_default()) } else { c.mul(&h.c) }
     };
     let (mut acc1, mut acc2) = (F::Plain::zero(), F::Plain::zero());
-    for ((x, h1), h2) in al.iter().zip(h1).zip(h2).filter(|((x, _), _)| !x.is_zero()) {
+    for ((x, h1), h2) in al.iter().zip(h1).zip(h2) {
         acc1 = acc1.add(&term(x, h1).unwrap_or_default()).unwrap_or_default();
         acc2 = acc2.add(&term(x, h2).unwrap_or_default()).unwrap_or_default();
     }
