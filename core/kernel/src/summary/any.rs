@@ -475,10 +475,8 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summar
         let before = &fwd[(y - start) * z..(y - start + 1) * z];
         let mut gained = Dual::<F>::zero();
         for &(q, q2) in takes(&dfa, &ev, P::SKIP).iter() {
+            // (A zero `u` adds exact zeros: the product's cells are finite.)
             let u = before[q as usize].times(&w);
-            if u.is_zero() {
-                continue;
-            }
             gain(&u, &b[q2 as usize * z..(q2 as usize + 1) * z]);
             if gains {
                 gained = gained.plus(&u.times(&completes[q2 as usize]));
