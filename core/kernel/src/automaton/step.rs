@@ -45,8 +45,10 @@ pub fn step<S: Scalar>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut [Dual<S>], dir: D
     step_sized::<S, 0>(dfa, ev, skip, m, dir, layout, scratch)
 }
 
-/// [`step`] for an automaton of `Z` states (see [`width`]).
-#[inline]
+/// [`step`] for an automaton of `Z` states (see [`width`]). Always inlined: every caller
+/// names its layout and direction, so only that copy's loops remain (left to the optimiser,
+/// the joint matches' four sweeps shared one out-of-line copy that tested both at run time).
+#[inline(always)]
 pub fn step_sized<S: Scalar, const Z: usize>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut [Dual<S>], dir: Dir, layout: Layout, scratch: &mut Vec<Dual<S>>) -> R<()> {
     // One copy per layout, so that each has its strides as constants (the hot loops).
     match layout {
