@@ -127,9 +127,12 @@ def main() -> None:
         plain = os.path.join(tmp, "stream.txt")
         if args.cpp:
             write_stream(plain, args.events, 0, False)
-        for _ in range(args.rounds):
+        for round_ in range(args.rounds):
+            # Every other round runs the builds in the other order: a run right after a long
+            # one (0.1 at (500, 500) runs for half a minute) can find the host slower.
+            order = list(builds.items())[:: -1 if round_ % 2 else 1]
             for row in rows:
-                for name, python in builds.items():
+                for name, python in order:
                     spec = ":".join(map(str, row))
                     out = subprocess.run([python, __file__, "--one", spec, "--repeat", str(args.repeat)],
                                          check=True, capture_output=True, text=True)
