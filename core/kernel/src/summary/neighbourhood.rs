@@ -279,15 +279,21 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
     joint_out.resize(hi - lo + 1, Dual::zero());
     joint_out[p - lo] = Dual::zero();
     let is_init = |i: usize| dfa.init[el[i].sym as usize] != NONE;
-    // K(i) for i in lo..=p: the last element within the window of i (monotone in i).
+    let ends_mode = counts_at_ends(dfa, skip);
+    // K(i) for i in lo..=p: the last element within the window of i (monotone in i). Without
+    // kills, `reads` lists the ends of the initiators before x, rising, each once (ψ below).
     k_of.clear();
     k_of.resize(p - lo + 1, p);
+    reads.clear();
     let mut k = p;
     for i in lo..=p {
         while k < hi && !expired(el[i].t, el[k + 1].t, tau) {
             k += 1;
         }
         k_of[i - lo] = k;
+        if i < p && !ends_mode && is_init(i) && reads.last() != Some(&k) {
+            reads.push(k);
+        }
     }
     let wx = Dual::<S>::weight(x.v);
 
@@ -305,7 +311,6 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
     let e_of = |y: usize| (p - 1 - y) * zz;
     // ψ(K) = the matches a set through x (in each state after x) completes by K:
     // P(p+1..K) · 1_F without kills, 1_F + Σ_{y=p+1..K} P(p+1..y−1)·(taking y)·1_F with them.
-    let ends_mode = counts_at_ends(dfa, skip);
     // Without kills ψ is read only at the ends K(i) of the initiators before x (rising with i),
     // and `P(p+1..K)` is the product the forward sweep of `D` below builds (the same steps in
     // the same order, so the same bits): ψ is taken from it there, at those ends, and no other
@@ -314,12 +319,6 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
         zeroed(psi, (hi - p + 1) * z);
     } else if psi.len() < (hi - p + 1) * z {
         psi.resize((hi - p + 1) * z, Dual::zero());
-    }
-    reads.clear();
-    for i in (lo..p).filter(|&i| !ends_mode && is_init(i)) {
-        if reads.last() != Some(&k_of[i - lo]) {
-            reads.push(k_of[i - lo]);
-        }
     }
     let mut next_read = 0;
     set_identity(d, z);
