@@ -404,36 +404,14 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summar
     }
     // The sweeps' buffers are kept with the estimates: this runs after most evictions.
     let (mut fwd, mut b, mut scratch) = (std::mem::take(&mut est.fwd), std::mem::take(&mut est.back), std::mem::take(&mut est.scratch));
-    // fwd[k]: the sets over the active elements before start+k that may take the next one.
-    // Under skip-till-any-match the empty set at the start state stands for the sets that
-    // start later (it skips everything); under contiguity it would die at the first element
-    // it skips, so there each set is started where its initiator is.
     let kill = P::SKIP == Skip::Kill;
-    // Every row is written below (the first here, each next one from the one before), so
-    // the buffer is only grown, never cleared.
-    let rows = (n - start + 1) * z;
-    if fwd.len() < rows {
-        fwd.resize(rows, Dual::zero());
-    }
-    fwd[..z].iter_mut().for_each(|d| *d = Dual::zero());
-    if !kill {
-        fwd[dfa.start as usize] = Dual::one();
-    }
-    // The row after the last element is never read.
-    for y in start..n.saturating_sub(1).max(start) {
-        // Each row starts as a copy of the one before (cell by cell: |Z| is small, and a
-        // library copy per row cost more than the copying).
-        let (done, rest) = fwd.split_at_mut((y - start + 1) * z);
-        let rest = &mut rest[..z];
-        for (r, d) in rest.iter_mut().zip(&done[(y - start) * z..]) {
-            *r = d.clone();
-        }
-        let ev = &s.elems[y];
-        let _ = step_sized::<_, Z>(&dfa, ev, P::SKIP, rest, Dir::Forward, Layout::Vector, &mut scratch);
-        let q0 = dfa.init[ev.sym as usize];
-        if kill && q0 != NONE {
-            rest[q0 as usize] = rest[q0 as usize].plus(&Dual::weight(ev.v));
-        }
+    forward_rows::<P, F, Z>(s, start, &mut fwd, &mut est.fwd_over, &mut scratch);
+    #[cfg(debug_assertions)]
+    {
+        let (mut fresh, mut over) = (Vec::new(), Vec::new());
+        forward_rows::<P, F, Z>(s, start, &mut fresh, &mut over, &mut scratch);
+        let written = (n.saturating_sub(1).max(start) - start + 1) * z; // (the row after the last is not)
+        assert!(fresh[..written] == fwd[..written], "kept forward rows differ from a fresh sweep");
     }
     b.clear();
     b.resize(z * z, Dual::zero());
@@ -500,4 +478,48 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summar
         }
     }
     (est.fwd, est.back, est.scratch, est.completes) = (fwd, b, scratch, completes);
+}
+
+/// `fwd[k]`: the sets over the active elements before `start + k` that may take the next
+/// one, for every `k` up to the last element (the row after it is never read). Under
+/// skip-till-any-match the empty set at the start state stands for the sets that start later
+/// (it skips everything); under contiguity it would die at the first element it skips, so
+/// there each set is started where its initiator is.
+///
+/// A row depends only on the elements before it, so the rows built last time over the same
+/// leading elements (`over` lists them) are kept: after an eviction, those up to the evicted
+/// element, about half the sweep. Comparing the elements finds them whatever moved since.
+fn forward_rows<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summary<P>, start: usize, fwd: &mut Vec<Dual<F>>, over: &mut Vec<Ev>, scratch: &mut Vec<Dual<F>>) {
+    let dfa = &s.dfa;
+    let z = width::<Z>(dfa);
+    let n = s.elems.len();
+    let kill = P::SKIP == Skip::Kill;
+    // Every row is written below (the first here, each next one from the one before), so
+    // the buffer is only grown, never cleared.
+    let rows = (n - start + 1) * z;
+    if fwd.len() < rows {
+        fwd.resize(rows, Dual::zero());
+    }
+    fwd[..z].iter_mut().for_each(|d| *d = Dual::zero());
+    if !kill {
+        fwd[dfa.start as usize] = Dual::one();
+    }
+    let swept = &s.elems[start..n.saturating_sub(1).max(start)];
+    let kept = over.iter().zip(swept).take_while(|(a, b)| a == b).count();
+    over.truncate(kept);
+    over.extend_from_slice(&swept[kept..]);
+    for (k, ev) in swept.iter().enumerate().skip(kept) {
+        // Each row starts as a copy of the one before (cell by cell: |Z| is small, and a
+        // library copy per row cost more than the copying).
+        let (done, rest) = fwd.split_at_mut((k + 1) * z);
+        let rest = &mut rest[..z];
+        for (r, d) in rest.iter_mut().zip(&done[k * z..]) {
+            *r = d.clone();
+        }
+        let _ = step_sized::<_, Z>(dfa, ev, P::SKIP, rest, Dir::Forward, Layout::Vector, scratch);
+        let q0 = dfa.init[ev.sym as usize];
+        if kill && q0 != NONE {
+            rest[q0 as usize] = rest[q0 as usize].plus(&Dual::weight(ev.v));
+        }
+    }
 }

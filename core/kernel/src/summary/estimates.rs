@@ -16,6 +16,9 @@ pub struct Estimates<F: Real> {
     /// Working space of that recomputation, kept between events (not state).
     #[serde(skip)]
     pub(crate) fwd: Vec<Dual<F>>,
+    /// The elements `fwd`'s rows were built over, from the first active one (not state).
+    #[serde(skip)]
+    pub(crate) fwd_over: Vec<crate::automaton::semantics::Ev>,
     #[serde(skip)]
     pub(crate) back: Vec<Dual<F>>,
     #[serde(skip)]
