@@ -5,8 +5,11 @@ timestamp = index. Rows: the summary, strategy `suse`, given probabilities, 10,0
 (seed 0) at (|S|, τ) = (100, 100), (500, 100), (500, 500); the exact engine, 100,000 events
 (seed 1), τ = 100. Each measurement runs in its own process (one `extend` or `exact` call,
 best of `--repeat` inside it), and the builds take turns, row by row, for `--rounds` rounds,
-so that both see the same load; a row's figure is its best over all rounds. The counts of
-every build are printed beside it (they must agree). A second table gives the same runs timed
+so that both see the same load; a row's figure is its best over all rounds. Its ratio is
+the median over the rounds of the two builds' figures in the same round: the host has fast
+and slow phases of seconds to minutes, and a best taken per build can pair one build's fast
+phase with the other's slow one (two runs minutes apart gave 1.64× and 2.71× at (500, 100)).
+The counts of every build are printed beside it (they must agree). A second table gives the same runs timed
 on CPU (the calling thread's CPU time): on this shared machine other jobs move wall-clock
 figures by 2× and more, CPU time far less.
 
@@ -25,6 +28,7 @@ import json
 import os
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -121,6 +125,7 @@ def main() -> None:
     if args.old:
         builds["old"] = python_of(args.old)
     best: dict = {}
+    rounds: dict = {}  # (clock..., build, row) -> seconds per round
     counts: dict = {}
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
@@ -137,8 +142,9 @@ def main() -> None:
                     out = subprocess.run([python, __file__, "--one", spec, "--repeat", str(args.repeat)],
                                          check=True, capture_output=True, text=True)
                     r = json.loads(out.stdout)
-                    best[name, row] = min(best.get((name, row), float("inf")), r["seconds"])
-                    best["oncpu", name, row] = min(best.get(("oncpu", name, row), float("inf")), r["cpu_seconds"])
+                    for key, seconds in (((name, row), r["seconds"]), (("oncpu", name, row), r["cpu_seconds"])):
+                        best[key] = min(best.get(key, float("inf")), seconds)
+                        rounds.setdefault(key, []).append(seconds)
                     counts.setdefault((name, row), r["count"])
                 if args.cpp and row[0] == "summary":
                     cmd = args.cpp.format(size=row[1], tau=row[2], stream=plain)
@@ -149,7 +155,7 @@ def main() -> None:
             loads.append(os.getloadavg()[0])
     print(f"{REGEX}, Zipf(2); summary: strategy suse, given probabilities, {args.events:,} events, seed 0; "
           f"exact: {args.exact_events:,} events, seed 1, τ = {EXACT_TAU}")
-    print(f"best of {args.rounds} interleaved rounds × {args.repeat} runs; machine: {machine()}; "
+    print(f"best of {args.rounds} interleaved rounds × {args.repeat} runs (ratios: median of the rounds); machine: {machine()}; "
           f"load average (1 min) {min(loads):.1f}–{max(loads):.1f}")
     if args.old:
         print(f"old build: {builds['old']}")
@@ -167,10 +173,13 @@ def main() -> None:
 
     def ratio(row: tuple, clock: tuple = ()) -> str:
         old, now = (*clock, "old", row), (*clock, "now", row)
-        return f"{best[old] / best[now]:.2f}" if old in best else "—"
+        if old not in rounds:
+            return "—"
+        paired = [o / n for o, n in zip(rounds[old], rounds[now])]
+        return f"{statistics.median(paired):.2f} ({min(paired):.2f}–{max(paired):.2f})"
 
     print()
-    print("| setting | suse now | old build | paper's C++ | now / old | counts agree |")
+    print("| setting | suse now | old build | paper's C++ | now / old, median of rounds (range) | counts agree |")
     print("|---|---:|---:|---:|---:|---|")
     for row in rows:
         agree = "—" if ("old", row) not in counts else "yes" if counts["old", row] == counts["now", row] else "NO"
@@ -178,7 +187,7 @@ def main() -> None:
     print()
     print("On CPU (the same runs):")
     print()
-    print("| setting | suse now | old build | now / old |")
+    print("| setting | suse now | old build | now / old, median of rounds (range) |")
     print("|---|---:|---:|---:|")
     cpu = ("oncpu",)
     for row in rows:
