@@ -89,14 +89,15 @@ fn sweep_active_rows<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, 
     let z = width::<Z>(dfa);
     let mut scratch = Vec::new();
     let first = range.start;
-    for i in range.rev() {
-        let ev = &r.elems[i];
+    // Rows and elements walked together, backward (no index to check per cell).
+    let rows = c.v[first * z..range.end * z].chunks_exact_mut(z);
+    for ((i, ev), row) in range.zip(&r.elems[first..]).zip(rows).rev() {
         let q = dfa.init[ev.sym as usize];
         if q != NONE {
-            for j in 0..z {
-                let d = after[q as usize * z + j].take(ev.v)?;
-                c.a[j].add_assign(&d)?;
-                c.v[i * z + j] = d;
+            for ((v, a), m) in row.iter_mut().zip(c.a.iter_mut()).zip(&after[q as usize * z..(q as usize + 1) * z]) {
+                let d = m.take(ev.v)?;
+                a.add_assign(&d)?;
+                *v = d;
             }
         }
         if i > first {
@@ -135,14 +136,14 @@ fn insert<P: SummaryPolicy, const Z: usize>(s: &mut Summary<P>, ev: Ev) -> Resul
 fn extend_estimates<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summary<P>, est: &mut Estimates<F>, ev: &Ev) {
     let z = width::<Z>(&s.dfa);
     let mut scratch = Vec::new();
-    for i in s.active_start..s.elems.len() {
-        let row = &mut est.al[i * z..(i + 1) * z];
+    let (start, n) = (s.active_start, s.elems.len());
+    for (row, pres) in est.al[start * z..n * z].chunks_exact_mut(z).zip(&mut est.pres[start..n]) {
         if row.iter().all(|d| d.is_zero()) {
-            continue; // no active set contains element i (many under contiguity)
+            continue; // no active set contains this element (many under contiguity)
         }
         let gained = gain_into_finals(&s.dfa, ev, P::SKIP, row).unwrap_or_default();
         let _ = step_sized::<_, Z>(&s.dfa, ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch);
-        est.pres[i] = est.pres[i].plus(&gained);
+        *pres = pres.plus(&gained);
     }
     push_formed(s, est, ev);
 }
@@ -330,8 +331,7 @@ fn insert_exact<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &R
     P::advance(dfa, &mut c.a, ev, &formed)?;
     let n = c.v.len() / z;
     let mut scratch = Vec::new();
-    for i in r.active_start..n {
-        let row = &mut c.v[i * z..(i + 1) * z];
+    for row in c.v[r.active_start * z..].chunks_exact_mut(z) {
         if !row.iter().all(|d| d.is_zero()) {
             step_sized::<_, Z>(dfa, ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch)?;
         }
@@ -431,10 +431,10 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summar
         }
     }
     let gains = !completes.is_empty();
-    for y in (start..n).rev() {
-        let ev = s.elems[y];
+    // Rows and elements walked together, backward (no index to check per element).
+    let rows = est.al[start * z..n * z].chunks_exact_mut(z).zip(fwd[..(n - start) * z].chunks_exact(z));
+    for ((y, &ev), (row, before)) in (start..n).zip(&s.elems[start..n]).zip(rows).rev() {
         let w = Dual::<F>::weight(ev.v);
-        let row = &mut est.al[y * z..(y + 1) * z];
         // The first term is written, the others added (zero plus a term is the term, bit for
         // bit, so the row needs no clearing first unless no term comes).
         let mut written = false;
@@ -450,7 +450,6 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summar
                 written = true;
             }
         };
-        let before = &fwd[(y - start) * z..(y - start + 1) * z];
         let mut gained = Dual::<F>::zero();
         for &(q, q2) in takes(&dfa, &ev, P::SKIP).iter() {
             // (A zero `u` adds exact zeros: the product's cells are finite.)
