@@ -487,7 +487,8 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summar
 ///
 /// A row depends only on the elements before it, so the rows built last time over the same
 /// leading elements (`over` lists them) are kept: after an eviction, those up to the evicted
-/// element, about half the sweep. Comparing the elements finds them whatever moved since.
+/// element (which tends to sit early in the active window, so the saving is modest:
+/// docs/ENGINE.md). Comparing the elements finds them whatever moved since.
 fn forward_rows<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summary<P>, start: usize, fwd: &mut Vec<Dual<F>>, over: &mut Vec<Ev>, scratch: &mut Vec<Dual<F>>) {
     let dfa = &s.dfa;
     let z = width::<Z>(dfa);
