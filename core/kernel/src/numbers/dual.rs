@@ -10,7 +10,7 @@ use crate::numbers::xf::{Real, Xf};
 use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Dual<S> {
     pub c: S,
     pub s: S,

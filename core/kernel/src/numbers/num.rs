@@ -32,7 +32,25 @@ pub trait Scalar: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Sen
     fn sub(&self, o: &Self) -> R<Self>;
     fn mul(&self, o: &Self) -> R<Self>;
     fn mul_u64(&self, v: u64) -> R<Self>;
+    /// `dst` set to `src` (same length). A machine type copies the bytes: the derived clone
+    /// of a generic [`Dual`](crate::numbers::dual::Dual) stays an element-by-element loop,
+    /// which the library copy beats for a whole matrix.
+    #[inline(always)]
+    fn copy_duals(dst: &mut [crate::numbers::dual::Dual<Self>], src: &[crate::numbers::dual::Dual<Self>]) {
+        dst.clone_from_slice(src);
+    }
 }
+
+/// [`Scalar::copy_duals`] for a `Copy` type.
+macro_rules! copy_duals_bytes {
+    () => {
+        #[inline(always)]
+        fn copy_duals(dst: &mut [$crate::numbers::dual::Dual<Self>], src: &[$crate::numbers::dual::Dual<Self>]) {
+            dst.copy_from_slice(src);
+        }
+    };
+}
+pub(crate) use copy_duals_bytes;
 
 /// An exact counter type.
 pub trait Num: Scalar {
@@ -73,6 +91,7 @@ macro_rules! checked_common {
 
 impl Scalar for u64 {
     checked_common!(0);
+    copy_duals_bytes!();
     #[inline]
     fn mul(&self, o: &Self) -> R<Self> {
         self.checked_mul(*o).ok_or(Overflow)
@@ -100,6 +119,7 @@ impl Num for u64 {
 
 impl Scalar for u128 {
     checked_common!(0);
+    copy_duals_bytes!();
     #[inline]
     fn mul(&self, o: &Self) -> R<Self> {
         // Two factors below 2^64 cannot overflow: skip the (slow, software) checked multiply.

@@ -168,6 +168,7 @@ impl PartialOrd for Xf {
 }
 
 impl Scalar for Xf {
+    crate::numbers::num::copy_duals_bytes!();
     #[inline(always)]
     fn zero() -> Self {
         Xf::ZERO
@@ -244,6 +245,7 @@ pub fn narrow_fits(count_bits: Option<u32>, size: usize) -> bool {
 }
 
 impl Scalar for f64 {
+    crate::numbers::num::copy_duals_bytes!();
     #[inline(always)]
     fn zero() -> Self {
         0.0
@@ -380,6 +382,7 @@ impl<F: PartialOrd> PartialOrd for Counts<F> {
 
 impl<F: Real> Scalar for Counts<F> {
     const SUMS: bool = false;
+    crate::numbers::num::copy_duals_bytes!();
     #[inline(always)]
     fn zero() -> Self {
         Counts(F::zero())

@@ -77,14 +77,14 @@ fn rebuild_active<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: 
     // Only initiators have a row, and the sweep below rewrites each of theirs whole: the rest
     // are zero already, except rows before `first` (sets that died at a break).
     c.v[r.active_start * z..first * z].iter_mut().for_each(|d| *d = Dual::zero());
-    sweep_active_rows::<P, N, Z>(c, r, first..r.elems.len(), &mut after)
+    sweep_active_rows::<P, N, Z>(c, r, first..r.elems.len(), &mut after, false)
 }
 
 /// The rows of the initiators in `range`, swept backward from `after` (the product over the
 /// elements after the range; left as the product from the range's second element, as no
 /// caller reads further): each initiator's row is `(1+v_iε)·e_{δ(q0,c_i)} · after` and `a`
-/// gains it.
-fn sweep_active_rows<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &Retained<'_>, range: std::ops::Range<usize>, after: &mut [Dual<N>]) -> R<()> {
+/// gains it (and, with `replacing`, loses the row it replaces).
+fn sweep_active_rows<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &Retained<'_>, range: std::ops::Range<usize>, after: &mut [Dual<N>], replacing: bool) -> R<()> {
     let dfa = r.dfa;
     let z = width::<Z>(dfa);
     let mut scratch = Vec::new();
@@ -96,6 +96,9 @@ fn sweep_active_rows<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, 
         if q != NONE {
             for ((v, a), m) in row.iter_mut().zip(c.a.iter_mut()).zip(&after[q as usize * z..(q as usize + 1) * z]) {
                 let d = m.take(ev.v)?;
+                if replacing {
+                    a.sub_assign(v)?;
+                }
                 a.add_assign(&d)?;
                 *v = d;
             }
@@ -357,12 +360,16 @@ fn remove_exact<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &R
     for (g, l) in c.g.iter_mut().zip(&work.local) {
         g.sub_assign(l)?;
     }
-    // Only active initiators have a non-zero row.
-    let row = super::estimates::zero_row_to_drop(p, r.active_start);
-    c.v.drain(row * z..(row + 1) * z);
     // Without kills or negation, leaving merges no gap that changes an operator: the elements
     // after `p` keep theirs, and their product is the tail.
     let rebuilt = tail && rebuild && r.dfa.negated.is_empty() && p >= r.active_start;
+    // Only active initiators have a non-zero row.
+    let row = super::estimates::zero_row_to_drop(p, r.active_start);
+    for (a, d) in c.a.iter_mut().zip(c.v.drain(row * z..(row + 1) * z)) {
+        if rebuilt {
+            a.sub_assign(&d)?; // `a` keeps summing the rows (see `rebuild_active_before`)
+        }
+    }
     if rebuilt {
         rebuild_active_before::<P, N, Z>(c, r, p, &mut work.tail)?;
     }
@@ -373,15 +380,13 @@ fn remove_exact<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &R
 /// [`rebuild_active`] after element `p` of `r` left (`c.v` without its row), given `after`,
 /// the product over the elements after it: the rows of the initiators after `p` hold no set
 /// through it and stay; those before it are swept again from `after`.
+///
+/// `a` still sums every other row as it was (`p`'s row is out of it too): each row swept
+/// again is taken out of it and the new one put in, so the rows after `p` are not read (an
+/// evicted element tends to sit early in the active window). Every partial sum is a sum of
+/// rows, so no step overflows that the sum of the rows would not.
 fn rebuild_active_before<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, after: &mut [Dual<N>]) -> R<()> {
-    let z = width::<Z>(r.dfa);
-    c.a.iter_mut().for_each(|d| *d = Dual::zero());
-    for row in c.v[p * z..].chunks_exact(z) {
-        for (a, d) in c.a.iter_mut().zip(row) {
-            a.add_assign(d)?;
-        }
-    }
-    sweep_active_rows::<P, N, Z>(c, r, r.active_start..p, after)
+    sweep_active_rows::<P, N, Z>(c, r, r.active_start..p, after, true)
 }
 
 /// Active local counters of every active element: the sets inside the active window that

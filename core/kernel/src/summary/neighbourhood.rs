@@ -237,6 +237,13 @@ fn zeroed<S: Scalar>(buf: &mut Vec<Dual<S>>, len: usize) {
     buf.resize(len, Dual::zero());
 }
 
+/// `buf` at least `len` long (what it held before is overwritten before it is read).
+fn at_least<S: Scalar>(buf: &mut Vec<Dual<S>>, len: usize) {
+    if buf.len() < len {
+        buf.resize(len, Dual::zero());
+    }
+}
+
 /// `buf` as the identity matrix over `z` states, reusing its allocation.
 fn set_identity<S: Scalar>(buf: &mut Vec<Dual<S>>, z: usize) {
     zeroed(buf, z * z);
@@ -299,13 +306,13 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
 
     // E_y = P(y+1..p-1) · w_x T_x for y in lo..p, built right to left (flat, |Z|² each).
     // Stored right to left: E_y at (p-1-y)·|Z|². Every cell is written, so nothing is zeroed.
-    e_mats.clear();
+    at_least(e_mats, (p - lo) * zz);
     zeroed(cur, zz);
     for &(q, q2) in takes(dfa, &x, skip).iter() {
         cur[q as usize * z + q2 as usize] = wx.clone();
     }
     for y in (lo..p).rev() {
-        e_mats.extend_from_slice(cur);
+        S::copy_duals(&mut e_mats[(p - 1 - y) * zz..(p - y) * zz], cur);
         step_sized::<_, Z>(dfa, &el[y], skip, cur, Dir::Backward, Layout::Rows, scratch)?;
     }
     let e_of = |y: usize| (p - 1 - y) * zz;
@@ -367,7 +374,7 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
             }
         }
         // Γ_y for y = hi down to p+1, stored in that order (each written whole).
-        gammas.clear();
+        at_least(gammas, (hi - p) * zz);
         let g_of = |y: usize| (hi - y) * zz;
         zeroed(gamma, zz);
         if ends_mode {
@@ -393,8 +400,8 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
                         }
                     }
                 }
-                gammas.extend_from_slice(gamma);
                 let g = &mut gammas[g_of(y)..g_of(y) + zz];
+                S::copy_duals(g, gamma);
                 for a in 0..z {
                     let act = &inject[(y - p) * z + a];
                     if !act.is_zero() {
@@ -417,7 +424,7 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
                         }
                     }
                 }
-                gammas.extend_from_slice(gamma);
+                S::copy_duals(&mut gammas[g_of(y)..g_of(y) + zz], gamma);
             }
         }
         for y in p + 1..=hi {
