@@ -383,8 +383,9 @@ fn remove_exact<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &R
 ///
 /// `a` still sums every other row as it was (`p`'s row is out of it too): each row swept
 /// again is taken out of it and the new one put in, so the rows after `p` are not read (an
-/// evicted element tends to sit early in the active window). Every partial sum is a sum of
-/// rows, so no step overflows that the sum of the rows would not.
+/// evicted element tends to sit early in the active window). Every partial sum adds rows,
+/// new or old, and a new row is at most its old one (a removal only removes sets), so no
+/// step overflows where the old total did not.
 fn rebuild_active_before<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, after: &mut [Dual<N>]) -> R<()> {
     sweep_active_rows::<P, N, Z>(c, r, r.active_start..p, after, true)
 }
@@ -501,10 +502,7 @@ fn forward_rows<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summary<P>, start
     let kill = P::SKIP == Skip::Kill;
     // Every row is written below (the first here, each next one from the one before), so
     // the buffer is only grown, never cleared.
-    let rows = (n - start + 1) * z;
-    if fwd.len() < rows {
-        fwd.resize(rows, Dual::zero());
-    }
+    super::neighbourhood::at_least(fwd, (n - start + 1) * z);
     fwd[..z].iter_mut().for_each(|d| *d = Dual::zero());
     if !kill {
         fwd[dfa.start as usize] = Dual::one();

@@ -205,7 +205,7 @@ pub fn local_sets_and_tail_in<S: Scalar, const Z: usize>(work: &mut LocalWork<S>
 }
 
 /// The buffers of [`joint_matches_in`], kept between calls (it runs at most evictions).
-/// Every call sets each buffer's length and contents before reading it.
+/// Every call writes what it reads of each buffer before reading it (some only grow).
 #[derive(Debug, Clone)]
 pub struct JointWork<S: Scalar> {
     /// The result: `joint[y - lo]`.
@@ -238,7 +238,7 @@ fn zeroed<S: Scalar>(buf: &mut Vec<Dual<S>>, len: usize) {
 }
 
 /// `buf` at least `len` long (what it held before is overwritten before it is read).
-fn at_least<S: Scalar>(buf: &mut Vec<Dual<S>>, len: usize) {
+pub(super) fn at_least<S: Scalar>(buf: &mut Vec<Dual<S>>, len: usize) {
     if buf.len() < len {
         buf.resize(len, Dual::zero());
     }
@@ -306,16 +306,16 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
 
     // E_y = P(y+1..p-1) · w_x T_x for y in lo..p, built right to left (flat, |Z|² each).
     // Stored right to left: E_y at (p-1-y)·|Z|². Every cell is written, so nothing is zeroed.
+    let e_of = |y: usize| (p - 1 - y) * zz;
     at_least(e_mats, (p - lo) * zz);
     zeroed(cur, zz);
     for &(q, q2) in takes(dfa, &x, skip).iter() {
         cur[q as usize * z + q2 as usize] = wx.clone();
     }
     for y in (lo..p).rev() {
-        S::copy_duals(&mut e_mats[(p - 1 - y) * zz..(p - y) * zz], cur);
+        S::copy_duals(&mut e_mats[e_of(y)..e_of(y) + zz], cur);
         step_sized::<_, Z>(dfa, &el[y], skip, cur, Dir::Backward, Layout::Rows, scratch)?;
     }
-    let e_of = |y: usize| (p - 1 - y) * zz;
     // ψ(K) = the matches a set through x (in each state after x) completes by K:
     // P(p+1..K) · 1_F without kills, 1_F + Σ_{y=p+1..K} P(p+1..y−1)·(taking y)·1_F with them.
     // Without kills ψ is read only at the ends K(i) of the initiators before x (rising with i),
@@ -324,8 +324,8 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
     // row is read (so none is cleared).
     if ends_mode {
         zeroed(psi, (hi - p + 1) * z);
-    } else if psi.len() < (hi - p + 1) * z {
-        psi.resize((hi - p + 1) * z, Dual::zero());
+    } else {
+        at_least(psi, (hi - p + 1) * z);
     }
     let mut next_read = 0;
     set_identity(d, z);
