@@ -43,8 +43,22 @@ impl<S: Scalar> Dual<S> {
     }
     #[inline(always)]
     pub fn add_assign(&mut self, o: &Self) -> R<()> {
-        *self = self.add(o)?;
+        // Only the halves kept are written: a count-only dual's zero sum is left as it is.
+        let c = self.c.add(&o.c)?;
+        if S::SUMS {
+            self.s = self.s.add(&o.s)?;
+        }
+        self.c = c;
         Ok(())
+    }
+    /// `self = v`, writing only the halves kept (both have a zero sum where none is kept):
+    /// storing the zero too costs an instruction per cell in the hot sweeps.
+    #[inline(always)]
+    pub fn set(&mut self, v: &Self) {
+        self.c = v.c.clone();
+        if S::SUMS {
+            self.s = v.s.clone();
+        }
     }
     #[inline(always)]
     pub fn sub(&self, o: &Self) -> R<Self> {
@@ -99,6 +113,14 @@ impl<F: Real> Dual<F> {
     #[inline(always)]
     pub fn plus(&self, o: &Self) -> Self {
         Dual { c: self.c.add(&o.c).unwrap_or_default(), s: if F::SUMS { self.s.add(&o.s).unwrap_or_default() } else { F::zero() } }
+    }
+    /// `self = self + o`, writing only the halves kept (a count-only dual's sum stays zero).
+    #[inline(always)]
+    pub fn plus_assign(&mut self, o: &Self) {
+        self.c = self.c.add(&o.c).unwrap_or_default();
+        if F::SUMS {
+            self.s = self.s.add(&o.s).unwrap_or_default();
+        }
     }
     #[inline(always)]
     pub fn minus(&self, o: &Self) -> Self {

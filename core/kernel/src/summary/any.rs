@@ -146,7 +146,7 @@ fn extend_estimates<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summary<P>, e
         }
         let gained = gain_into_finals(&s.dfa, ev, P::SKIP, row).unwrap_or_default();
         let _ = step_sized::<_, Z>(&s.dfa, ev, P::SKIP, row, Dir::Forward, Layout::Vector, &mut scratch);
-        *pres = pres.plus(&gained);
+        pres.plus_assign(&gained);
     }
     push_formed(s, est, ev);
 }
@@ -447,11 +447,11 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summar
         let mut gain = |u: &Dual<F>, from: &[Dual<F>]| {
             if written {
                 for (r, m) in row.iter_mut().zip(from) {
-                    *r = r.plus(&u.times(m));
+                    r.plus_assign(&u.times(m));
                 }
             } else {
                 for (r, m) in row.iter_mut().zip(from) {
-                    *r = u.times(m);
+                    r.set(&u.times(m));
                 }
                 written = true;
             }
@@ -466,7 +466,7 @@ fn recompute_active_locals<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summar
             }
         }
         if gains {
-            est.pres[y] = est.pres[y].plus(&gained);
+            est.pres[y].plus_assign(&gained);
         }
         let q0 = dfa.init[ev.sym as usize];
         if kill && q0 != NONE {
@@ -517,7 +517,7 @@ fn forward_rows<P: SummaryPolicy, F: Real, const Z: usize>(s: &Summary<P>, start
         let (done, rest) = fwd.split_at_mut((k + 1) * z);
         let rest = &mut rest[..z];
         for (r, d) in rest.iter_mut().zip(&done[k * z..]) {
-            *r = d.clone();
+            r.set(d);
         }
         let _ = step_sized::<_, Z>(dfa, ev, P::SKIP, rest, Dir::Forward, Layout::Vector, scratch);
         let q0 = dfa.init[ev.sym as usize];

@@ -260,7 +260,7 @@ fn read_psi<S: Scalar>(dfa: &Dfa, product: &[Dual<S>], ends: &[usize], next: &mu
     }
     *next += 1;
     for (r, out) in product.chunks_exact(row.len()).zip(row.iter_mut()) {
-        *out = final_sum(dfa, r)?;
+        out.set(&final_sum(dfa, r)?);
     }
     Ok(())
 }
@@ -437,7 +437,7 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
                     joint.add_assign(&d[a * z + q as usize].mul(&g[a * z + q2 as usize])?)?;
                 }
             }
-            joint_out[y - lo] = joint.mul(&wy)?;
+            joint_out[y - lo].set(&joint.mul(&wy)?);
             step_sized::<_, Z>(dfa, &el[y], skip, d, Dir::Forward, Layout::Cols, scratch)?;
             read_psi(dfa, &d[..], reads, &mut next_read, y, &mut psi[(y - p) * z..(y - p + 1) * z])?;
         }
@@ -478,7 +478,7 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
                 }
             }
         }
-        joint_out[y - lo] = joint.mul(&wy)?;
+        joint_out[y - lo].set(&joint.mul(&wy)?);
         // Φ'_{y+1} = M_yᵀ Φ'_y + [y initiator] (w_y e_{δ(q0,c_y)}) ⊗ ψ(K(y)).
         step_sized::<_, Z>(dfa, &el[y], skip, phi, Dir::Forward, Layout::Rows, scratch)?;
         if let Some(ps) = own {
