@@ -66,7 +66,12 @@ impl<S: Scalar> Dual<S> {
     }
     #[inline(always)]
     pub fn sub_assign(&mut self, o: &Self) -> R<()> {
-        *self = self.sub(o)?;
+        // As `add_assign`: both halves computed before either is stored, only the kept written.
+        let c = self.c.sub(&o.c)?;
+        if S::SUMS {
+            self.s = self.s.sub(&o.s)?;
+        }
+        self.c = c;
         Ok(())
     }
     #[inline(always)]
