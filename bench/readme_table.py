@@ -3,15 +3,15 @@
 Workload (the paper's): query `a(b*c)*d(e|f)g*`, characters Zipf(s=2) over `abcdefg`,
 timestamp = index. Rows: the summary, strategy `suse`, given probabilities, 10,000 events
 (seed 0) at (|S|, τ) = (100, 100), (500, 100), (500, 500); the exact engine, 100,000 events
-(seed 1), τ = 100. Each measurement runs in its own process (one `extend` or `exact` call,
-best of `--repeat` inside it), and the builds take turns, row by row, for `--rounds` rounds,
-so that both see the same load; a row's figure is its best over all rounds. Its ratio is
-the median over the rounds of the two builds' figures in the same round: the host has fast
-and slow phases of seconds to minutes, and a best taken per build can pair one build's fast
-phase with the other's slow one (two runs minutes apart gave 1.64× and 2.71× at (500, 100)).
-The counts of every build are printed beside it (they must agree). A second table gives the same runs timed
-on CPU (the calling thread's CPU time): on this shared machine other jobs move wall-clock
-figures by 2× and more, CPU time far less.
+(seed 1), τ = 100. Each build runs in one worker process of its own, which times one
+`extend` or `exact` call per request; the builds take turns call by call (`--repeat` pairs
+per row and round, the order alternating pair by pair), for `--rounds` rounds. A row's
+figure is its best over all calls. Its ratio is the median over the pairs of the two
+builds' times: the host has fast and slow phases of seconds to minutes, so only calls run
+back to back see the same host (a best taken per build can pair one build's fast phase
+with the other's slow one: two runs minutes apart gave 1.64× and 2.71× at (500, 100)).
+The counts of every build are printed beside it (they must agree). A second table gives
+the same calls timed on CPU (the calling thread's CPU time).
 
 `--old` is an older build: its Python (`.../.venv/bin/python`) or a checkout holding
 `.venv`. `--cpp` is a command running the paper's C++ on one setting, with `{size}`, `{tau}`
@@ -24,6 +24,7 @@ Usage: python bench/readme_table.py [--old ../suse-0.1] [--rounds 5] [--cpp 'CMD
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -43,13 +44,20 @@ SUMMARY_ROWS = [(100, 100), (500, 100), (500, 500)]
 EXACT_TAU = 100
 
 
+@functools.cache
+def workload(events: int, seed: int):
+    """The stream, built once per worker (a type of whichever suse this process imports)."""
+    from suse.io.synthetic import synthetic_stream
+
+    return synthetic_stream(LETTERS, events, "zipf", 2.0, seed=seed)
+
+
 def run_one(kind: str, size: int, tau: int, events: int, seed: int, repeat: int, dry: bool = False) -> dict:
     """One row in this process (whichever suse it imports): best seconds and the count.
     `dry` does everything but the timed call (an instruction count's baseline)."""
     import suse
-    from suse.io.synthetic import synthetic_stream
 
-    stream = synthetic_stream(LETTERS, events, "zipf", 2.0, seed=seed)
+    stream = workload(events, seed)
     query = suse.Query(REGEX, window=tau)
     best, cpu, count = float("inf"), float("inf"), None
     for _ in range(0 if dry else repeat):
@@ -65,6 +73,34 @@ def run_one(kind: str, size: int, tau: int, events: int, seed: int, repeat: int,
         best = min(best, time.perf_counter() - t0)
         count = (r if r is not None else s.result()).count
     return {"seconds": best, "cpu_seconds": cpu, "count": str(count)}
+
+
+def serve() -> None:
+    """A build's worker: one timed call per row read from stdin, its figures as a JSON line."""
+    for line in sys.stdin:
+        kind, size, tau, events, seed = line.strip().split(":")
+        print(json.dumps(run_one(kind, int(size), int(tau), int(events), int(seed), 1)), flush=True)
+
+
+class Worker:
+    """A build's Python running `serve`."""
+
+    def __init__(self, python: str) -> None:
+        self.process = subprocess.Popen([python, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def time(self, spec: str) -> dict:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(spec + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise SystemExit(f"a worker stopped (exit code {self.process.wait()}) on {spec}")
+        return json.loads(answer)
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait()
 
 
 def write_stream(path: str, events: int, seed: int, with_automaton: bool) -> None:
@@ -110,8 +146,12 @@ def main() -> None:
     ap.add_argument("--stream", help="write summary_bench's input to this file and exit")
     ap.add_argument("--seed", type=int, default=0, help="the stream's seed, with --stream")
     ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--dry", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.serve:
+        serve()
+        return
     if args.one:
         kind, size, tau, events, seed = args.one.split(":")
         print(json.dumps(run_one(kind, int(size), int(tau), int(events), int(seed), args.repeat, args.dry)))
@@ -125,27 +165,26 @@ def main() -> None:
     if args.old:
         builds["old"] = python_of(args.old)
     best: dict = {}
-    rounds: dict = {}  # (clock..., build, row) -> seconds per round
+    calls: dict = {}  # (clock..., build, row) -> seconds per call, paired by index across builds
     counts: dict = {}
     loads = [os.getloadavg()[0]]
+    workers = {name: Worker(python) for name, python in builds.items()}
     with tempfile.TemporaryDirectory() as tmp:
         plain = os.path.join(tmp, "stream.txt")
         if args.cpp:
             write_stream(plain, args.events, 0, False)
-        for round_ in range(args.rounds):
-            # Every other round runs the builds in the other order: a run right after a long
-            # one (0.1 at (500, 500) runs for half a minute) can find the host slower.
-            order = list(builds.items())[:: -1 if round_ % 2 else 1]
+        for _ in range(args.rounds):
             for row in rows:
-                for name, python in order:
-                    spec = ":".join(map(str, row))
-                    out = subprocess.run([python, __file__, "--one", spec, "--repeat", str(args.repeat)],
-                                         check=True, capture_output=True, text=True)
-                    r = json.loads(out.stdout)
-                    for key, seconds in (((name, row), r["seconds"]), (("oncpu", name, row), r["cpu_seconds"])):
-                        best[key] = min(best.get(key, float("inf")), seconds)
-                        rounds.setdefault(key, []).append(seconds)
-                    counts.setdefault((name, row), r["count"])
+                spec = ":".join(map(str, row))
+                for pair in range(args.repeat):
+                    # The order alternates: a call right after a long one (0.1 at (500, 500)
+                    # runs for seconds) can find the host slower.
+                    for name, worker in list(workers.items())[:: -1 if pair % 2 else 1]:
+                        r = worker.time(spec)
+                        for key, seconds in (((name, row), r["seconds"]), (("oncpu", name, row), r["cpu_seconds"])):
+                            best[key] = min(best.get(key, float("inf")), seconds)
+                            calls.setdefault(key, []).append(seconds)
+                        counts.setdefault((name, row), r["count"])
                 if args.cpp and row[0] == "summary":
                     cmd = args.cpp.format(size=row[1], tau=row[2], stream=plain)
                     for _ in range(args.repeat):
@@ -153,9 +192,11 @@ def main() -> None:
                         subprocess.run(shlex.split(cmd), check=True, capture_output=True)
                         best["cpp", row] = min(best.get(("cpp", row), float("inf")), time.perf_counter() - t0)
             loads.append(os.getloadavg()[0])
+    for worker in workers.values():
+        worker.close()
     print(f"{REGEX}, Zipf(2); summary: strategy suse, given probabilities, {args.events:,} events, seed 0; "
           f"exact: {args.exact_events:,} events, seed 1, τ = {EXACT_TAU}")
-    print(f"best of {args.rounds} interleaved rounds × {args.repeat} runs (ratios: median of the rounds); machine: {machine()}; "
+    print(f"best of {args.rounds} rounds × {args.repeat} pairs of calls, the builds taking turns (ratios: median of the pairs); machine: {machine()}; "
           f"load average (1 min) {min(loads):.1f}–{max(loads):.1f}")
     if args.old:
         print(f"old build: {builds['old']}")
@@ -173,13 +214,13 @@ def main() -> None:
 
     def ratio(row: tuple, clock: tuple = ()) -> str:
         old, now = (*clock, "old", row), (*clock, "now", row)
-        if old not in rounds:
+        if old not in calls:
             return "—"
-        paired = [o / n for o, n in zip(rounds[old], rounds[now])]
+        paired = [o / n for o, n in zip(calls[old], calls[now])]
         return f"{statistics.median(paired):.2f} ({min(paired):.2f}–{max(paired):.2f})"
 
     print()
-    print("| setting | suse now | old build | paper's C++ | now / old, median of rounds (range) | counts agree |")
+    print("| setting | suse now | old build | paper's C++ | now / old, median of pairs (range) | counts agree |")
     print("|---|---:|---:|---:|---:|---|")
     for row in rows:
         agree = "—" if ("old", row) not in counts else "yes" if counts["old", row] == counts["now", row] else "NO"
@@ -187,7 +228,7 @@ def main() -> None:
     print()
     print("On CPU (the same runs):")
     print()
-    print("| setting | suse now | old build | now / old, median of rounds (range) |")
+    print("| setting | suse now | old build | now / old, median of pairs (range) |")
     print("|---|---:|---:|---:|")
     cpu = ("oncpu",)
     for row in rows:

@@ -29,7 +29,8 @@ pub enum Layout {
     Vector,
     /// A row-major |Z|×|Z| matrix whose rows are the states being moved.
     Rows,
-    /// A row-major |Z|×|Z| matrix whose columns are the states being moved.
+    /// A row-major matrix of |Z| columns, the states being moved, and any number of rows:
+    /// a stack of vectors over states, each stepped alone.
     Cols,
 }
 
@@ -54,7 +55,11 @@ pub fn step_sized<S: Scalar, const Z: usize>(dfa: &Dfa, ev: &Ev, skip: Skip, m: 
     match layout {
         Layout::Vector => step_in::<S, VECTOR, Z>(dfa, ev, skip, m, dir, scratch),
         Layout::Rows => step_in::<S, ROWS, Z>(dfa, ev, skip, m, dir, scratch),
-        Layout::Cols => step_in::<S, COLS, Z>(dfa, ev, skip, m, dir, scratch),
+        // A stack of one vector (the sweeps through one element mostly carry one) needs no
+        // loop over rows, and a square one has its row count as a constant.
+        Layout::Cols if m.len() == width::<Z>(dfa) => step_in::<S, VECTOR, Z>(dfa, ev, skip, m, dir, scratch),
+        Layout::Cols if m.len() == width::<Z>(dfa) * width::<Z>(dfa) => step_in::<S, COLS, Z>(dfa, ev, skip, m, dir, scratch),
+        Layout::Cols => step_in::<S, STACK, Z>(dfa, ev, skip, m, dir, scratch),
     }
 }
 
@@ -92,7 +97,10 @@ macro_rules! with_width {
 
 const VECTOR: u8 = 0;
 const ROWS: u8 = 1;
+/// [`Layout::Cols`] with |Z| rows.
 const COLS: u8 = 2;
+/// [`Layout::Cols`] with any number of rows.
+const STACK: u8 = 3;
 
 #[inline(always)]
 fn step_in<S: Scalar, const LAYOUT: u8, const Z: usize>(dfa: &Dfa, ev: &Ev, skip: Skip, m: &mut [Dual<S>], dir: Dir, scratch: &mut Vec<Dual<S>>) -> R<()> {
@@ -102,7 +110,8 @@ fn step_in<S: Scalar, const LAYOUT: u8, const Z: usize>(dfa: &Dfa, ev: &Ev, skip
     let (width, state_stride, k_stride) = match LAYOUT {
         VECTOR => (1, 1, 0),
         ROWS => (z, z, 1),
-        _ => (z, 1, z),
+        COLS => (z, 1, z),
+        _ => (m.len() / z, 1, z),
     };
     if !dfa.plain(sym, ev.gap, skip) {
         scratch.clear();
@@ -214,7 +223,8 @@ fn gain_in_place<S: Scalar, const LAYOUT: u8>(m: &mut [Dual<S>], dst: usize, src
             if dst >= z || src >= z {
                 return Ok(()); // no such state (never: transitions stay inside the automaton)
             }
-            for row in m[..z * z].chunks_exact_mut(z) {
+            let rows = if LAYOUT == COLS { &mut m[..z * z] } else { m };
+            for row in rows.chunks_exact_mut(z) {
                 let from = row[src].clone();
                 gain(&mut row[dst], &from, v)?;
             }
@@ -238,7 +248,8 @@ fn gain_from<S: Scalar, const LAYOUT: u8>(m: &mut [Dual<S>], old: &[Dual<S>], ds
             if dst >= z || src >= z {
                 return Ok(()); // never, as above
             }
-            for (row, old_row) in m[..z * z].chunks_exact_mut(z).zip(old.chunks_exact(z)) {
+            let rows = if LAYOUT == COLS { &mut m[..z * z] } else { m };
+            for (row, old_row) in rows.chunks_exact_mut(z).zip(old.chunks_exact(z)) {
                 gain(&mut row[dst], &old_row[src], v)?;
             }
             Ok(())
@@ -348,7 +359,7 @@ mod tests {
     proptest! {
         #[test]
         fn every_layout_is_a_matrix_product(seed in proptest::collection::vec(0u128..5, 49), sym in 0u8..7, v in 0u64..9,
-                                           which in 0usize..4, gap in 0u32..4, brk in any::<bool>(), kill in any::<bool>()) {
+                                           which in 0usize..4, gap in 0u32..4, brk in any::<bool>(), kill in any::<bool>(), rows in 1usize..8) {
             let dfa = [paper(), cyclic(), negation(), letter_negated()][which].clone();
             let sym = sym % dfa.k() as u8;
             let gap = (gap & ((1u32 << dfa.negated.len()) - 1)) | if brk { GAP_BREAK } else { 0 };
@@ -368,6 +379,14 @@ mod tests {
                 let mut got = x.clone();
                 step(&dfa, &ev, skip, &mut got, dir, layout, &mut scratch).unwrap();
                 prop_assert_eq!(got, want, "{:?} {:?}", dir, layout);
+            }
+            // A stack of any number of rows (one, |Z| or another) steps each row alone.
+            let stack: Vec<Dual<u128>> = (0..rows).flat_map(|r| x[(r % z) * z..(r % z + 1) * z].to_vec()).collect();
+            for (dir, square) in [(Dir::Forward, matmul(&x, &m, z)), (Dir::Backward, matmul(&x, &transpose(&m, z), z))] {
+                let mut got = stack.clone();
+                step(&dfa, &ev, skip, &mut got, dir, Layout::Cols, &mut scratch).unwrap();
+                let want: Vec<Dual<u128>> = (0..rows).flat_map(|r| square[(r % z) * z..(r % z + 1) * z].to_vec()).collect();
+                prop_assert_eq!(got, want, "{:?}, {} rows", dir, rows);
             }
             // A vector is one row of the Cols layout; what it moves into finals by taking.
             let row: Vec<Dual<u128>> = x[..z].to_vec();

@@ -356,13 +356,13 @@ fn insert_exact<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &R
 fn remove_exact<P: Semantics, N: Num, const Z: usize>(c: &mut Counters<N>, r: &Retained<'_>, p: usize, rebuild: bool) -> R<bool> {
     let z = width::<Z>(r.dfa);
     let mut work = std::mem::take(&mut c.work);
-    let tail = local_sets_and_tail_in::<N, Z>(&mut work, r.dfa, r.tau, P::SKIP, r.elems, p)?;
+    // Without kills or negation, leaving merges no gap that changes an operator: the elements
+    // after `p` keep theirs, and their product is the tail.
+    let want_tail = rebuild && r.dfa.negated.is_empty() && p >= r.active_start;
+    let rebuilt = local_sets_and_tail_in::<N, Z>(&mut work, r.dfa, r.tau, P::SKIP, r.elems, p, want_tail)?;
     for (g, l) in c.g.iter_mut().zip(&work.local) {
         g.sub_assign(l)?;
     }
-    // Without kills or negation, leaving merges no gap that changes an operator: the elements
-    // after `p` keep theirs, and their product is the tail.
-    let rebuilt = tail && rebuild && r.dfa.negated.is_empty() && p >= r.active_start;
     // Only active initiators have a non-zero row.
     let row = super::estimates::zero_row_to_drop(p, r.active_start);
     for (a, d) in c.a.iter_mut().zip(c.v.drain(row * z..(row + 1) * z)) {

@@ -69,8 +69,38 @@ fn end_row<'a, S: Scalar>(end_at: &mut Vec<usize>, end_sets: &'a mut Vec<Dual<S>
 /// `L_x` for `x = elems[p]`: the windowed sets containing it, per end state.
 pub fn local_sets<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<Vec<Dual<S>>> {
     let mut work = LocalWork::default();
-    local_sets_and_tail_in::<S, 0>(&mut work, dfa, tau, skip, elems, p)?;
+    local_sets_and_tail_in::<S, 0>(&mut work, dfa, tau, skip, elems, p, false)?;
     Ok(work.local)
+}
+
+/// The states a set can be in right after it takes `x`, rising: where the symbol's transitions
+/// lead, and where a set that starts at `x` begins. Every set through `x` is in one of them
+/// there (for most symbols there is one), so the sweeps that carry such sets across the
+/// window keep one vector over states per state after `x`, not a |Z|×|Z| matrix: the same
+/// cells, each computed as before, without the rows (or columns) that can only hold zeros.
+fn after_states(dfa: &Dfa, x: &Ev, skip: Skip, out: &mut Vec<u32>) {
+    out.clear();
+    out.extend(takes(dfa, x, skip).iter().map(|&(_, q2)| q2));
+    let q0 = dfa.init[x.sym as usize];
+    if q0 != NONE {
+        out.push(q0);
+    }
+    out.sort_unstable();
+    out.dedup();
+}
+
+/// The position of state `q` in `after` (rising, and holding it).
+#[inline(always)]
+fn slot(after: &[u32], q: u32) -> usize {
+    after.partition_point(|&a| a < q)
+}
+
+/// `m` as the rows of the identity for the states in `rows` (one row per state, in order).
+fn identity_rows<S: Scalar>(m: &mut Vec<Dual<S>>, rows: &[u32], z: usize) {
+    zeroed(m, rows.len() * z);
+    for (j, &a) in rows.iter().enumerate() {
+        m[j * z + a as usize] = Dual::one();
+    }
 }
 
 /// The buffers of [`local_sets_and_tail_in`], kept between calls (it runs at every eviction).
@@ -87,33 +117,39 @@ pub struct LocalWork<S> {
     ends: Vec<Dual<S>>,
     row: Vec<Dual<S>>,
     scratch: Vec<Dual<S>>,
+    after: Vec<u32>,
+    all: Vec<u32>,
 }
 
 impl<S> Default for LocalWork<S> {
     fn default() -> Self {
         let none = Vec::new;
-        LocalWork { local: none(), tail: none(), end_at: Vec::new(), end_sets: none(), cur: none(), ends: none(), row: none(), scratch: none() }
+        LocalWork { local: none(), tail: none(), end_at: Vec::new(), end_sets: none(), cur: none(), ends: none(), row: none(), scratch: none(), after: Vec::new(), all: Vec::new() }
     }
 }
 
-/// [`local_sets`] into `work.local`, and the product `P(p+1..n−1)` over every element after
-/// `x` into `work.tail` when its forward sweep built it on the way (no kills, and every later
-/// element within the window of `x`; returns whether it did): what recomputing the active rows
-/// after `x` leaves would sweep again. No allocation once the buffers have grown.
-pub fn local_sets_and_tail_in<S: Scalar, const Z: usize>(work: &mut LocalWork<S>, dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<bool> {
+/// [`local_sets`] into `work.local`, and with `want_tail`, the product `P(p+1..n−1)` over
+/// every element after `x` into `work.tail` where its forward sweep can build it on the way
+/// (no kills, and every later element within the window of `x`; returns whether it did):
+/// what recomputing the active rows after `x` leaves would sweep again. Without it the sweep
+/// carries only the rows of the states after `x`. No allocation once the buffers have grown.
+pub fn local_sets_and_tail_in<S: Scalar, const Z: usize>(work: &mut LocalWork<S>, dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize, want_tail: bool) -> R<bool> {
     let z = width::<Z>(dfa);
     let x = elems[p];
     let (lo, hi) = span(elems, p, tau, skip);
-    let LocalWork { local, tail: c_mat, end_at, end_sets, cur, ends, row, scratch } = work;
+    let LocalWork { local, tail: c_mat, end_at, end_sets, cur, ends, row, scratch, after, all } = work;
+    after_states(dfa, &x, skip, after);
+    let w = after.len();
     // Σ_{K(i)=K} β_i for the ends K some initiator has, in falling K (the sweep meets them so):
     // few next to the span, which a dense table would clear and scan whole.
     end_at.clear();
     end_sets.clear();
     let mut k = hi;
-    // Backward from x: `cur` = P(y+1..x-1) · (taking x).
-    zeroed(cur, z * z);
+    // Backward from x: `cur` = P(y+1..x-1) · (taking x), by its columns (the states after x),
+    // each a vector over states.
+    zeroed(cur, w * z);
     for &(q, q2) in takes(dfa, &x, skip).iter() {
-        cur[q as usize * z + q2 as usize] = Dual::weight(x.v);
+        cur[slot(after, q2) * z + q as usize] = Dual::weight(x.v);
     }
     let xq = dfa.init[x.sym as usize];
     if xq != NONE {
@@ -130,19 +166,20 @@ pub fn local_sets_and_tail_in<S: Scalar, const Z: usize>(work: &mut LocalWork<S>
                 k -= 1;
             }
             let row = end_row(end_at, end_sets, k, z);
-            for (e, c) in row.iter_mut().zip(&cur[q as usize * z..(q as usize + 1) * z]) {
+            for (j, &a) in after.iter().enumerate() {
+                let c = &cur[j * z + q as usize];
                 if !c.is_zero() {
-                    e.add_assign(&c.take(ev.v)?)?;
+                    row[a as usize].add_assign(&c.take(ev.v)?)?;
                 }
             }
         }
         if y > lo {
-            step_sized::<_, Z>(dfa, ev, skip, cur, Dir::Backward, Layout::Rows, scratch)?; // (the product from `lo` is never read)
+            step_sized::<_, Z>(dfa, ev, skip, cur, Dir::Backward, Layout::Cols, scratch)?; // (the product from `lo` is never read)
         }
     }
     zeroed(local, z);
-    set_identity(c_mat, z);
     if counts_at_ends(dfa, skip) {
+        identity_rows(c_mat, after, z);
         zeroed(ends, (hi - p + 1) * z); // indexed K-p
         for (k, sets) in end_at.iter().zip(end_sets.chunks_exact(z)) {
             ends[(k - p) * z..(k - p + 1) * z].clone_from_slice(sets);
@@ -159,15 +196,14 @@ pub fn local_sets_and_tail_in<S: Scalar, const Z: usize>(work: &mut LocalWork<S>
         zeroed(row, z);
         for k in p + 1..=hi {
             row.iter_mut().for_each(|r| *r = Dual::zero());
-            for a in 0..z {
-                let b = &ends[(k - p) * z + a];
+            for (&a, m_row) in after.iter().zip(c_mat.chunks_exact(z)) {
+                let b = &ends[(k - p) * z + a as usize];
                 if b.is_zero() {
                     continue;
                 }
-                for q in 0..z {
-                    let m = &c_mat[a * z + q];
+                for (r, m) in row.iter_mut().zip(m_row) {
                     if !m.is_zero() {
-                        row[q].add_assign(&b.mul(m)?)?;
+                        r.add_assign(&b.mul(m)?)?;
                     }
                 }
             }
@@ -180,7 +216,17 @@ pub fn local_sets_and_tail_in<S: Scalar, const Z: usize>(work: &mut LocalWork<S>
         }
         return Ok(false);
     }
-    // Without kills every set stays in the product: `L_x = Σ_i β_i · P(x+1..K(i))`.
+    // Without kills every set stays in the product: `L_x = Σ_i β_i · P(x+1..K(i))`. The
+    // product's rows are those of the states after x, or every row where it becomes the tail.
+    let tail = want_tail && hi + 1 == elems.len();
+    let rows: &[u32] = if tail {
+        all.clear();
+        all.extend(0..z as u32);
+        all
+    } else {
+        after
+    };
+    identity_rows(c_mat, rows, z);
     let mut next = end_at.len(); // the ends in rising K, from the back
     for k in p..=hi {
         if k > p {
@@ -190,18 +236,19 @@ pub fn local_sets_and_tail_in<S: Scalar, const Z: usize>(work: &mut LocalWork<S>
             continue;
         }
         next -= 1;
-        for (a, b) in end_sets[next * z..(next + 1) * z].iter().enumerate() {
+        for (j, &a) in rows.iter().enumerate() {
+            let b = &end_sets[next * z + a as usize];
             if b.is_zero() {
                 continue;
             }
-            for (l, m) in local.iter_mut().zip(&c_mat[a * z..(a + 1) * z]) {
+            for (l, m) in local.iter_mut().zip(&c_mat[j * z..(j + 1) * z]) {
                 if !m.is_zero() {
                     l.add_assign(&b.mul(m)?)?;
                 }
             }
         }
     }
-    Ok(hi + 1 == elems.len())
+    Ok(tail)
 }
 
 /// The buffers of [`joint_matches_in`], kept between calls (it runs at most evictions).
@@ -222,12 +269,13 @@ pub struct JointWork<S: Scalar> {
     d: Vec<Dual<S>>,
     phi: Vec<Dual<S>>,
     scratch: Vec<Dual<S>>,
+    after: Vec<u32>,
 }
 
 impl<S: Scalar> Default for JointWork<S> {
     fn default() -> Self {
         let none = Vec::new;
-        JointWork { joint: none(), k_of: Vec::new(), reads: Vec::new(), e_mats: none(), cur: none(), psi: none(), c_mat: none(), inject: none(), gammas: none(), gamma: none(), d: none(), phi: none(), scratch: none() }
+        JointWork { joint: none(), k_of: Vec::new(), reads: Vec::new(), e_mats: none(), cur: none(), psi: none(), c_mat: none(), inject: none(), gammas: none(), gamma: none(), d: none(), phi: none(), scratch: none(), after: Vec::new() }
     }
 }
 
@@ -244,22 +292,15 @@ pub(super) fn at_least<S: Scalar>(buf: &mut Vec<Dual<S>>, len: usize) {
     }
 }
 
-/// `buf` as the identity matrix over `z` states, reusing its allocation.
-fn set_identity<S: Scalar>(buf: &mut Vec<Dual<S>>, z: usize) {
-    zeroed(buf, z * z);
-    for q in 0..z {
-        buf[q * z + q] = Dual::one();
-    }
-}
-
-/// ψ's row at `k` (`row`), the matches that `product` = `P(p+1..k)` completes from each state,
-/// if `k` is the next of the `ends` still to be read (`next` moves past it).
-fn read_psi<S: Scalar>(dfa: &Dfa, product: &[Dual<S>], ends: &[usize], next: &mut usize, k: usize, row: &mut [Dual<S>]) -> R<()> {
+/// ψ's entries at `k` (`row`, one per row of `product`), the matches that `product`'s rows
+/// of `P(p+1..k)` complete, if `k` is the next of the `ends` still to be read (`next` moves
+/// past it).
+fn read_psi<S: Scalar>(dfa: &Dfa, product: &[Dual<S>], z: usize, ends: &[usize], next: &mut usize, k: usize, row: &mut [Dual<S>]) -> R<()> {
     if ends.get(*next) != Some(&k) {
         return Ok(());
     }
     *next += 1;
-    for (r, out) in product.chunks_exact(row.len()).zip(row.iter_mut()) {
+    for (r, out) in product.chunks_exact(z).zip(row.iter_mut()) {
         out.set(&final_sum(dfa, r)?);
     }
     Ok(())
@@ -274,14 +315,19 @@ pub fn joint_matches<S: Scalar>(dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p
 }
 
 /// [`joint_matches`] into `work.joint`, returning `lo`, with no allocation once the buffers
-/// have grown.
+/// have grown. Every matrix of the module's formulas has the state after `x` as one of its
+/// indices; each is kept as one vector over the other index per state after `x` (see
+/// [`after_states`]): `E_y`, `Φ'_y` by their columns, `D_y`, `Γ_y` and ψ's product by their rows.
 pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa: &Dfa, tau: i64, skip: Skip, elems: &[Ev], p: usize) -> R<usize> {
     let z = width::<Z>(dfa);
-    let zz = z * z;
     let el = elems;
     let x = el[p];
     let (lo, hi) = span(elems, p, tau, skip);
-    let JointWork { joint: joint_out, k_of, reads, e_mats, cur, psi, c_mat, inject, gammas, gamma, d, phi, scratch } = work;
+    let JointWork { joint: joint_out, k_of, reads, e_mats, cur, psi, c_mat, inject, gammas, gamma, d, phi, scratch, after } = work;
+    after_states(dfa, &x, skip, after);
+    let after = &after[..];
+    let w = after.len();
+    let wz = w * z; // one structure: a vector over states per state after x
     // Every entry but x's own is written below.
     joint_out.resize(hi - lo + 1, Dual::zero());
     joint_out[p - lo] = Dual::zero();
@@ -304,17 +350,17 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
     }
     let wx = Dual::<S>::weight(x.v);
 
-    // E_y = P(y+1..p-1) · w_x T_x for y in lo..p, built right to left (flat, |Z|² each).
-    // Stored right to left: E_y at (p-1-y)·|Z|². Every cell is written, so nothing is zeroed.
-    let e_of = |y: usize| (p - 1 - y) * zz;
-    at_least(e_mats, (p - lo) * zz);
-    zeroed(cur, zz);
+    // E_y = P(y+1..p-1) · w_x T_x for y in lo..p, built right to left, by its columns.
+    // Stored right to left: E_y at (p-1-y)·wz. Every cell is written, so nothing is zeroed.
+    let e_of = |y: usize| (p - 1 - y) * wz;
+    at_least(e_mats, (p - lo) * wz);
+    zeroed(cur, wz);
     for &(q, q2) in takes(dfa, &x, skip).iter() {
-        cur[q as usize * z + q2 as usize] = wx.clone();
+        cur[slot(after, q2) * z + q as usize] = wx.clone();
     }
     for y in (lo..p).rev() {
-        S::copy_duals(&mut e_mats[e_of(y)..e_of(y) + zz], cur);
-        step_sized::<_, Z>(dfa, &el[y], skip, cur, Dir::Backward, Layout::Rows, scratch)?;
+        S::copy_duals(&mut e_mats[e_of(y)..e_of(y) + wz], cur);
+        step_sized::<_, Z>(dfa, &el[y], skip, cur, Dir::Backward, Layout::Cols, scratch)?;
     }
     // ψ(K) = the matches a set through x (in each state after x) completes by K:
     // P(p+1..K) · 1_F without kills, 1_F + Σ_{y=p+1..K} P(p+1..y−1)·(taking y)·1_F with them.
@@ -323,31 +369,33 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
     // the same order, so the same bits): ψ is taken from it there, at those ends, and no other
     // row is read (so none is cleared).
     if ends_mode {
-        zeroed(psi, (hi - p + 1) * z);
+        zeroed(psi, (hi - p + 1) * w);
     } else {
-        at_least(psi, (hi - p + 1) * z);
+        at_least(psi, (hi - p + 1) * w);
     }
     let mut next_read = 0;
-    set_identity(d, z);
-    read_psi(dfa, &d[..], reads, &mut next_read, p, &mut psi[..z])?;
+    identity_rows(d, after, z);
+    read_psi(dfa, &d[..], z, reads, &mut next_read, p, &mut psi[..w])?;
     if ends_mode {
-        set_identity(c_mat, z);
+        identity_rows(c_mat, after, z);
         for k in p..=hi {
             if k == p {
-                for r in (0..z).filter(|&r| dfa.finals[r]) {
-                    psi[r] = Dual::one();
+                for (ps, &a) in psi.iter_mut().zip(after) {
+                    if dfa.finals[a as usize] {
+                        *ps = Dual::one();
+                    }
                 }
                 continue;
             }
             let done = completes::<S>(dfa, &el[k], skip);
-            for r in 0..z {
-                let mut acc = psi[(k - p - 1) * z + r].clone();
-                for q in 0..z {
-                    if !done[q].is_zero() && !c_mat[r * z + q].is_zero() {
-                        acc.add_assign(&c_mat[r * z + q].mul(&done[q])?)?;
+            for (j, m_row) in c_mat.chunks_exact(z).enumerate() {
+                let mut acc = psi[(k - p - 1) * w + j].clone();
+                for (m, dn) in m_row.iter().zip(&done) {
+                    if !dn.is_zero() && !m.is_zero() {
+                        acc.add_assign(&m.mul(dn)?)?;
                     }
                 }
-                psi[(k - p) * z + r] = acc;
+                psi[(k - p) * w + j] = acc;
             }
             step_sized::<_, Z>(dfa, &el[k], skip, c_mat, Dir::Forward, Layout::Cols, scratch)?;
         }
@@ -355,58 +403,57 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
 
     // Neighbours after x: backward sweep of Γ_y, then forward sweep of D_y = P(p+1..y-1).
     if hi > p {
-        // Σ_{K(i)=K} β_i, indexed K-p; β_i: sets from initiator i through x, state after x.
-        zeroed(inject, (hi - p + 1) * z);
+        // Σ_{K(i)=K} β_i, indexed K-p; β_i: sets from initiator i through x, state after x
+        // (one entry per state after x).
+        zeroed(inject, (hi - p + 1) * w);
         for i in lo..=p {
             if !is_init(i) {
                 continue;
             }
             let q0 = dfa.init[el[i].sym as usize] as usize;
-            let row = &mut inject[(k_of[i - lo] - p) * z..(k_of[i - lo] - p + 1) * z];
+            let row = &mut inject[(k_of[i - lo] - p) * w..(k_of[i - lo] - p + 1) * w];
             if i == p {
-                row[q0].add_assign(&wx)?;
+                row[slot(after, q0 as u32)].add_assign(&wx)?;
             } else {
                 let wi = Dual::<S>::weight(el[i].v);
-                let m = &e_mats[e_of(i) + q0 * z..e_of(i) + (q0 + 1) * z];
-                for (r, mm) in row.iter_mut().zip(m) {
-                    r.add_assign(&mm.mul(&wi)?)?;
+                let e = &e_mats[e_of(i)..e_of(i) + wz];
+                for (r, col) in row.iter_mut().zip(e.chunks_exact(z)) {
+                    r.add_assign(&col[q0].mul(&wi)?)?;
                 }
             }
         }
         // Γ_y for y = hi down to p+1, stored in that order (each written whole).
-        at_least(gammas, (hi - p) * zz);
-        let g_of = |y: usize| (hi - y) * zz;
-        zeroed(gamma, zz);
+        at_least(gammas, (hi - p) * wz);
+        let g_of = |y: usize| (hi - y) * wz;
+        zeroed(gamma, wz);
         if ends_mode {
             // act(y) = Σ_{K(i) ≥ y} β_i. Γ'_y = Γ'_{y+1}·M_{y+1}ᵀ + act(y+1) ⊗ (taking y+1)·1_F
             // counts the matches ending after y, Γ_y = Γ'_y + act(y) ⊗ 1_F those ending at y too.
             for y in (p..hi).rev() {
-                let (now, later) = inject.split_at_mut((y + 1 - p) * z);
-                for a in 0..z {
-                    now[(y - p) * z + a].add_assign(&later[a])?;
+                let (now, later) = inject.split_at_mut((y + 1 - p) * w);
+                for j in 0..w {
+                    now[(y - p) * w + j].add_assign(&later[j])?;
                 }
             }
             for y in (p + 1..=hi).rev() {
                 if y < hi {
                     step_sized::<_, Z>(dfa, &el[y + 1], skip, gamma, Dir::Backward, Layout::Cols, scratch)?;
                     let done = completes::<S>(dfa, &el[y + 1], skip);
-                    for a in 0..z {
-                        let act = &inject[(y + 1 - p) * z + a];
+                    for (act, g_row) in inject[(y + 1 - p) * w..(y + 2 - p) * w].iter().zip(gamma.chunks_exact_mut(z)) {
                         if act.is_zero() {
                             continue;
                         }
-                        for b in (0..z).filter(|&b| !done[b].is_zero()) {
-                            gamma[a * z + b].add_assign(&act.mul(&done[b])?)?;
+                        for (g, dn) in g_row.iter_mut().zip(&done).filter(|(_, dn)| !dn.is_zero()) {
+                            g.add_assign(&act.mul(dn)?)?;
                         }
                     }
                 }
-                let g = &mut gammas[g_of(y)..g_of(y) + zz];
+                let g = &mut gammas[g_of(y)..g_of(y) + wz];
                 S::copy_duals(g, gamma);
-                for a in 0..z {
-                    let act = &inject[(y - p) * z + a];
+                for (act, g_row) in inject[(y - p) * w..(y + 1 - p) * w].iter().zip(g.chunks_exact_mut(z)) {
                     if !act.is_zero() {
                         for b in (0..z).filter(|&b| dfa.finals[b]) {
-                            g[a * z + b].add_assign(act)?;
+                            g_row[b].add_assign(act)?;
                         }
                     }
                 }
@@ -416,75 +463,75 @@ pub fn joint_matches_in<S: Scalar, const Z: usize>(work: &mut JointWork<S>, dfa:
                 if y < hi {
                     step_sized::<_, Z>(dfa, &el[y + 1], skip, gamma, Dir::Backward, Layout::Cols, scratch)?;
                 }
-                for a in 0..z {
-                    let add = &inject[(y - p) * z + a];
+                for (add, g_row) in inject[(y - p) * w..(y + 1 - p) * w].iter().zip(gamma.chunks_exact_mut(z)) {
                     if !add.is_zero() {
                         for b in (0..z).filter(|&b| dfa.finals[b]) {
-                            gamma[a * z + b].add_assign(add)?;
+                            g_row[b].add_assign(add)?;
                         }
                     }
                 }
-                S::copy_duals(&mut gammas[g_of(y)..g_of(y) + zz], gamma);
+                S::copy_duals(&mut gammas[g_of(y)..g_of(y) + wz], gamma);
             }
         }
         for y in p + 1..=hi {
             let wy = Dual::<S>::weight(el[y].v);
-            let g = &gammas[g_of(y)..g_of(y) + zz];
+            let g = &gammas[g_of(y)..g_of(y) + wz];
             let mut joint = Dual::<S>::zero();
             let pairs = if dfa.plain(el[y].sym, el[y].gap, skip) { std::borrow::Cow::Borrowed(&dfa.by_sym[el[y].sym as usize][..]) } else { takes(dfa, &el[y], skip) };
             for &(q, q2) in pairs.iter() {
-                for a in 0..z {
-                    joint.add_assign(&d[a * z + q as usize].mul(&g[a * z + q2 as usize])?)?;
+                for j in 0..w {
+                    joint.add_assign(&d[j * z + q as usize].mul(&g[j * z + q2 as usize])?)?;
                 }
             }
             joint_out[y - lo].set(&joint.mul(&wy)?);
             step_sized::<_, Z>(dfa, &el[y], skip, d, Dir::Forward, Layout::Cols, scratch)?;
-            read_psi(dfa, &d[..], reads, &mut next_read, y, &mut psi[(y - p) * z..(y - p + 1) * z])?;
+            read_psi(dfa, &d[..], z, reads, &mut next_read, y, &mut psi[(y - p) * w..(y - p + 1) * w])?;
         }
     }
 
-    // Neighbours before x: forward sweep of Φ'_y = Σ_{initiators i<y} φ_i(y) ⊗ ψ(K(i)).
+    // Neighbours before x: forward sweep of Φ'_y = Σ_{initiators i<y} φ_i(y) ⊗ ψ(K(i)), by its
+    // columns (the states after x).
     let start = dfa.start as usize;
-    zeroed(phi, zz);
+    zeroed(phi, wz);
     for y in lo..p {
-        let ey = &e_mats[e_of(y)..e_of(y) + zz];
+        let ey = &e_mats[e_of(y)..e_of(y) + wz];
         let wy = Dual::<S>::weight(el[y].v);
-        let own = if is_init(y) { Some(&psi[(k_of[y - lo] - p) * z..(k_of[y - lo] - p + 1) * z]) } else { None };
+        let own = if is_init(y) { Some(&psi[(k_of[y - lo] - p) * w..(k_of[y - lo] - p + 1) * w]) } else { None };
         let mut joint = Dual::<S>::zero();
         if dfa.plain(el[y].sym, el[y].gap, skip) {
             for &(a, q2) in &dfa.by_sym[el[y].sym as usize] {
                 let (a, q2) = (a as usize, q2 as usize);
-                for b in 0..z {
-                    let mut left = phi[a * z + b].clone();
+                for j in 0..w {
+                    let mut left = phi[j * z + a].clone();
                     if a == start {
                         if let Some(ps) = own {
-                            left.add_assign(&ps[b])?; // the sets that start at y itself
+                            left.add_assign(&ps[j])?; // the sets that start at y itself
                         }
                     }
-                    joint.add_assign(&ey[q2 * z + b].mul(&left)?)?;
+                    joint.add_assign(&ey[j * z + q2].mul(&left)?)?;
                 }
             }
         } else {
             // The sets before y pass its gap first; the sets that start at y do not.
             for &(a, q2) in takes(dfa, &el[y], skip).iter() {
-                for b in 0..z {
-                    joint.add_assign(&ey[q2 as usize * z + b].mul(&phi[a as usize * z + b])?)?;
+                for (e_col, phi_col) in ey.chunks_exact(z).zip(phi.chunks_exact(z)) {
+                    joint.add_assign(&e_col[q2 as usize].mul(&phi_col[a as usize])?)?;
                 }
             }
             if let Some(ps) = own {
                 let q0 = dfa.init[el[y].sym as usize] as usize;
-                for b in 0..z {
-                    joint.add_assign(&ey[q0 * z + b].mul(&ps[b])?)?;
+                for (e_col, ps) in ey.chunks_exact(z).zip(ps) {
+                    joint.add_assign(&e_col[q0].mul(ps)?)?;
                 }
             }
         }
         joint_out[y - lo].set(&joint.mul(&wy)?);
         // Φ'_{y+1} = M_yᵀ Φ'_y + [y initiator] (w_y e_{δ(q0,c_y)}) ⊗ ψ(K(y)).
-        step_sized::<_, Z>(dfa, &el[y], skip, phi, Dir::Forward, Layout::Rows, scratch)?;
+        step_sized::<_, Z>(dfa, &el[y], skip, phi, Dir::Forward, Layout::Cols, scratch)?;
         if let Some(ps) = own {
             let q0 = dfa.init[el[y].sym as usize] as usize;
-            for b in 0..z {
-                phi[q0 * z + b].add_assign(&wy.mul(&ps[b])?)?;
+            for (phi_col, ps) in phi.chunks_exact_mut(z).zip(ps) {
+                phi_col[q0].add_assign(&wy.mul(ps)?)?;
             }
         }
     }
