@@ -46,7 +46,7 @@ EXACT_TAU = 100
 
 @functools.cache
 def workload(events: int, seed: int):
-    """The stream, built once per worker (a type of whichever suse this process imports)."""
+    """The stream, as whichever suse this process imports builds it; once per worker."""
     from suse.io.synthetic import synthetic_stream
 
     return synthetic_stream(LETTERS, events, "zipf", 2.0, seed=seed)
